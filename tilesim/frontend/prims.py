@@ -1,0 +1,647 @@
+"""Builders for ``T.*`` primitives: argument checking and IR construction (the semantic layer).
+
+Contract
+--------
+* :func:`call` binds the call's arguments against the marker's Python signature (so argument errors
+  read like Python's, as ``KernelTypeError``), then runs the builder registered for the primitive.
+* Builders of tile operations check shapes, dtypes and scopes and emit one statement; builders of
+  expression primitives return an IR expression (or a Python value when every input is Python).
+* ``BUILDERS`` covers every marker in ``tilesim.language``; a test checks it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+from .. import dtypes as dt
+from ..errors import KernelError, KernelSyntaxError, KernelTypeError
+from ..ir import nodes as N
+from . import exprs as X
+from . import regions as R
+
+BUILDERS: dict = {}
+LOOP_PRIMS = frozenset({"Parallel", "Pipelined", "serial", "unroll", "vectorized", "grid"})
+_NO_OPS = frozenset({"annotate_layout", "annotate_padding", "annotate_l2_hit_ratio", "sync_threads",
+                     "no_set_max_nreg", "set_max_nreg", "disable_warp_group_reg_alloc", "print"})
+
+
+def builder(*names):
+    def deco(fn):
+        for n in names:
+            BUILDERS[n] = fn
+        return fn
+    return deco
+
+
+def call(tr, node, name, fn, args, kwargs):
+    loc = tr.loc(node)
+    reason = getattr(fn, "__tilesim_unsupported__", None)
+    if reason is not None:
+        raise KernelSyntaxError(f"T.{name} is not supported by tilesim", loc, hint=reason)
+    if name in _NO_OPS:
+        return None
+    b = BUILDERS.get(name)
+    if b is None:
+        if name in LOOP_PRIMS or name == "Kernel":
+            raise KernelSyntaxError(f"T.{name} can only be used as `for ... in T.{name}(...)`"
+                                    if name != "Kernel" else "T.Kernel is used as `with T.Kernel(...) as ...:`", loc)
+        raise KernelSyntaxError(f"T.{name} cannot be used here", loc)
+    sig_fn = getattr(fn, "__tilesim_sig__", fn)
+    try:
+        ba = inspect.signature(sig_fn).bind(*args, **kwargs)
+    except TypeError as e:
+        raise KernelTypeError(f"T.{name}: {e}", loc, hint=f"signature: T.{name}{inspect.signature(sig_fn)}") from None
+    ba.apply_defaults()
+    try:
+        return b(tr, loc, **ba.arguments)
+    except KernelError as e:
+        raise e.with_loc(loc)
+
+
+def _tile_op_context(tr, loc, name):
+    if not tr.in_launch():
+        raise KernelSyntaxError(f"T.{name} outside `with T.Kernel(...)`", loc,
+                                hint="tile operations run inside a kernel launch")
+    if tr.parallel_depth:
+        raise KernelSyntaxError(f"tile operation T.{name} inside T.Parallel", loc,
+                                hint="move it out of the T.Parallel loop; T.Parallel bodies hold element-wise "
+                                     "statements only")
+
+
+# ---------------------------------------------------------------------------------------- launch
+def launch(tr, node, call_node, target):
+    loc = tr.loc(node)
+    from .. import language as T
+    args, kwargs = tr.call_args(call_node)
+    try:
+        ba = inspect.signature(T.Kernel.__tilesim_sig__).bind(*args, **kwargs)
+    except TypeError as e:
+        raise KernelTypeError(f"T.Kernel: {e}", loc) from None
+    ba.apply_defaults()
+    grid = ba.arguments["blocks"]
+    if tr.in_launch():
+        raise KernelSyntaxError("T.Kernel inside another T.Kernel", loc, hint="launches are sequential, not nested")
+    if tr.ir_depth:
+        raise KernelSyntaxError("T.Kernel inside a kernel loop or `if`", loc,
+                                hint="launches must be top-level statements of the program")
+    if not 1 <= len(grid) <= 3:
+        raise KernelTypeError(f"T.Kernel takes 1 to 3 grid extents, got {len(grid)}", loc)
+    gexprs = []
+    for g in grid:
+        if isinstance(g, int) and g <= 0:
+            raise KernelTypeError(f"T.Kernel grid extent must be positive, got {g}", loc)
+        gexprs.append(X.index_expr(g, loc))
+    threads = ba.arguments["threads"]
+    threads = tuple(threads) if isinstance(threads, (tuple, list)) else (threads,)
+    if not all(isinstance(t, int) and t > 0 for t in threads):
+        raise KernelTypeError(f"T.Kernel threads must be positive ints, got {threads}", loc)
+    names = ("bx", "by", "bz")
+    bvars = tuple(N.Var(names[i], "int32", kind="block", loc=loc) for i in range(len(grid)))
+    if target is not None:
+        if isinstance(target, ast_Name()):
+            tr.bind(target.id, bvars[0] if len(bvars) == 1 else bvars, target)
+        else:
+            elts = target.elts
+            if len(elts) != len(bvars):
+                raise KernelSyntaxError(f"T.Kernel has {len(bvars)} grid dimension(s) but {len(elts)} names", loc)
+            for e, v in zip(elts, bvars):
+                tr.bind(e.id, v, e)
+    tr.launch = {"allocs": [], "annotations": []}
+    tr.bodies.append([])
+    try:
+        tr.visit_body(node.body)
+    finally:
+        body = tr.bodies.pop()
+        info = tr.launch
+        tr.launch = None
+    stmt = N.Launch(tuple(gexprs), bvars, threads, tuple(info["allocs"]) + tuple(body),
+                    tuple(info["annotations"]), loc)
+    tr.emit(stmt)
+
+
+def ast_Name():  # noqa: N802
+    import ast
+    return ast.Name
+
+
+# ---------------------------------------------------------------------------------------- loops
+def loop(tr, node, name, fn, args, kwargs):
+    loc = tr.loc(node)
+    if name == "range":
+        sig_args = args
+        if kwargs or not 1 <= len(args) <= 3:
+            raise KernelTypeError("range() takes 1 to 3 positional arguments", loc)
+        start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
+        return _serial(tr, node, "serial", start, stop, step, ())
+    sig_fn = getattr(fn, "__tilesim_sig__", fn)
+    try:
+        ba = inspect.signature(sig_fn).bind(*args, **kwargs)
+    except TypeError as e:
+        raise KernelTypeError(f"T.{name}: {e}", loc) from None
+    ba.apply_defaults()
+    a = ba.arguments
+    if name == "Parallel":
+        return _parallel(tr, node, a["extents"])
+    if name == "grid":
+        return _grid(tr, node, a["extents"])
+    if tr.parallel_depth and name == "Pipelined":
+        raise KernelSyntaxError("T.Pipelined inside T.Parallel", loc, hint="pipeline the outer tile loop instead")
+    start, stop = (0, a["start"]) if a.get("stop") is None else (a["start"], a["stop"])
+    step = a.get("step") or 1
+    ann = ()
+    if name == "Pipelined":
+        if not tr.in_launch():
+            raise KernelSyntaxError("T.Pipelined outside `with T.Kernel(...)`", loc)
+        ns = a["num_stages"]
+        if not isinstance(ns, int) or ns < 0:
+            raise KernelTypeError(f"T.Pipelined num_stages must be a non-negative int, got {ns!r}", loc)
+        ann = (("num_stages", ns), ("order", _tup(a["order"])), ("stage", _tup(a["stage"])))
+    kind = {"Pipelined": "pipelined", "serial": "serial", "unroll": "unroll", "vectorized": "vectorized"}[name]
+    return _serial(tr, node, kind, start, stop, step, ann)
+
+
+def _tup(v):
+    return tuple(v) if isinstance(v, (list, tuple)) else v
+
+
+def _serial(tr, node, kind, start, stop, step, ann):
+    loc = tr.loc(node)
+    import ast
+    if not isinstance(node.target, ast.Name):
+        raise KernelSyntaxError("a serial loop binds one name", loc)
+    if not isinstance(step, int) or step == 0:
+        raise KernelTypeError(f"loop step must be a non-zero Python int, got {step!r}", loc)
+    var = N.Var(node.target.id, "int32", kind="loop", loc=tr.loc(node.target))
+    s, e = X.index_expr(start, loc), X.index_expr(stop, loc)
+    tr.bind(node.target.id, var, node.target)
+    body = tr.sub_body(node.body, loop=True)
+    tr.emit(N.For(var, s, e, step, kind, body, ann, loc))
+
+
+def _parallel(tr, node, extents):
+    import ast
+    loc = tr.loc(node)
+    if not tr.in_launch():
+        raise KernelSyntaxError("T.Parallel outside `with T.Kernel(...)`", loc)
+    if not extents:
+        raise KernelTypeError("T.Parallel needs at least one extent", loc)
+    exts = []
+    for e in extents:
+        if isinstance(e, N.Const):
+            e = e.value
+        if not isinstance(e, int):
+            raise KernelTypeError("T.Parallel extents must be compile-time constants", loc,
+                                  hint="use tile sizes (Python ints); guard the tensor edge with an `if` inside")
+        if e <= 0:
+            raise KernelTypeError(f"T.Parallel extent must be positive, got {e}", loc)
+        exts.append(e)
+    tgt = node.target
+    names = [tgt] if isinstance(tgt, ast.Name) else list(getattr(tgt, "elts", []))
+    if len(names) != len(exts) or not all(isinstance(n, ast.Name) for n in names):
+        raise KernelSyntaxError(f"T.Parallel has {len(exts)} extent(s) but the loop binds {len(names)} name(s)", loc)
+    vars_ = tuple(N.Var(n.id, "int32", kind="parallel", loc=tr.loc(n)) for n in names)
+    for n, v in zip(names, vars_):
+        tr.bind(n.id, v, n)
+    tr.parallel_depth += 1
+    try:
+        body = tr.sub_body(node.body, loop=False)
+    finally:
+        tr.parallel_depth -= 1
+    tr.emit(N.Parallel(vars_, tuple(exts), body, loc))
+
+
+def _grid(tr, node, extents):
+    import ast
+    loc = tr.loc(node)
+    tgt = node.target
+    names = [tgt] if isinstance(tgt, ast.Name) else list(getattr(tgt, "elts", []))
+    if len(names) != len(extents):
+        raise KernelSyntaxError(f"T.grid has {len(extents)} extent(s) but the loop binds {len(names)} name(s)", loc)
+    vars_ = [N.Var(n.id, "int32", kind="loop", loc=tr.loc(n)) for n in names]
+    for n, v in zip(names, vars_):
+        tr.bind(n.id, v, n)
+    body = tr.sub_body(node.body, loop=True)
+    for v, e in reversed(list(zip(vars_, extents))):
+        body = (N.For(v, N.Const(0, "int32"), X.index_expr(e, loc), 1, "serial", body, (), loc),)
+    tr.emit(body[0])
+
+
+# ---------------------------------------------------------------------------------------- allocation
+def _static_shape(shape, loc, what):
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    out = []
+    for s in shape:
+        if isinstance(s, N.Const):
+            s = s.value
+        if not isinstance(s, int):
+            raise KernelTypeError(f"{what}: tile shape must be compile-time constants, got a kernel value", loc,
+                                  hint="tile shapes are Python ints (e.g. closure constants block_M, block_N)")
+        if s <= 0:
+            raise KernelTypeError(f"{what}: tile dimension must be positive, got {s}", loc)
+        out.append(int(s))
+    return tuple(out)
+
+
+def _alloc(tr, loc, shape, dtype, scope, what):
+    shp = _static_shape(shape, loc, what)
+    buf = N.Buffer(tr.assign_name or scope, shp, dt.canon(dtype), scope, loc=loc)
+    tr._alloc(buf)
+    return buf
+
+
+@builder("alloc_shared")
+def _b_alloc_shared(tr, loc, shape, dtype, scope):
+    return _alloc(tr, loc, shape, dtype, "shared", "T.alloc_shared")
+
+
+@builder("alloc_fragment", "alloc_reducer")
+def _b_alloc_fragment(tr, loc, shape, dtype, scope=None, op=None, replication=None):
+    return _alloc(tr, loc, shape, dtype, "fragment", "T.alloc_fragment")
+
+
+@builder("alloc_local")
+def _b_alloc_local(tr, loc, shape, dtype, scope):
+    return _alloc(tr, loc, shape, dtype, "local", "T.alloc_local")
+
+
+@builder("alloc_var")
+def _b_alloc_var(tr, loc, dtype, init, scope):
+    d = dt.canon(dtype)
+    buf = N.Buffer(tr.assign_name or "var", (), d, "var", loc=loc)
+    init_e = None if init is None else X.cast_to(X.to_expr(init, loc, like=d), d, loc)
+    if not tr.in_launch():
+        raise KernelSyntaxError("T.alloc_var outside `with T.Kernel(...)`", loc)
+    tr._alloc(buf, init_e)
+    return buf
+
+
+@builder("alloc_global")
+def _b_alloc_global(tr, loc, shape, dtype):
+    shp = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    buf = N.Buffer(tr.assign_name or "workspace", tuple(_dim(s, loc) for s in shp), dt.canon(dtype), "global", loc=loc)
+    tr._alloc(buf)
+    return buf
+
+
+def _dim(s, loc):
+    if isinstance(s, int):
+        return s
+    return X.index_expr(s, loc)
+
+
+@builder("empty")
+def _b_empty(tr, loc, shape, dtype):
+    if not tr.eager:
+        raise KernelSyntaxError("T.empty is for eager-style kernels", loc,
+                                hint="in a prim_func, add the output as a T.Tensor parameter and use out_idx")
+    shp = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    buf = N.Buffer(tr.assign_name or f"out{len(tr.outputs_declared())}", tuple(_dim(s, loc) for s in shp),
+                   dt.canon(dtype), "global", loc=loc)
+    if not hasattr(tr, "_empties"):
+        tr._empties = []
+    tr._empties.append(buf)
+    return buf
+
+
+@builder("const")
+def _b_const(tr, loc, names, dtype):
+    if not tr.eager:
+        raise KernelSyntaxError("T.const is for eager-style kernels", loc,
+                                hint="in a kernel factory, pass sizes as factory arguments")
+    parts = [p.strip() for p in str(names).replace(",", " ").split()]
+    out = []
+    for p in parts:
+        if p in tr.const_values:
+            out.append(int(tr.const_values[p]))
+        else:
+            v = N.Var(p, dt.canon(dtype), kind="const", loc=loc)
+            tr.const_vars.append(v)
+            out.append(v)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+@builder("reshape", "view")
+def _b_view(tr, loc, src, shape=None, dtype=None):
+    if not isinstance(src, N.Buffer):
+        raise KernelTypeError("T.reshape/T.view take a buffer", loc)
+    new_dtype = dt.canon(dtype) if dtype is not None else src.dtype
+    shp = src.shape if shape is None else (tuple(shape) if isinstance(shape, (tuple, list)) else (shape,))
+    shp = tuple(_dim(s, loc) for s in shp)
+    old = _nbits(src.shape, src.dtype)
+    new = _nbits(shp, new_dtype)
+    if old is not None and new is not None and old != new:
+        raise KernelTypeError(f"cannot view {src.name} {tuple(src.shape)} {src.dtype} as {shp} {new_dtype}: "
+                              f"{old // 8} vs {new // 8} bytes", loc)
+    root = src.alias_of or src
+    buf = N.Buffer(tr.assign_name or f"{src.name}_view", shp, new_dtype, src.scope, alias_of=root, loc=loc)
+    tr._alloc(buf)
+    return buf
+
+
+def _nbits(shape, dtype):
+    n = 1
+    for s in shape:
+        if not isinstance(s, int):
+            return None
+        n *= s
+    return int(n * dt.bits(dtype))
+
+
+# ---------------------------------------------------------------------------------------- tile ops
+@builder("copy", "tma_copy", "async_copy")
+def _b_copy(tr, loc, src, dst, **_hints):
+    _tile_op_context(tr, loc, "copy")
+    s = R.operand(src, loc, "T.copy source")
+    d = R.operand(dst, loc, "T.copy destination")
+    if isinstance(s, R.Corner) and isinstance(d, R.Corner):
+        raise KernelTypeError("T.copy: both operands are single elements, so the tile shape is unknown", loc,
+                              hint="give one side a shape: a buffer or a slice region such as A[0:64, k:k+32]")
+    if isinstance(s, R.Corner):
+        s = R.complete(s, d.extents, loc, "T.copy source")
+    if isinstance(d, R.Corner):
+        d = R.complete(d, s.extents, loc, "T.copy destination")
+    if not R.pair_shapes(s.extents, d.extents):
+        raise KernelTypeError(
+            f"T.copy: source {s.buffer.name} region {_fmt(s.extents)} and destination {d.buffer.name} region "
+            f"{_fmt(d.extents)} do not pair", loc,
+            hint="the non-unit extents must match in order (or the source broadcast to the destination)")
+    for r in (s, d):
+        if r.scope != "global":
+            R.static_extents(r, "T.copy", loc)
+    tr.emit(N.Copy(s, d, loc))
+
+
+def _fmt(ext):
+    return "(" + ", ".join(str(e) if isinstance(e, int) else "?" for e in ext) + ")"
+
+
+def _gemm_shape(r, name, loc):
+    ext = [e for e in R.static_extents(r, "T.gemm", loc)]
+    while len(ext) > 2 and ext[0] == 1:
+        ext.pop(0)
+    if len(ext) != 2:
+        raise KernelTypeError(f"T.gemm: {name} ({r.buffer.name}) must be a 2-D tile, got {_fmt(r.extents)}", loc)
+    return ext
+
+
+@builder("gemm", "wgmma_gemm")
+def _b_gemm(tr, loc, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_wait, mbar):
+    _tile_op_context(tr, loc, "gemm")
+    ra, rb, rc = (R.operand(x, loc, f"T.gemm {n}") for x, n in ((A, "A"), (B, "B"), (C, "C")))
+    for r, n in ((ra, "A"), (rb, "B"), (rc, "C")):
+        if isinstance(r, R.Corner):
+            raise KernelTypeError(f"T.gemm: operand {n} must be a buffer or a slice region", loc)
+        if r.scope == "global":
+            raise KernelTypeError(f"T.gemm: operand {n} ({r.buffer.name}) is a global tensor", loc,
+                                  hint="copy tiles into T.alloc_shared / T.alloc_fragment buffers first")
+    if rc.scope not in ("fragment", "local"):
+        raise KernelTypeError(f"T.gemm: C ({rc.buffer.name}) must be a fragment (T.alloc_fragment)", loc)
+    sa, sb, sc = _gemm_shape(ra, "A", loc), _gemm_shape(rb, "B", loc), _gemm_shape(rc, "C", loc)
+    m, ka = (sa[1], sa[0]) if transpose_A else (sa[0], sa[1])
+    kb, n = (sb[1], sb[0]) if transpose_B else (sb[0], sb[1])
+    if ka != kb:
+        raise KernelTypeError(
+            f"T.gemm: reduction dims differ: A ({ra.buffer.name}) is {tuple(sa)}{' transposed' if transpose_A else ''}, "
+            f"B ({rb.buffer.name}) is {tuple(sb)}{' transposed' if transpose_B else ''}: K {ka} vs {kb}", loc,
+            hint="check transpose_A / transpose_B and the tile shapes")
+    if (m, n) != tuple(sc):
+        raise KernelTypeError(f"T.gemm: C ({rc.buffer.name}) is {tuple(sc)} but op(A) @ op(B) is ({m}, {n})", loc)
+    if ra.dtype != rb.dtype:
+        raise KernelTypeError(f"T.gemm: A is {ra.dtype} but B is {rb.dtype}", loc,
+                              hint="A and B must share a dtype; convert one with T.copy into a buffer of the other dtype")
+    if dt.is_int(ra.dtype) and not dt.is_int(rc.dtype):
+        raise KernelTypeError(f"T.gemm: integer inputs need an integer accumulator (C is {rc.dtype})", loc)
+    if dt.is_float(ra.dtype) and not dt.is_float(rc.dtype):
+        raise KernelTypeError(f"T.gemm: float inputs need a float accumulator (C is {rc.dtype})", loc)
+    pol = getattr(policy, "name", str(policy))
+    tr.emit(N.Gemm(ra, rb, rc, bool(transpose_A), bool(transpose_B), bool(clear_accum), pol, loc))
+
+
+def _reduce(tr, loc, kind, buffer, out, dim, clear):
+    _tile_op_context(tr, loc, f"reduce_{kind}")
+    rs = R.operand(buffer, loc, f"T.reduce_{kind} input")
+    rd = R.operand(out, loc, f"T.reduce_{kind} output")
+    if isinstance(rs, R.Corner) or isinstance(rd, R.Corner):
+        raise KernelTypeError(f"T.reduce_{kind}: operands must be buffers or slice regions", loc)
+    se = R.static_extents(rs, "T.reduce", loc)
+    de = R.static_extents(rd, "T.reduce", loc)
+    nd = len(se)
+    if not -nd <= dim < nd:
+        raise KernelTypeError(f"T.reduce_{kind}: dim {dim} is out of range for a {nd}-D input", loc)
+    dim = dim % nd
+    want = se[:dim] + se[dim + 1:]
+    keep = se[:dim] + (1,) + se[dim + 1:]
+    if tuple(de) not in (want, keep) and [e for e in de if e != 1] != [e for e in want if e != 1]:
+        raise KernelTypeError(f"T.reduce_{kind}: output {rd.buffer.name} is {tuple(de)} but reducing dim {dim} "
+                              f"of {tuple(se)} gives {want}", loc, hint="the output drops the reduced dim (or keeps it as 1)")
+    if not isinstance(clear, bool):
+        raise KernelTypeError("T.reduce_*: clear must be a Python bool", loc)
+    tr.emit(N.Reduce(kind, rs, rd, dim, clear, loc))
+
+
+for _k in ("max", "min", "sum", "absmax"):
+    def _mk(kind):
+        def b(tr, loc, buffer, out, dim, clear):
+            return _reduce(tr, loc, kind, buffer, out, dim, clear)
+        return b
+    BUILDERS[f"reduce_{_k}"] = _mk(_k)
+
+
+@builder("reduce_abssum")
+def _b_abssum(tr, loc, buffer, out, dim):
+    return _reduce(tr, loc, "abssum", buffer, out, dim, True)
+
+
+@builder("reduce")
+def _b_reduce(tr, loc, buffer, out, reduce_type, dim, clear):
+    if reduce_type not in N.REDUCE_KINDS:
+        raise KernelTypeError(f"T.reduce: unknown reduce_type {reduce_type!r}", loc,
+                              hint="one of " + ", ".join(sorted(N.REDUCE_KINDS)))
+    return _reduce(tr, loc, reduce_type, buffer, out, dim, clear)
+
+
+@builder("cumsum")
+def _b_cumsum(tr, loc, src, dst, dim, reverse):
+    _tile_op_context(tr, loc, "cumsum")
+    rs = R.operand(src, loc, "T.cumsum input")
+    rd = rs if dst is None else R.operand(dst, loc, "T.cumsum output")
+    if isinstance(rs, R.Corner) or isinstance(rd, R.Corner):
+        raise KernelTypeError("T.cumsum: operands must be buffers or slice regions", loc)
+    se = R.static_extents(rs, "T.cumsum", loc)
+    if tuple(rd.extents) != se:
+        raise KernelTypeError(f"T.cumsum: output is {tuple(rd.extents)} but input is {se}", loc)
+    nd = len(se)
+    if not -nd <= dim < nd:
+        raise KernelTypeError(f"T.cumsum: dim {dim} out of range", loc)
+    tr.emit(N.Cumsum(rs, rd, dim % nd, bool(reverse), loc))
+
+
+@builder("fill")
+def _b_fill(tr, loc, buffer, value):
+    _tile_op_context(tr, loc, "fill")
+    r = R.operand(buffer, loc, "T.fill")
+    if isinstance(r, R.Corner):
+        r = N.Region(r.buffer, r.starts, tuple(1 for _ in r.starts), r.loc)
+    v = X.cast_to(X.to_expr(value, loc, like=r.dtype), r.dtype, loc)
+    tr.emit(N.Fill(r, v, loc))
+
+
+@builder("clear")
+def _b_clear(tr, loc, buffer):
+    return _b_fill(tr, loc, buffer, 0)
+
+
+def _atomic(tr, loc, kind, dst, value, return_prev):
+    if return_prev:
+        raise KernelSyntaxError(f"T.atomic_{kind}(..., return_prev=True) needs per-thread execution", loc,
+                                hint="tilesim runs tile-level code; accumulate without reading the previous value")
+    if not tr.in_launch():
+        raise KernelSyntaxError(f"T.atomic_{kind} outside `with T.Kernel(...)`", loc)
+    d = R.operand(dst, loc, f"T.atomic_{kind} destination")
+    if isinstance(value, (N.Buffer, N.Region)) or (isinstance(value, X.Access) and value.has_slice):
+        v = R.operand(value, loc, f"T.atomic_{kind} value")
+        if isinstance(d, R.Corner):
+            d = R.complete(d, v.extents, loc, f"T.atomic_{kind} destination")
+        if not R.pair_shapes(v.extents, d.extents):
+            raise KernelTypeError(f"T.atomic_{kind}: value {_fmt(v.extents)} and destination {_fmt(d.extents)} "
+                                  "do not pair", loc)
+        if tr.parallel_depth:
+            raise KernelSyntaxError(f"tile-region T.atomic_{kind} inside T.Parallel", loc)
+    else:
+        if isinstance(d, R.Corner):
+            d = N.Region(d.buffer, d.starts, tuple(1 for _ in d.starts), d.loc)
+        v = X.cast_to(X.to_expr(value, loc, like=d.dtype), d.dtype, loc)
+    tr.emit(N.Atomic(kind, d, v, loc))
+
+
+for _k in ("add", "max", "min"):
+    def _mka(kind):
+        def b(tr, loc, dst, value, memory_order=None, return_prev=False, use_tma=False):
+            return _atomic(tr, loc, kind, dst, value, return_prev)
+        return b
+    BUILDERS[f"atomic_{_k}"] = _mka(_k)
+
+
+@builder("use_swizzle")
+def _b_swizzle(tr, loc, panel_size, order, enable):
+    if not tr.in_launch():
+        raise KernelSyntaxError("T.use_swizzle outside `with T.Kernel(...)`", loc)
+    if enable:
+        tr.launch["annotations"].append(("swizzle", (int(panel_size), str(order))))
+
+
+@builder("annotate_safe_value")
+def _b_safe(tr, loc, safe_value_map):
+    raise KernelSyntaxError("T.annotate_safe_value is not supported yet", loc,
+                            hint="out-of-range reads give 0; apply your fill value with T.if_then_else")
+
+
+# ---------------------------------------------------------------------------------------- expressions
+_UNARY_MATH = ("exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "tanh",
+               "sigmoid", "abs", "sin", "cos", "tan", "erf", "floor", "ceil", "round", "trunc", "isnan",
+               "isinf", "isfinite", "fabs", "atan", "asin", "acos", "sinh", "cosh")
+
+_PY_MATH = {"exp": math.exp, "exp2": lambda x: 2.0 ** x, "log": math.log, "log2": math.log2, "sqrt": math.sqrt,
+            "rsqrt": lambda x: 1 / math.sqrt(x), "tanh": math.tanh, "abs": abs, "fabs": abs,
+            "sigmoid": lambda x: 1 / (1 + math.exp(-x)), "floor": math.floor, "ceil": math.ceil,
+            "log10": math.log10, "exp10": lambda x: 10.0 ** x}
+
+for _f in _UNARY_MATH:
+    def _mkm(func):
+        def b(tr, loc, x):
+            if not X.is_ir(x) and func in _PY_MATH:
+                return _PY_MATH[func](x)
+            return X.call_math("fabs" if func == "fabs" else func, [x], loc)
+        return b
+    BUILDERS[_f] = _mkm(_f)
+
+
+@builder("pow")
+def _b_pow(tr, loc, x, y):
+    return X.binop("pow", x, y, loc) if X.is_ir(x) or X.is_ir(y) else x ** y
+
+
+@builder("fmod")
+def _b_fmod(tr, loc, x, y):
+    return X.call_math("fmod", [x, y], loc)
+
+
+BUILDERS["max"] = lambda tr, loc, a, b: X.binop("max", a, b, loc)
+BUILDERS["min"] = lambda tr, loc, a, b: X.binop("min", a, b, loc)
+
+
+@builder("clamp")
+def _b_clamp(tr, loc, x, lo, hi):
+    return X.binop("min", X.binop("max", x, lo, loc), hi, loc)
+
+
+@builder("if_then_else")
+def _b_ite(tr, loc, cond, then_value, else_value):
+    return X.select(cond, then_value, else_value, loc)
+
+
+@builder("cast")
+def _b_cast(tr, loc, value, dtype):
+    d = dt.canon(dtype)
+    if not X.is_ir(value):
+        return X.const(value, d, loc)
+    return X.cast_to(X.to_expr(value, loc), d, loc)
+
+
+@builder("Cast")
+def _b_Cast(tr, loc, dtype, value):  # noqa: N802
+    return _b_cast(tr, loc, value, dtype)
+
+
+@builder("reinterpret")
+def _b_reinterpret(tr, loc, a, b):
+    dtype, value = (a, b) if not X.is_ir(a) else (b, a)
+    d = dt.canon(dtype)
+    e = X.to_expr(value, loc)
+    if dt.bits(d) != dt.bits(e.dtype):
+        raise KernelTypeError(f"T.reinterpret: {e.dtype} and {d} have different widths", loc)
+    return N.Reinterpret(e, d, loc)
+
+
+@builder("infinity")
+def _b_inf(tr, loc, dtype):
+    d = dt.canon(dtype)
+    if not dt.is_float(d):
+        raise KernelTypeError(f"T.infinity: {d} has no infinity", loc)
+    return N.Const(math.inf, d, loc)
+
+
+@builder("max_value")
+def _b_maxv(tr, loc, dtype):
+    d = dt.canon(dtype)
+    return X.const(dt.max_value(d), d, loc)
+
+
+@builder("min_value")
+def _b_minv(tr, loc, dtype):
+    d = dt.canon(dtype)
+    return X.const(dt.min_value(d), d, loc)
+
+
+BUILDERS["floordiv"] = lambda tr, loc, a, b: X.binop("floordiv", a, b, loc)
+BUILDERS["floormod"] = lambda tr, loc, a, b: X.binop("floormod", a, b, loc)
+BUILDERS["truncmod"] = lambda tr, loc, a, b: X.binop("truncmod", a, b, loc)
+BUILDERS["And"] = lambda tr, loc, a, b: X.logical("and", a, b, loc)
+BUILDERS["Or"] = lambda tr, loc, a, b: X.logical("or", a, b, loc)
+BUILDERS["Not"] = lambda tr, loc, a: X.unary("not", a, loc)
+
+
+@builder("truncdiv")
+def _b_truncdiv(tr, loc, a, b):
+    if not X.is_ir(a) and not X.is_ir(b):
+        return int(a / b)
+    e = X.binop("div", a, b, loc)
+    return e
+
+
+@builder("ceildiv")
+def _b_ceildiv(tr, loc, a, b):
+    if not X.is_ir(a) and not X.is_ir(b):
+        return -(-a // b)
+    return X.binop("floordiv", X.binop("add", a, X.binop("sub", b, 1, loc), loc), b, loc)

@@ -1,0 +1,734 @@
+"""The AST visitor: kernel source → tile IR.
+
+Contract
+--------
+* Python-level values (closure constants, ``if is_causal:``, tile sizes) are evaluated at trace
+  time; only what depends on block indices, loop variables, tensor data or ``T.dynamic`` symbols
+  becomes IR.
+* Every IR node gets the :class:`~tilesim.errors.Loc` of the AST node it came from.
+* Any exception while visiting a node is turned into a ``KernelError`` carrying that node's
+  location: user errors keep their class; a Python exception from user code called at trace time
+  becomes ``KernelSyntaxError``; a bug of ours becomes ``InternalError``.
+* Assigning an IR value to a name emits a :class:`~tilesim.ir.nodes.Let`. Re-binding a name inside an
+  IR loop or ``if`` that was bound outside it is rejected (Python would carry the value across
+  iterations; the kernel cannot): the message says to use ``T.alloc_var``.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+
+from .. import dtypes as dt
+from ..errors import InternalError, KernelError, KernelSyntaxError, KernelTypeError
+from ..ir import nodes as N
+from ..language.kernel import _Macro
+from ..language.types import DType
+from . import exprs as X
+from . import prims
+from .source import Source, get_source, python_env
+
+_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
+           ast.Mod: "floormod", ast.Pow: "pow", ast.BitAnd: "bitand", ast.BitOr: "bitor",
+           ast.BitXor: "bitxor", ast.LShift: "shl", ast.RShift: "shr"}
+_CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+_UNOPS = {ast.USub: "neg", ast.Not: "not", ast.Invert: "bitnot", ast.UAdd: "pos"}
+_MAX_PY_UNROLL = 100_000
+
+
+class _StopDiscovery(Exception):
+    """Raised in eager discovery mode once every tensor parameter has its annotation."""
+
+
+class _Frame:
+    """Name bindings of one function being traced (the kernel or an inlined macro)."""
+
+    def __init__(self, src: Source, env: dict):
+        self.src = src
+        self.env = env  # name -> value
+        self.depth: dict[str, int] = {}  # name -> IR nesting depth where it was bound
+
+
+class Tracer:
+    """Builds a :class:`~tilesim.ir.nodes.PrimFunc` from one Python function."""
+
+    def __init__(self, fn, *, eager: bool = False, const_values: dict | None = None,
+                 scalar_args: dict | None = None, discovery: bool = False):
+        self.fn = fn
+        self.src = get_source(fn)
+        self.eager = eager
+        self.const_values = const_values or {}
+        self.scalar_args = scalar_args or {}
+        self.discovery = discovery
+        self.frames = [_Frame(self.src, python_env(fn))]
+        self.bodies: list[list] = [[]]
+        self.ir_depth = 0  # nesting of IR control flow (loops, ifs)
+        self.loop_depth = 0
+        self.parallel_depth = 0
+        self.launch: dict | None = None  # {"allocs": [...], "annotations": [...]}
+        self.params: list = []
+        self.param_names: list[str] = []
+        self.eager_specs: dict[str, object] = {}
+        self.outputs: list[N.Buffer] = []
+        self.returned = None
+        self.dyn_vars: list[N.Var] = []
+        self.const_vars: list[N.Var] = []
+        self.top_prelude: list = []
+        self.assign_name: str | None = None
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def frame(self) -> _Frame:
+        return self.frames[-1]
+
+    def loc(self, node):
+        return self.frame.src.loc(node)
+
+    def emit(self, stmt) -> None:
+        self.bodies[-1].append(stmt)
+
+    def in_launch(self) -> bool:
+        return self.launch is not None
+
+    def error(self, cls, msg, node, hint=None):
+        return cls(msg, self.loc(node), hint)
+
+    # ------------------------------------------------------------------ entry points
+    def trace(self) -> N.PrimFunc:
+        fn_node = self.src.fn_node
+        if self.eager:
+            self._bind_eager_params(fn_node)
+        else:
+            self._bind_lazy_params(fn_node)
+        try:
+            self.visit_body(fn_node.body)
+        except _StopDiscovery:
+            pass
+        if self.eager:
+            self._finish_eager_params(fn_node)
+        body = tuple(self.top_prelude) + tuple(self.bodies[0])
+        return N.PrimFunc(fn_node.name, tuple(self.params), body, tuple(self.dyn_vars), self.src.loc(fn_node))
+
+    def _bind_lazy_params(self, fn_node):
+        ann = getattr(self.fn, "__annotations__", {})
+        for arg in fn_node.args.args:
+            name = arg.arg
+            spec = ann.get(name)
+            if spec is None:
+                raise self.error(KernelSyntaxError, f"parameter '{name}' has no annotation", arg,
+                                 hint=f"annotate it, e.g. {name}: T.Tensor((M, N), 'float16')")
+            self._add_param(name, spec, arg)
+
+    def _add_param(self, name, spec, node):
+        from ..language.types import TensorSpec
+        loc = self.loc(node)
+        if isinstance(spec, TensorSpec):
+            shape = []
+            for d in spec.shape:
+                if isinstance(d, N.Var):
+                    if d not in self.dyn_vars:
+                        self.dyn_vars.append(d)
+                    shape.append(d)
+                elif isinstance(d, (int,)) or hasattr(d, "__index__"):
+                    if int(d) < 0:
+                        raise KernelTypeError(f"parameter '{name}' has a negative dimension {d}", loc)
+                    shape.append(int(d))
+                elif isinstance(d, N.Expr):
+                    shape.append(d)
+                else:
+                    raise KernelTypeError(f"parameter '{name}': shape entry {d!r} is not an int or a symbol", loc,
+                                          hint="use ints, T.dynamic('m') or T.const('M') symbols")
+            buf = N.Buffer(name, tuple(shape), spec.dtype, "global", loc=loc)
+            self.params.append(buf)
+            self.param_names.append(name)
+            self.frame.env[name] = buf
+            self.frame.depth[name] = 0
+            return buf
+        try:
+            dtype = dt.canon(spec)
+        except KernelError:
+            raise KernelTypeError(f"parameter '{name}': annotation {spec!r} is not T.Tensor(...) or a dtype",
+                                  loc, hint="annotate tensors with T.Tensor(shape, dtype), scalars with a dtype") from None
+        var = N.Var(name, dtype, kind="param", loc=loc)
+        self.params.append(var)
+        self.param_names.append(name)
+        self.frame.env[name] = var
+        self.frame.depth[name] = 0
+        return var
+
+    def _bind_eager_params(self, fn_node):
+        for arg in fn_node.args.args:
+            name = arg.arg
+            if name in self.scalar_args:
+                self.frame.env[name] = self.scalar_args[name]
+            else:
+                self.frame.env[name] = _Unannotated(name)
+            self.frame.depth[name] = 0
+
+    def _finish_eager_params(self, fn_node):
+        for arg in fn_node.args.args:
+            if arg.arg in self.scalar_args:
+                continue
+            if arg.arg not in self.eager_specs:
+                raise self.error(KernelSyntaxError, f"parameter '{arg.arg}' has no T.Tensor annotation", arg,
+                                 hint=f"add `{arg.arg}: T.Tensor((M, N), dtype)` at the top of the body")
+        # inputs in signature order, then outputs (T.empty) in return order
+        order = [a.arg for a in fn_node.args.args if a.arg not in self.scalar_args]
+        self.params = [self.eager_specs[n] for n in order]
+        self.param_names = order[:]
+        outs = self.returned if self.returned is not None else []
+        for b in outs:
+            if b not in self.params:
+                self.params.append(b)
+                self.param_names.append(b.name)
+        self.outputs = list(outs)
+
+    # ------------------------------------------------------------------ statements
+    def visit_body(self, stmts):
+        for s in stmts:
+            self.visit_stmt(s)
+
+    def visit_stmt(self, node):
+        meth = getattr(self, "stmt_" + type(node).__name__, None)
+        if meth is None:
+            raise self.error(KernelSyntaxError, f"`{type(node).__name__}` statements are not allowed in a kernel",
+                             node, hint="kernels hold assignments, T.* calls, for/while/if and `with T.Kernel`")
+        try:
+            meth(node)
+        except (_StopDiscovery, KernelError):
+            raise
+        except Exception as e:  # noqa: BLE001 - turn into a located error
+            raise self._wrap(e, node) from e
+
+    def _wrap(self, e, node):
+        if isinstance(e, (AttributeError, TypeError, ValueError, IndexError, KeyError, ZeroDivisionError,
+                          NameError, OverflowError)):
+            return KernelSyntaxError(f"{type(e).__name__} while tracing the kernel: {e}", self.loc(node))
+        return InternalError(f"{type(e).__name__}: {e}", detail=f"while tracing {self.loc(node)}")
+
+    def stmt_Pass(self, node):
+        pass
+
+    def stmt_Expr(self, node):
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # docstring / comment string
+        self.ev(node.value)
+
+    def stmt_Assign(self, node):
+        single = len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+        self.assign_name = node.targets[0].id if single else None
+        try:
+            value = self.ev(node.value)
+        finally:
+            self.assign_name = None
+        for t in node.targets:
+            self.assign(t, value, node)
+
+    def stmt_AugAssign(self, node):
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise self.error(KernelSyntaxError, "unsupported augmented assignment", node)
+        cur = self.ev(node.target)
+        val = self.ev(node.value)
+        self.assign(node.target, X.binop(op, cur, val, self.loc(node)), node)
+
+    def stmt_AnnAssign(self, node):
+        ann = self.ev(node.annotation)
+        from ..language.types import TensorSpec
+        if isinstance(node.target, ast.Name) and isinstance(ann, TensorSpec):
+            name = node.target.id
+            if not self.eager:
+                raise self.error(KernelSyntaxError, f"tensor annotation of '{name}' inside a prim_func body", node,
+                                 hint="annotate tensor parameters in the function signature")
+            cur = self.frame.env.get(name)
+            if not isinstance(cur, _Unannotated):
+                raise self.error(KernelSyntaxError, f"'{name}' is not a parameter of the kernel", node,
+                                 hint="only the function's own parameters can be annotated with T.Tensor")
+            buf = self._add_param(name, ann, node)
+            self.params.pop()
+            self.param_names.pop()
+            self.eager_specs[name] = buf
+            if self.discovery and all(not isinstance(v, _Unannotated) for v in self.frame.env.values()):
+                raise _StopDiscovery()
+            return
+        if node.value is None:
+            raise self.error(KernelSyntaxError, "annotation without a value", node)
+        dtype = dt.canon(ann)
+        loc = self.loc(node)
+        buf = N.Buffer(getattr(node.target, "id", "var"), (), dtype, "var", loc=loc)
+        init = X.cast_to(X.to_expr(self.ev(node.value), loc, like=dtype), dtype, loc)
+        self._alloc(buf, init)
+        self.bind(node.target.id, buf, node)
+
+    def assign(self, target, value, node):
+        loc = self.loc(target)
+        if isinstance(target, ast.Name):
+            name = target.id
+            cur = self.lookup(name, target, missing_ok=True)
+            if isinstance(cur, N.Buffer) and cur.scope == "var":
+                if isinstance(value, N.Buffer) and value is cur:
+                    return
+                self.emit(N.Store(cur, (), X.cast_to(X.to_expr(value, loc, like=cur.dtype), cur.dtype, loc), loc))
+                return
+            if isinstance(cur, (N.Buffer,)) and cur.scope == "global" and name in self.param_names:
+                raise KernelSyntaxError(f"cannot rebind the tensor parameter '{name}'", loc,
+                                        hint="give the new value another name")
+            if isinstance(value, X.Access) and not value.has_slice:
+                value = X.to_expr(value, loc)
+            if isinstance(value, N.Expr) and not isinstance(value, N.Const):
+                var = N.Var(name, value.dtype, kind="let", loc=loc)
+                self.check_rebind(name, target)
+                self.emit(N.Let(var, value, loc))
+                self.bind(name, var, target)
+                return
+            self.check_rebind(name, target)
+            self.bind(name, value, target)
+        elif isinstance(target, ast.Subscript):
+            obj = self.ev(target.value)
+            if isinstance(obj, N.Buffer):
+                items = self.subscript_items(target.slice)
+                if any(isinstance(i, slice) for i in items):
+                    raise KernelSyntaxError(f"slice assignment to {obj.name}", loc,
+                                            hint="use T.copy(src, dst) or T.fill(region, value) for tiles")
+                ld = X.make_load(obj, items, loc)
+                v = X.cast_to(X.to_expr(value, loc, like=obj.dtype), obj.dtype, loc)
+                self.emit(N.Store(obj, ld.indices, v, loc))
+            elif X.is_ir(obj):
+                raise KernelSyntaxError("cannot assign into this value", loc)
+            else:
+                obj[self.ev(target.slice)] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if X.is_ir(value) or not hasattr(value, "__iter__"):
+                raise KernelSyntaxError("cannot unpack a kernel value", loc)
+            vals = list(value)
+            if len(vals) != len(target.elts):
+                raise KernelSyntaxError(f"cannot unpack {len(vals)} values into {len(target.elts)} names", loc)
+            for t, v in zip(target.elts, vals):
+                self.assign(t, v, node)
+        else:
+            raise KernelSyntaxError(f"cannot assign to a {type(target).__name__}", loc)
+
+    def check_rebind(self, name, node):
+        if name in self.frame.depth and self.frame.depth[name] < self.ir_depth and name in self.frame.env:
+            cur = self.frame.env[name]
+            if isinstance(cur, (int, float, bool, N.Var, N.Expr)) and not isinstance(cur, _Unannotated):
+                raise KernelSyntaxError(
+                    f"'{name}' is assigned inside a kernel loop or `if` but was defined outside it",
+                    self.loc(node),
+                    hint=f"declare it with `{name} = T.alloc_var(dtype)` (or a 1-element fragment) so the "
+                         "kernel can update it; Python names are fixed when the kernel is traced")
+
+    def bind(self, name, value, node):
+        self.frame.env[name] = value
+        self.frame.depth[name] = self.ir_depth
+
+    def stmt_If(self, node):
+        cond = self.ev(node.test)
+        if not X.is_ir(cond):
+            self.visit_body(node.body if cond else node.orelse)
+            return
+        c = X.to_bool(cond, self.loc(node.test))
+        then = self.sub_body(node.body)
+        orelse = self.sub_body(node.orelse) if node.orelse else ()
+        self.emit(N.If(c, then, orelse, self.loc(node)))
+
+    def sub_body(self, stmts, loop=False):
+        self.bodies.append([])
+        self.ir_depth += 1
+        self.loop_depth += int(loop)
+        try:
+            self.visit_body(stmts)
+        finally:
+            self.ir_depth -= 1
+            self.loop_depth -= int(loop)
+            body = self.bodies.pop()
+        return tuple(body)
+
+    def stmt_While(self, node):
+        cond = self.ev(node.test)
+        if not X.is_ir(cond):
+            count = 0
+            while cond:
+                self.visit_body(node.body)
+                count += 1
+                if count > _MAX_PY_UNROLL:
+                    raise self.error(KernelSyntaxError, "Python-level while loop does not terminate", node)
+                cond = self.ev(node.test)
+            return
+        c = X.to_bool(cond, self.loc(node.test))
+        body = self.sub_body(node.body, loop=True)
+        self.emit(N.While(c, body, self.loc(node)))
+
+    def stmt_Break(self, node):
+        if self.loop_depth == 0:
+            raise self.error(KernelSyntaxError, "`break` outside a kernel loop", node)
+        self.emit(N.Break(self.loc(node)))
+
+    def stmt_Continue(self, node):
+        if self.loop_depth == 0:
+            raise self.error(KernelSyntaxError, "`continue` outside a kernel loop", node)
+        self.emit(N.Continue(self.loc(node)))
+
+    def stmt_Return(self, node):
+        if not self.eager:
+            raise self.error(KernelSyntaxError, "`return` inside a @T.prim_func body", node,
+                             hint="prim_funcs write their outputs into tensor parameters")
+        if self.ir_depth or self.in_launch():
+            raise self.error(KernelSyntaxError, "`return` must be the last top-level statement", node)
+        val = self.ev(node.value) if node.value is not None else None
+        outs = list(val) if isinstance(val, (tuple, list)) else ([] if val is None else [val])
+        for o in outs:
+            if not (isinstance(o, N.Buffer) and o in self.outputs_declared()):
+                raise self.error(KernelSyntaxError, "an eager kernel returns tensors made with T.empty", node)
+        self.returned = outs
+
+    def outputs_declared(self):
+        return self._empties if hasattr(self, "_empties") else []
+
+    def stmt_Assert(self, node):
+        v = self.ev(node.test)
+        if X.is_ir(v):
+            raise self.error(KernelSyntaxError, "assert on kernel values is not supported", node,
+                             hint="assert on Python values (shapes, tile sizes) only")
+        if not v:
+            msg = self.ev(node.msg) if node.msg is not None else "assertion failed"
+            raise self.error(KernelTypeError, f"kernel assertion failed: {msg}", node)
+
+    def stmt_With(self, node):
+        if len(node.items) != 1:
+            raise self.error(KernelSyntaxError, "only `with T.Kernel(...) as ...:` is allowed", node)
+        item = node.items[0]
+        call = item.context_expr
+        fn = self.ev(call.func) if isinstance(call, ast.Call) else None
+        if getattr(fn, "__tilesim_prim__", None) != "Kernel":
+            raise self.error(KernelSyntaxError, "only `with T.Kernel(...) as ...:` is allowed", node,
+                             hint="a with-statement in a kernel opens a launch: with T.Kernel(gx, gy, threads=128) as (bx, by)")
+        prims.launch(self, node, call, item.optional_vars)
+
+    def stmt_For(self, node):
+        if node.orelse:
+            raise self.error(KernelSyntaxError, "for/else is not allowed in a kernel", node)
+        it = node.iter
+        if isinstance(it, ast.Call):
+            fn = self.ev(it.func)
+            pname = getattr(fn, "__tilesim_prim__", None)
+            if pname in prims.LOOP_PRIMS or fn is builtins.range:
+                args, kwargs = self.call_args(it)
+                prims.loop(self, node, "range" if fn is builtins.range else pname, fn, args, kwargs)
+                return
+        seq = self.ev(it)
+        if X.is_ir(seq):
+            raise self.error(KernelSyntaxError, "cannot iterate over a kernel value", it,
+                             hint="loop with T.serial(n), T.Pipelined(n), T.Parallel(...) or range(n)")
+        for count, v in enumerate(seq):
+            if count > _MAX_PY_UNROLL:
+                raise self.error(KernelSyntaxError, "Python-level loop is too long to unroll", node)
+            self.assign(node.target, v, node)
+            self.visit_body(node.body)
+
+    # ------------------------------------------------------------------ expressions
+    def ev(self, node):
+        meth = getattr(self, "ex_" + type(node).__name__, None)
+        if meth is None:
+            raise self.error(KernelSyntaxError, f"`{type(node).__name__}` expressions are not allowed in a kernel", node)
+        try:
+            return meth(node)
+        except (_StopDiscovery, KernelError):
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise self._wrap(e, node) from e
+
+    def lookup(self, name, node, missing_ok=False):
+        env = self.frame.env
+        if name in env:
+            v = env[name]
+            if isinstance(v, _Unannotated) and not missing_ok:
+                raise self.error(KernelSyntaxError, f"parameter '{name}' is used before its T.Tensor annotation", node,
+                                 hint=f"annotate it first: {name}: T.Tensor(shape, dtype)")
+            return v
+        if missing_ok:
+            return None
+        raise self.error(KernelSyntaxError, f"name '{name}' is not defined", node)
+
+    def ex_Name(self, node):
+        return self.lookup(node.id, node)
+
+    def ex_Constant(self, node):
+        return node.value
+
+    def ex_Tuple(self, node):
+        return tuple(self._elts(node.elts))
+
+    def ex_List(self, node):
+        return list(self._elts(node.elts))
+
+    def _elts(self, elts):
+        out = []
+        for e in elts:
+            if isinstance(e, ast.Starred):
+                out.extend(self.ev(e.value))
+            else:
+                out.append(self.ev(e))
+        return out
+
+    def ex_Dict(self, node):
+        return {self.ev(k): self.ev(v) for k, v in zip(node.keys, node.values)}
+
+    def ex_JoinedStr(self, node):
+        return "".join(str(self.ev(v)) if not isinstance(v, ast.Constant) else v.value for v in node.values)
+
+    def ex_FormattedValue(self, node):
+        return format(self.ev(node.value))
+
+    def ex_Attribute(self, node):
+        obj = self.ev(node.value)
+        attr = node.attr
+        if isinstance(obj, N.Buffer):
+            if attr == "shape":
+                return tuple(obj.shape)
+            if attr == "dtype":
+                return DType(obj.dtype)
+            if attr == "ndim":
+                return obj.ndim
+            if attr == "name":
+                return obj.name
+            raise self.error(KernelSyntaxError, f"buffer has no attribute '{attr}'", node,
+                             hint="buffers offer .shape, .dtype, .ndim")
+        if isinstance(obj, (N.Expr, X.Access)):
+            if attr == "dtype":
+                return DType(X.to_expr(obj, self.loc(node)).dtype)
+            if attr == "astype":
+                return _Astype(obj)
+            raise self.error(KernelSyntaxError, f"kernel value has no attribute '{attr}'", node)
+        try:
+            return getattr(obj, attr)
+        except AttributeError:
+            from .. import language as T
+            if obj is T:
+                import difflib
+                close = difflib.get_close_matches(attr, [n for n in dir(T) if not n.startswith("_")], n=3)
+                hint = ("did you mean " + " or ".join(f"T.{c}" for c in close) + "?") if close else \
+                    "see docs/language.md for the primitives tilesim supports"
+                raise self.error(KernelSyntaxError, f"unknown primitive T.{attr}", node, hint=hint) from None
+            raise self.error(KernelSyntaxError, f"{type(obj).__name__} object has no attribute '{attr}'", node) from None
+
+    def ex_Subscript(self, node):
+        obj = self.ev(node.value)
+        if isinstance(obj, N.Buffer):
+            return X.Access(obj, self.subscript_items(node.slice), self.loc(node))
+        if isinstance(obj, X.Access):
+            raise self.error(KernelSyntaxError, "a region cannot be indexed again", node)
+        idx = self.ev(node.slice)
+        if X.is_ir(idx) and not isinstance(obj, type):
+            raise self.error(KernelSyntaxError, f"a Python {type(obj).__name__} cannot be indexed by a kernel value",
+                             node, hint="index buffers (T.alloc_fragment/T.alloc_shared) with kernel values")
+        return obj[idx]
+
+    def subscript_items(self, sl):
+        elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+        items = []
+        for e in elts:
+            if isinstance(e, ast.Slice):
+                items.append(slice(self.ev(e.lower) if e.lower else None, self.ev(e.upper) if e.upper else None,
+                                   self.ev(e.step) if e.step else None))
+            elif isinstance(e, ast.Starred):
+                items.extend(self.ev(e.value))
+            else:
+                v = self.ev(e)
+                if isinstance(v, tuple):
+                    items.extend(v)
+                else:
+                    items.append(v)
+        return tuple(items)
+
+    def ex_Slice(self, node):
+        return slice(self.ev(node.lower) if node.lower else None, self.ev(node.upper) if node.upper else None,
+                     self.ev(node.step) if node.step else None)
+
+    def ex_BinOp(self, node):
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise self.error(KernelSyntaxError, f"operator {type(node.op).__name__} is not supported", node)
+        return X.binop(op, self.ev(node.left), self.ev(node.right), self.loc(node))
+
+    def ex_UnaryOp(self, node):
+        return X.unary(_UNOPS[type(node.op)], self.ev(node.operand), self.loc(node))
+
+    def ex_BoolOp(self, node):
+        op = "and" if isinstance(node.op, ast.And) else "or"
+        vals = node.values
+        acc = self.ev(vals[0])
+        for v in vals[1:]:
+            if not X.is_ir(acc):  # Python short-circuit
+                if (op == "and" and not acc) or (op == "or" and acc):
+                    return acc
+                acc = self.ev(v)
+                continue
+            acc = X.logical(op, acc, self.ev(v), self.loc(node))
+        return acc
+
+    def ex_Compare(self, node):
+        loc = self.loc(node)
+        left = self.ev(node.left)
+        result = None
+        for op, right_node in zip(node.ops, node.comparators):
+            if type(op) not in _CMPOPS:
+                if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+                    r = self.ev(right_node)
+                    if X.is_ir(left) or X.is_ir(r):
+                        raise self.error(KernelSyntaxError, "`is`/`in` on kernel values", node)
+                    import operator as _op
+                    fn = {ast.Is: _op.is_, ast.IsNot: _op.is_not, ast.In: lambda a, b: a in b,
+                          ast.NotIn: lambda a, b: a not in b}[type(op)]
+                    part = fn(left, r)
+                    result = part if result is None else X.logical("and", result, part, loc)
+                    left = r
+                    continue
+                raise self.error(KernelSyntaxError, "unsupported comparison", node)
+            right = self.ev(right_node)
+            part = X.compare(_CMPOPS[type(op)], left, right, loc)
+            result = part if result is None else X.logical("and", result, part, loc)
+            left = right
+        return result
+
+    def ex_IfExp(self, node):
+        cond = self.ev(node.test)
+        if not X.is_ir(cond):
+            return self.ev(node.body) if cond else self.ev(node.orelse)
+        return X.select(cond, self.ev(node.body), self.ev(node.orelse), self.loc(node))
+
+    def call_args(self, node):
+        args = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                args.extend(self.ev(a.value))
+            else:
+                args.append(self.ev(a))
+        kwargs = {}
+        for k in node.keywords:
+            if k.arg is None:
+                kwargs.update(self.ev(k.value))
+            else:
+                kwargs[k.arg] = self.ev(k.value)
+        return args, kwargs
+
+    def ex_Call(self, node):
+        fn = self.ev(node.func)
+        args, kwargs = self.call_args(node)
+        loc = self.loc(node)
+        pname = getattr(fn, "__tilesim_prim__", None)
+        if pname is not None:
+            return prims.call(self, node, pname, fn, args, kwargs)
+        if isinstance(fn, _Macro):
+            return self.inline_macro(fn, args, kwargs, node)
+        if isinstance(fn, DType):
+            if len(args) != 1 or kwargs:
+                raise self.error(KernelTypeError, f"T.{fn}(value) takes one value", node)
+            v = args[0]
+            if X.is_ir(v):
+                return X.cast_to(X.to_expr(v, loc), str(fn), loc)
+            return X.const(v, str(fn), loc)
+        if isinstance(fn, _Astype):
+            return X.cast_to(X.to_expr(fn.value, loc), dt.canon(args[0]), loc)
+        any_ir = any(X.is_ir(a) for a in args) or any(X.is_ir(v) for v in kwargs.values())
+        if any_ir:
+            if fn is builtins.min or fn is builtins.max:
+                if len(args) < 2:
+                    raise self.error(KernelTypeError, f"{fn.__name__}() of kernel values needs two or more arguments", node)
+                acc = args[0]
+                for a in args[1:]:
+                    acc = X.binop(fn.__name__, acc, a, loc)
+                return acc
+            if fn is builtins.abs:
+                return X.call_math("abs", args, loc)
+            if fn is builtins.float:
+                return X.cast_to(X.to_expr(args[0], loc), "float32", loc)
+            if fn is builtins.int:
+                return X.cast_to(X.to_expr(args[0], loc), "int32", loc)
+            if fn is builtins.bool:
+                return X.to_bool(args[0], loc)
+            if fn is builtins.len:
+                return len(args[0].shape) if isinstance(args[0], N.Buffer) else len(args[0])
+            name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
+            hint = "use the T.* equivalent (e.g. T.exp, T.max)" if getattr(fn, "__module__", "") == "math" else \
+                "decorate the helper with @T.macro so it is inlined into the kernel"
+            raise self.error(KernelSyntaxError, f"the Python function {name} cannot take kernel values", node, hint=hint)
+        if fn is builtins.range:
+            raise self.error(KernelSyntaxError, "range() is only allowed as a for-loop iterator", node)
+        try:
+            return fn(*args, **kwargs)
+        except KernelError as e:
+            raise e.with_loc(loc)
+        except Exception as e:  # noqa: BLE001
+            name = getattr(fn, "__name__", repr(fn))
+            raise KernelSyntaxError(f"calling {name}(...) at trace time raised {type(e).__name__}: {e}", loc) from e
+
+    def ex_Lambda(self, node):
+        raise self.error(KernelSyntaxError, "lambda is not allowed in a kernel", node,
+                         hint="define a @T.macro helper instead")
+
+    def ex_Starred(self, node):
+        return self.ev(node.value)
+
+    # ------------------------------------------------------------------ macros, allocations
+    def inline_macro(self, macro, args, kwargs, node):
+        fn = macro.fn
+        src = get_source(fn)
+        env = python_env(fn)
+        try:
+            bound = inspect.signature(fn).bind(*args, **kwargs)
+        except TypeError as e:
+            raise self.error(KernelTypeError, f"macro {macro.__name__}: {e}", node) from None
+        bound.apply_defaults()
+        env.update(bound.arguments)
+        frame = _Frame(src, env)
+        for k in bound.arguments:
+            frame.depth[k] = self.ir_depth
+        self.frames.append(frame)
+        result = None
+        try:
+            for s in src.fn_node.body:
+                if isinstance(s, ast.Return):
+                    result = self.ev(s.value) if s.value is not None else None
+                    break
+                self.visit_stmt(s)
+        finally:
+            self.frames.pop()
+        return result
+
+    def _alloc(self, buf: N.Buffer, init=None):
+        """Declare an allocation. On-chip ones are hoisted to the top of the launch."""
+        stmt = N.Alloc(buf, init, buf.loc)
+        if buf.scope in ("global",) and buf.alias_of is None:
+            self.top_prelude.append(stmt) if not self.in_launch() else self.top_prelude.append(stmt)
+            return
+        if self.launch is None:
+            if buf.alias_of is not None and buf.alias_of.scope == "global":
+                self.emit(stmt)
+                return
+            raise KernelSyntaxError(f"T.alloc_* of a {buf.scope} buffer outside `with T.Kernel(...)`", buf.loc,
+                                    hint="allocate on-chip buffers inside the kernel launch")
+        if init is not None or (buf.alias_of is not None and buf.alias_of.scope == "global"):
+            # a variable's initial value may depend on block indices: keep it in place
+            if init is not None and self.ir_depth > 0:
+                self.launch["allocs"].append(N.Alloc(buf, None, buf.loc))
+                self.emit(N.Store(buf, (), init, buf.loc))
+                return
+            self.emit(stmt)
+            return
+        self.launch["allocs"].append(stmt)
+
+
+class _Unannotated:
+    """Placeholder for an eager parameter before its ``T.Tensor`` annotation is seen."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+class _Astype:
+    """``x.astype`` awaiting its dtype argument."""
+
+    def __init__(self, value):
+        self.value = value

@@ -1,0 +1,11 @@
+"""The NumPy interpreter: the reference meaning of every tile-IR node.
+
+``run(pf, arrays, scalars, options)`` executes a program (see ``runtime``); ``InterpOptions`` holds the
+checking options. Rule tables: ``exprs.EXPR_RULES``, ``control.STMT_RULES`` (which includes
+``tileops.TILE_RULES``).
+"""
+
+from .options import InterpOptions
+from .runtime import run
+
+__all__ = ["InterpOptions", "run"]

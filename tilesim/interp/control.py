@@ -1,0 +1,211 @@
+"""Statement rules of the interpreter: loops, branches, bindings and stores (``STMT_RULES``).
+
+Control flow that differs between blocks (or between elements inside ``T.Parallel``) runs under a
+mask: both sides of a block-varying ``if`` run with complementary masks; a loop whose bounds differ
+per block runs to the largest bound with the blocks past their own bound masked off; ``break`` and
+``continue`` remove the current mask from the loop's live set.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import KernelError, KernelRuntimeError
+from ..ir import nodes as N
+from . import memory
+from .exprs import ev
+from .state import Ctx, LoopFrame, mask_and, mask_as_set, mask_minus, none_active, set_or
+from .tileops import TILE_RULES
+
+STMT_RULES: dict = dict(TILE_RULES)
+
+
+def rule(cls):
+    def deco(fn):
+        STMT_RULES[cls] = fn
+        return fn
+    return deco
+
+
+def run_body(stmts, ctx: Ctx):
+    for s in stmts:
+        if ctx.mask is False:
+            return
+        try:
+            STMT_RULES[type(s)](s, ctx)
+        except KernelError as e:
+            raise e.with_loc(getattr(s, "loc", None))
+        except (FloatingPointError, IndexError, ValueError, TypeError) as e:
+            if isinstance(e, KernelError):
+                raise
+            raise KernelRuntimeError(f"{type(e).__name__} while running this statement: {e}",
+                                     getattr(s, "loc", None)) from e
+
+
+def _refresh(ctx: Ctx, saved):
+    """After a statement that may break/continue: drop the blocks that left."""
+    if ctx.loops:
+        f = ctx.loops[-1]
+        ctx.mask = mask_minus(mask_minus(saved, f.broken), f.cont)
+    else:
+        ctx.mask = saved
+    if ctx.mask is not None and ctx.mask is not False and none_active(ctx.mask):
+        ctx.mask = False
+
+
+@rule(N.Let)
+def _let(s, ctx):
+    ctx.env[s.var.uid] = ev(s.value, ctx)
+
+
+@rule(N.Store)
+def _store(s, ctx):
+    idx = [ev(i, ctx) for i in s.indices]
+    memory.store(s, idx, ev(s.value, ctx), ctx)
+
+
+@rule(N.Alloc)
+def _alloc(s, ctx):
+    from .runtime import allocate_onchip
+    allocate_onchip(s, ctx)
+
+
+@rule(N.If)
+def _if(s, ctx):
+    c = ev(s.cond, ctx)
+    saved = ctx.mask
+    if not isinstance(c, np.ndarray) or c.ndim == 0:
+        run_body(s.then if bool(c) else s.orelse, ctx)
+        _refresh(ctx, saved)
+        return
+    ctx.mask = mask_and(saved, c)
+    if not none_active(ctx.mask):
+        run_body(s.then, ctx)
+    if s.orelse:
+        ctx.mask = mask_and(saved, np.logical_not(c))
+        if not none_active(ctx.mask):
+            run_body(s.orelse, ctx)
+    _refresh(ctx, saved)
+
+
+@rule(N.Break)
+def _break(s, ctx):
+    f = ctx.loops[-1]
+    f.broken = set_or(f.broken, mask_as_set(ctx.mask))
+    ctx.mask = False
+
+
+@rule(N.Continue)
+def _continue(s, ctx):
+    f = ctx.loops[-1]
+    f.cont = set_or(f.cont, mask_as_set(ctx.mask))
+    ctx.mask = False
+
+
+def _as_bound(v):
+    if isinstance(v, np.ndarray):
+        if v.ndim == 0:
+            return int(v)
+        return v
+    return int(v)
+
+
+@rule(N.For)
+def _for(s, ctx):
+    start, stop = _as_bound(ev(s.start, ctx)), _as_bound(ev(s.stop, ctx))
+    entry = ctx.mask
+    frame = LoopFrame()
+    ctx.loops.append(frame)
+    try:
+        if not isinstance(start, np.ndarray) and not isinstance(stop, np.ndarray):
+            for k in range(start, stop, s.step):
+                ctx.env[s.var.uid] = k
+                frame.cont = False
+                ctx.mask = mask_minus(entry, frame.broken)
+                if ctx.mask is False or none_active(ctx.mask):
+                    break
+                run_body(s.body, ctx)
+        else:
+            active_set = entry
+            lo = int(np.min(start)) if isinstance(start, np.ndarray) else start
+            hi = int(np.max(stop)) if isinstance(stop, np.ndarray) else stop
+            if s.step < 0:
+                lo, hi = (int(np.max(start)) if isinstance(start, np.ndarray) else start,
+                          int(np.min(stop)) if isinstance(stop, np.ndarray) else stop)
+            for k in range(lo, hi, s.step):
+                ctx.env[s.var.uid] = k
+                frame.cont = False
+                inr = (k >= start) & (k < stop) if s.step > 0 else (k <= start) & (k > stop)
+                ctx.mask = mask_minus(mask_and(active_set, inr), frame.broken)
+                if ctx.mask is False or none_active(ctx.mask):
+                    continue
+                run_body(s.body, ctx)
+    finally:
+        ctx.loops.pop()
+        ctx.mask = entry
+
+
+@rule(N.While)
+def _while(s, ctx):
+    entry = ctx.mask
+    frame = LoopFrame()
+    ctx.loops.append(frame)
+    guard = 0
+    try:
+        while True:
+            frame.cont = False
+            ctx.mask = mask_minus(entry, frame.broken)
+            if ctx.mask is False or none_active(ctx.mask):
+                break
+            c = ev(s.cond, ctx)
+            if isinstance(c, np.ndarray) and c.ndim > 0:
+                ctx.mask = mask_and(ctx.mask, c)
+                frame.broken = set_or(frame.broken, np.logical_not(c))
+                if none_active(ctx.mask):
+                    break
+            elif not bool(c):
+                break
+            run_body(s.body, ctx)
+            guard += 1
+            if guard > 10_000_000:
+                raise KernelRuntimeError("while loop ran 10,000,000 iterations", s.loc,
+                                         hint="check the loop condition")
+    finally:
+        ctx.loops.pop()
+        ctx.mask = entry
+
+
+@rule(N.Parallel)
+def _parallel(s, ctx):
+    base = ctx.rank
+    n = len(s.extents)
+    new_rank = base + n
+    saved_mask, saved_rank = ctx.mask, ctx.rank
+    for d, (v, ext) in enumerate(zip(s.vars, s.extents)):
+        shape = [1] * (1 + new_rank)
+        shape[1 + base + d] = ext
+        ctx.env[v.uid] = np.arange(ext, dtype=np.int64).reshape(shape)
+        ctx.pvars[v.uid] = (base + d, ext)
+    ctx.rank = new_rank
+    if isinstance(saved_mask, np.ndarray):
+        ctx.mask = saved_mask.reshape(saved_mask.shape + (1,) * (1 + new_rank - saved_mask.ndim))
+    saved_loops = ctx.loops
+    ctx.loops = [_lift_frame(f, new_rank) for f in ctx.loops]
+    try:
+        run_body(s.body, ctx)
+    finally:
+        for v in s.vars:
+            ctx.pvars.pop(v.uid, None)
+        ctx.rank = saved_rank
+        ctx.mask = saved_mask
+        ctx.loops = saved_loops
+
+
+def _lift_frame(f, rank):
+    g = LoopFrame()
+    for k in ("broken", "cont"):
+        v = getattr(f, k)
+        if isinstance(v, np.ndarray):
+            v = v.reshape(v.shape + (1,) * (1 + rank - v.ndim))
+        setattr(g, k, v)
+    return g

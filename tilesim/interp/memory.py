@@ -1,0 +1,482 @@
+"""Memory access rules: element loads/stores and tile regions, with TileLang's edge semantics.
+
+* Global reads out of range give 0 and global writes out of range are skipped (``oob="zero"``), or
+  raise at the access's source line (``oob="error"``). On-chip accesses out of range always raise.
+* Region reads return storage-dtype arrays shaped ``(nb or 1, *extents)``; region writes take the same.
+* Block-varying region starts of global tensors are gathered through a sliding-window view, so a
+  chunk of blocks costs one NumPy gather, not one per block; blocks whose window crosses the tensor
+  edge take a per-block clipped path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided, sliding_window_view
+
+from .. import dtypes as dt
+from ..errors import KernelRuntimeError
+from ..ir import nodes as N
+from .state import Ctx, block_mask, lift
+
+
+def to_compute(arr, dtype: str):
+    """Storage values → compute representation (narrow floats → float32, integers → int64)."""
+    if dt.is_float(dtype):
+        return arr.astype(dt.compute_dtype(dtype), copy=False)
+    if dtype == "bool":
+        return arr.astype(bool, copy=False)
+    return arr.astype(np.int64, copy=False)
+
+
+def _scalar(v, dtype):
+    if dt.is_float(dtype):
+        return dt.compute_dtype(dtype).type(v)
+    if dtype == "bool":
+        return bool(v)
+    return int(v)
+
+
+def _oob_error(buf, loc, what="access"):
+    return KernelRuntimeError(f"out-of-bounds {what} of {buf.scope} buffer {buf.name} {tuple(buf.shape)}", loc,
+                              hint="guard the index with an `if` or T.if_then_else, or fix the tile arithmetic"
+                              if buf.scope != "global" else
+                              "oob='error' is on; TileLang would zero-fill reads and skip writes here")
+
+
+def _active_expand(mask, shape):
+    if mask is None:
+        return None
+    return np.broadcast_to(mask, shape) if isinstance(mask, np.ndarray) else mask
+
+
+# ---------------------------------------------------------------------------------------- element loads
+def _direct_plan(buf, indices, ctx):
+    """If every index is a distinct enclosing parallel var with matching extent: its axes, else None."""
+    if not indices or not ctx.pvars:
+        return None
+    axes = []
+    for d, i in enumerate(indices):
+        if type(i) is not N.Var or i.uid not in ctx.pvars:
+            return None
+        ax, ext = ctx.pvars[i.uid]
+        if ext != buf.shape[d] or ax in axes:
+            return None
+        axes.append(ax)
+    return axes
+
+
+def _arrange(storage, axes, rank):
+    """View ``storage`` (nb, d0, d1, ...) with dim k on parallel axis ``axes[k]`` (1-sized elsewhere)."""
+    order = sorted(range(len(axes)), key=lambda k: axes[k])
+    arr = storage.transpose([0] + [1 + k for k in order]) if order != list(range(len(axes))) else storage
+    shape = [storage.shape[0]] + [1] * rank
+    for k in range(len(axes)):
+        shape[1 + axes[k]] = storage.shape[1 + k]
+    return arr.reshape(shape)
+
+
+def load(e: N.Load, idx, ctx: Ctx):
+    buf = e.buffer
+    st = ctx.storage[buf.uid]
+    if buf.scope == "global":
+        return _load_global(e, buf, st, idx, ctx)
+    if buf.scope == "var" or not idx:
+        return lift(to_compute(st, buf.dtype), ctx.rank)
+    axes = _direct_plan(buf, e.indices, ctx)
+    if axes is not None:
+        return to_compute(_arrange(st, axes, ctx.rank), buf.dtype)
+    if all(type(i) is int for i in idx):
+        for d, i in enumerate(idx):
+            if not 0 <= i < buf.shape[d]:
+                if ctx.mask is not False:
+                    raise _oob_error(buf, e.loc, "read")
+                return _scalar(0, buf.dtype)
+        return lift(to_compute(st[(slice(None),) + tuple(idx)], buf.dtype), ctx.rank)
+    idx = _check_onchip(buf, idx, ctx, e.loc, "read")
+    b = np.arange(st.shape[0]).reshape((st.shape[0],) + (1,) * ctx.rank)
+    return to_compute(st[(b,) + tuple(idx)], buf.dtype)
+
+
+def _check_onchip(buf, idx, ctx, loc, what):
+    out = []
+    for d, i in enumerate(idx):
+        n = buf.shape[d]
+        if isinstance(i, np.ndarray):
+            bad = (i < 0) | (i >= n)
+            if bad.any():
+                if ctx.mask is not None:
+                    bad = bad & ctx.mask
+                if np.any(bad):
+                    raise _oob_error(buf, loc, what)
+                i = np.clip(i, 0, n - 1)
+        elif not 0 <= i < n:
+            if ctx.mask is None or np.any(ctx.mask):
+                raise _oob_error(buf, loc, what)
+            i = min(max(i, 0), n - 1)
+        out.append(i)
+    return out
+
+
+def _guard(buf, st, idx, ctx, loc, what):
+    """Clip global indices; return (clipped indices, valid mask or None)."""
+    valid = None
+    out = []
+    for d, i in enumerate(idx):
+        n = st.shape[d]
+        if isinstance(i, np.ndarray):
+            ok = (i >= 0) & (i < n)
+            if not ok.all():
+                valid = ok if valid is None else (valid & ok)
+                i = np.clip(i, 0, n - 1)
+        elif not 0 <= i < n:
+            valid = False
+            i = 0
+        out.append(i)
+    if valid is not None and ctx.options.oob == "error":
+        bad = np.logical_not(valid)
+        if ctx.mask is not None:
+            bad = bad & ctx.mask
+        if np.any(bad):
+            raise _oob_error(buf, loc, what)
+    return out, valid
+
+
+def _load_global(e, buf, st, idx, ctx):
+    idx, valid = _guard(buf, st, idx, ctx, e.loc, "read")
+    if all(type(i) is int for i in idx):
+        if valid is False:
+            return _scalar(0, buf.dtype)
+        return _scalar(to_compute(st[tuple(idx)], buf.dtype), buf.dtype)
+    vals = to_compute(st[tuple(idx)], buf.dtype)
+    if vals.ndim < 1 + ctx.rank:
+        vals = lift(vals, ctx.rank)
+    if valid is not None:
+        vals = np.where(valid, vals, vals.dtype.type(0))
+    return vals
+
+
+# ---------------------------------------------------------------------------------------- element stores
+def store(s: N.Store, idx, value, ctx: Ctx):
+    buf = s.buffer
+    st = ctx.storage[buf.uid]
+    mask = ctx.mask
+    val = dt.convert(np.asarray(value), buf.dtype) if dt.is_float(buf.dtype) or buf.dtype == "bool" \
+        else _to_int_storage(value, buf.dtype)
+    if buf.scope == "var" or (buf.scope != "global" and not idx):
+        _store_block_level(st, val, mask, ctx)
+        return
+    if buf.scope != "global":
+        axes = _direct_plan(buf, s.indices, ctx)
+        if axes is not None and len(axes) == ctx.rank:
+            view = _arrange(st, axes, ctx.rank)
+            if view.base is None and view is not st:
+                axes = None  # reshape copied: fall back to the general path
+            else:
+                if mask is None:
+                    view[...] = val
+                else:
+                    np.copyto(view, np.broadcast_to(val, view.shape), where=np.broadcast_to(mask, view.shape))
+                return
+        idx = _check_onchip(buf, idx, ctx, s.loc, "write")
+        b = np.arange(st.shape[0]).reshape((st.shape[0],) + (1,) * ctx.rank)
+        full = (b,) + tuple(idx)
+        _scatter(st, full, val, mask)
+        return
+    idx, valid = _guard(buf, st, idx, ctx, s.loc, "write")
+    m = mask
+    if valid is not None:
+        m = valid if m is None else np.logical_and(m, valid)
+    if all(type(i) is int for i in idx) and not isinstance(val, np.ndarray) or (
+            all(type(i) is int for i in idx) and np.ndim(val) == 0):
+        if m is False or (m is not None and not np.any(m)):
+            return
+        if ctx.options.races:
+            _race_scalar(buf, st, tuple(idx), m, ctx, s.loc)
+        st[tuple(idx)] = val if np.ndim(val) == 0 else val.reshape(-1)[-1]
+        return
+    if ctx.options.races:
+        _race_elements(buf, st, idx, m, ctx, s.loc)
+    _scatter(st, tuple(idx), val, m)
+
+
+def _to_int_storage(value, dtype):
+    arr = np.asarray(value)
+    if arr.dtype.kind == "f" or arr.dtype.kind == "V":
+        return dt.convert(arr, dtype)
+    return arr.astype(dt.np_dtype(dtype))
+
+
+def _store_block_level(st, val, mask, ctx):
+    val = np.asarray(val)
+    if val.ndim > 1:
+        val = val.reshape(val.shape[0], -1)[:, 0] if val.shape[0] == st.shape[0] else val.reshape(-1)[:1]
+    if mask is None:
+        st[...] = val
+        return
+    bm = block_mask(mask, st.shape[0])
+    if bm is not None:
+        np.copyto(st, np.broadcast_to(val, st.shape), where=bm)
+    else:
+        st[...] = val
+
+
+def _scatter(st, idx, val, mask):
+    shape = np.broadcast_shapes(*[np.shape(i) for i in idx], np.shape(val),
+                                 np.shape(mask) if isinstance(mask, np.ndarray) else ())
+    full = [np.broadcast_to(i, shape) for i in idx]
+    v = np.broadcast_to(val, shape)
+    if mask is None:
+        st[tuple(full)] = v
+        return
+    if mask is False:
+        return
+    m = np.broadcast_to(mask, shape)
+    st[tuple(f[m] for f in full)] = v[m]
+
+
+def _block_of_elements(ctx, shape):
+    b = ctx.block_ids.reshape((ctx.nb,) + (1,) * (len(shape) - 1)) if len(shape) else ctx.block_ids
+    return np.broadcast_to(b, shape)
+
+
+def _race_elements(buf, st, idx, m, ctx, loc):
+    shape = np.broadcast_shapes(*[np.shape(i) for i in idx], (ctx.nb,) + (1,) * ctx.rank)
+    full = [np.broadcast_to(i, shape) for i in idx]
+    who = _block_of_elements(ctx, shape)
+    if m is not None:
+        mm = np.broadcast_to(m, shape)
+        full = [f[mm] for f in full]
+        who = who[mm]
+    else:
+        full = [f.reshape(-1) for f in full]
+        who = who.reshape(-1)
+    _race_check(buf, st, tuple(full), who, ctx, loc)
+
+
+def _race_scalar(buf, st, idx, m, ctx, loc):
+    bm = block_mask(m, ctx.nb) if m is not None else None
+    who = ctx.block_ids if bm is None else ctx.block_ids[bm]
+    full = tuple(np.full(len(who), i) for i in idx)
+    _race_check(buf, st, full, who, ctx, loc)
+
+
+def _race_check(buf, st, full, who, ctx, loc):
+    w = ctx.writers.get(buf.uid)
+    if w is None:
+        w = ctx.writers[buf.uid] = np.full(st.shape, -1, dtype=np.int64)
+    if len(who) == 0:
+        return
+    lin = np.ravel_multi_index(full, st.shape)
+    prev = w.reshape(-1)[lin]
+    clash = (prev >= 0) & (prev != who)
+    # two blocks of the same chunk writing one element
+    order = np.argsort(lin, kind="stable")
+    sl, sw = lin[order], who[order]
+    dup = (sl[1:] == sl[:-1]) & (sw[1:] != sw[:-1])
+    if clash.any() or dup.any():
+        if clash.any():
+            k = int(np.argmax(clash))
+            a, b, el = int(prev[k]), int(who[k]), np.unravel_index(lin[k], st.shape)
+        else:
+            k = int(np.argmax(dup))
+            a, b, el = int(sw[k]), int(sw[k + 1]), np.unravel_index(sl[k], st.shape)
+        raise KernelRuntimeError(
+            f"blocks {a} and {b} both write {buf.name}{tuple(int(x) for x in el)} without an atomic", loc,
+            hint="give each block its own output tile, or use T.atomic_add for cross-block sums")
+    w.reshape(-1)[lin] = who
+
+
+# ---------------------------------------------------------------------------------------- regions
+def region_starts(r: N.Region, ctx: Ctx, ev):
+    starts = []
+    for s in r.starts:
+        v = ev(s, ctx)
+        if isinstance(v, np.ndarray):
+            if v.ndim == 0:
+                v = int(v)
+            else:
+                v = v.reshape(v.shape[0], -1)[:, 0]
+        starts.append(v)
+    exts = []
+    for x in r.extents:
+        exts.append(x if isinstance(x, int) else int(ev(x, ctx)))
+    return starts, tuple(exts)
+
+
+def read_region(r: N.Region, ctx: Ctx, ev):
+    """Values of region ``r``: storage dtype, shape ``(nb or 1, *extents)``."""
+    st = ctx.storage[r.buffer.uid]
+    starts, exts = region_starts(r, ctx, ev)
+    if r.buffer.scope != "global":
+        return _onchip_window(r, st, starts, exts, ctx, write=None)
+    uniform = all(type(s) is int for s in starts)
+    if uniform:
+        return _global_window_uniform(st, starts, exts)[None]
+    nb = ctx.nb
+    sts = np.stack([np.broadcast_to(np.asarray(s, dtype=np.int64), (nb,)) for s in starts], axis=1)
+    ext = np.asarray(exts)
+    shape = np.asarray(st.shape)
+    inb = np.all((sts >= 0) & (sts + ext <= shape), axis=1)
+    if ctx.options.oob == "error" and not inb.all():
+        bm = block_mask(ctx.mask, nb)
+        bad = ~inb if bm is None else (~inb & bm)
+        if bad.any():
+            raise _oob_error(r.buffer, r.loc, "read")
+    if inb.all() and all(e <= n for e, n in zip(exts, st.shape)):
+        win = sliding_window_view(st, exts)
+        return win[tuple(sts[:, d] for d in range(len(exts)))]
+    out = np.zeros((nb,) + exts, dtype=st.dtype)
+    if inb.any() and all(e <= n for e, n in zip(exts, st.shape)):
+        win = sliding_window_view(st, exts)
+        sel = sts[inb]
+        out[inb] = win[tuple(sel[:, d] for d in range(len(exts)))]
+    for b in np.nonzero(~inb)[0]:
+        out[b] = _global_window_uniform(st, [int(x) for x in sts[b]], exts)
+    return out
+
+
+def _clip_slices(starts, exts, shape):
+    src, dst = [], []
+    for s, e, n in zip(starts, exts, shape):
+        lo, hi = max(s, 0), min(s + e, n)
+        if hi <= lo:
+            return None, None
+        src.append(slice(lo, hi))
+        dst.append(slice(lo - s, hi - s))
+    return tuple(src), tuple(dst)
+
+
+def _global_window_uniform(st, starts, exts):
+    src, dst = _clip_slices(starts, exts, st.shape)
+    if src is not None and all(d.start == 0 and d.stop == e for d, e in zip(dst, exts)):
+        return st[src]
+    out = np.zeros(exts, dtype=st.dtype)
+    if src is not None:
+        out[dst] = st[src]
+    return out
+
+
+def _onchip_window(r, st, starts, exts, ctx, write):
+    buf = r.buffer
+    if all(type(s) is int for s in starts):
+        for s, e, n in zip(starts, exts, buf.shape):
+            if s < 0 or s + e > n:
+                raise _oob_error(buf, r.loc, "read" if write is None else "write")
+        sl = (slice(None),) + tuple(slice(s, s + e) for s, e in zip(starts, exts))
+        if write is None:
+            return st[sl]
+        _assign_masked(st[sl], write, ctx.mask)
+        return None
+    # block-varying start inside an on-chip buffer: one block at a time
+    nb = st.shape[0]
+    sts = [np.broadcast_to(np.asarray(s, dtype=np.int64), (nb,)) for s in starts]
+    out = None if write is not None else np.empty((nb,) + exts, dtype=st.dtype)
+    bm = block_mask(ctx.mask, nb)
+    for b in range(nb):
+        bs = [int(s[b]) for s in sts]
+        active = bm is None or bm[b]
+        if any(s < 0 or s + e > n for s, e, n in zip(bs, exts, buf.shape)):
+            if active:
+                raise _oob_error(buf, r.loc, "read" if write is None else "write")
+            continue
+        sl = (b,) + tuple(slice(s, s + e) for s, e in zip(bs, exts))
+        if write is None:
+            out[b] = st[sl]
+        elif active:
+            st[sl] = write[b] if write.shape[0] == nb else write[0]
+    return out
+
+
+def _assign_masked(view, vals, mask):
+    if mask is None:
+        view[...] = vals
+        return
+    bm = block_mask(mask, view.shape[0])
+    if bm is None:
+        view[...] = vals
+    else:
+        np.copyto(view, np.broadcast_to(vals, view.shape), where=bm.reshape((-1,) + (1,) * (view.ndim - 1)))
+
+
+def write_region(r: N.Region, vals, ctx: Ctx, ev):
+    """Write ``vals`` (storage dtype of ``r``, shape ``(nb or 1, *extents)``) into region ``r``."""
+    st = ctx.storage[r.buffer.uid]
+    starts, exts = region_starts(r, ctx, ev)
+    if r.buffer.scope != "global":
+        _onchip_window(r, st, starts, exts, ctx, write=vals)
+        return
+    nb = ctx.nb
+    bm = block_mask(ctx.mask, nb)
+    if ctx.options.races or ctx.options.oob == "error":
+        _write_global_elementwise(r, st, starts, exts, vals, bm, ctx)
+        return
+    if all(type(s) is int for s in starts):
+        src, dst = _clip_slices(starts, exts, st.shape)
+        if src is None:
+            return
+        if bm is None:
+            k = vals.shape[0] - 1
+        else:
+            act = np.nonzero(bm)[0]
+            if len(act) == 0:
+                return
+            k = int(act[-1]) if vals.shape[0] > 1 else 0
+        st[src] = vals[k][dst]
+        return
+    sts = np.stack([np.broadcast_to(np.asarray(s, dtype=np.int64), (nb,)) for s in starts], axis=1)
+    vals = np.broadcast_to(vals, (nb,) + exts)
+    ext = np.asarray(exts)
+    inb = np.all((sts >= 0) & (sts + ext <= np.asarray(st.shape)), axis=1)
+    act = np.ones(nb, dtype=bool) if bm is None else bm.copy()
+    sel = act & inb
+    if sel.any() and all(e <= n for e, n in zip(exts, st.shape)):
+        win = as_strided(st, shape=tuple(n - e + 1 for n, e in zip(st.shape, exts)) + exts,
+                         strides=st.strides + st.strides, writeable=True)
+        s2 = sts[sel]
+        win[tuple(s2[:, d] for d in range(len(exts)))] = vals[sel]
+    else:
+        sel[:] = False
+    for b in np.nonzero(act & ~sel)[0]:
+        src, dst = _clip_slices([int(x) for x in sts[b]], exts, st.shape)
+        if src is not None:
+            st[src] = vals[b][dst]
+
+
+def _write_global_elementwise(r, st, starts, exts, vals, bm, ctx):
+    nb = ctx.nb
+    vals = np.broadcast_to(vals, (nb,) + exts)
+    grids = np.meshgrid(*[np.arange(e) for e in exts], indexing="ij")
+    idx = []
+    for d, s in enumerate(starts):
+        s = np.asarray(s, dtype=np.int64).reshape((-1,) + (1,) * len(exts))
+        idx.append(np.broadcast_to(s + grids[d][None], (nb,) + exts))
+    shape = np.asarray(st.shape)
+    valid = np.ones((nb,) + exts, dtype=bool)
+    for d, i in enumerate(idx):
+        valid &= (i >= 0) & (i < shape[d])
+    act = np.ones(nb, dtype=bool) if bm is None else bm
+    actb = np.broadcast_to(act.reshape((nb,) + (1,) * len(exts)), valid.shape)
+    if ctx.options.oob == "error" and np.any(actb & ~valid):
+        raise _oob_error(r.buffer, r.loc, "write")
+    m = actb & valid
+    full = tuple(i[m] for i in idx)
+    if ctx.options.races:
+        who = np.broadcast_to(ctx.block_ids.reshape((nb,) + (1,) * len(exts)), m.shape)[m]
+        _race_check(r.buffer, st, full, who, ctx, r.loc)
+    st[full] = vals[m]
+
+
+def region_indices(r: N.Region, ctx: Ctx, ev):
+    """Per-element global indices of region ``r``: (index arrays of shape (nb, *ext), valid mask)."""
+    st = ctx.storage[r.buffer.uid]
+    starts, exts = region_starts(r, ctx, ev)
+    nb = ctx.nb
+    grids = np.meshgrid(*[np.arange(e) for e in exts], indexing="ij")
+    idx = []
+    for d, s in enumerate(starts):
+        s = np.asarray(s, dtype=np.int64).reshape((-1,) + (1,) * len(exts))
+        idx.append(np.broadcast_to(s + grids[d][None], (nb,) + exts))
+    valid = np.ones((nb,) + exts, dtype=bool)
+    for d, i in enumerate(idx):
+        valid &= (i >= 0) & (i < st.shape[d])
+    return idx, valid, exts

@@ -1,0 +1,125 @@
+"""Running a program: binding arguments, allocating memory, executing launches in block chunks.
+
+Contract
+--------
+``run(pf, arrays, scalars, options)`` executes ``pf`` on NumPy arrays (one per buffer parameter, in
+parameter order, already of the declared dtype and shape — ``bind_arguments`` checks and converts
+them) and returns nothing: outputs are written in place.
+
+A launch over ``G`` blocks runs in chunks of ``nb`` blocks (``options.chunk_bytes`` bounds the
+on-chip memory of a chunk; ``mode="serial"`` uses ``nb = 1``). Block ``b`` of a 3-D grid
+``(gx, gy, gz)`` has indices ``(b % gx, b // gx % gy, b // (gx*gy))``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..errors import KernelRuntimeError
+from ..ir import nodes as N
+from .control import STMT_RULES, run_body
+from .exprs import ev
+from .options import INT_SENTINEL, InterpOptions
+from .state import Ctx
+
+
+def _fill_uninit(arr: np.ndarray, dtype: str, how: str):
+    if how == "empty":
+        return
+    if how == "zero" or dtype == "bool":
+        arr[...] = 0
+    elif dt.is_float(dtype):
+        arr[...] = np.nan
+    else:
+        info = np.iinfo(arr.dtype)
+        arr[...] = max(info.min, min(info.max, INT_SENTINEL)) if info.min < 0 else info.max
+
+
+def new_array(shape, dtype: str, how: str) -> np.ndarray:
+    arr = np.empty(shape, dtype=dt.np_dtype(dtype))
+    _fill_uninit(arr, dtype, how)
+    return arr
+
+
+def allocate_onchip(s: N.Alloc, ctx: Ctx):
+    b = s.buffer
+    if b.alias_of is not None:
+        root = ctx.storage[b.alias_of.uid]
+        if b.scope == "global":
+            shape = tuple(int(ev(d, ctx)) if not isinstance(d, int) else d for d in b.shape)
+            ctx.storage[b.uid] = root.view(dt.np_dtype(b.dtype)).reshape(shape)
+        else:
+            nbk = root.shape[0]
+            flat = root.reshape(nbk, -1).view(dt.np_dtype(b.dtype))
+            ctx.storage[b.uid] = flat.reshape((nbk,) + tuple(b.shape))
+        return
+    if b.scope == "global":
+        shape = tuple(int(ev(d, ctx)) if not isinstance(d, int) else d for d in b.shape)
+        ctx.storage[b.uid] = new_array(shape, b.dtype, ctx.options.uninit)
+        return
+    shape = (ctx.nb,) + tuple(b.shape)
+    arr = new_array(shape, b.dtype, ctx.options.uninit)
+    if s.init is not None:
+        v = ev(s.init, ctx)
+        arr[...] = dt.convert(np.asarray(v), b.dtype).reshape(-1)[: ctx.nb] if np.ndim(v) else \
+            dt.convert(np.asarray(v), b.dtype)
+    ctx.storage[b.uid] = arr
+
+
+def _onchip_bytes(stmts) -> int:
+    total = 0
+    for s in stmts:
+        if isinstance(s, N.Alloc) and s.buffer.scope != "global" and s.buffer.alias_of is None:
+            n = 1
+            for d in s.buffer.shape:
+                n *= d
+            total += n * max(4, dt.np_dtype(s.buffer.dtype).itemsize)
+        for sub in ("body", "then", "orelse"):
+            if hasattr(s, sub):
+                total += _onchip_bytes(getattr(s, sub))
+    return total
+
+
+def run(pf: N.PrimFunc, arrays: dict, scalars: dict, options: InterpOptions):
+    """Execute ``pf``. ``arrays``: buffer uid → ndarray; ``scalars``: var uid → value (dyn dims, params)."""
+    env = dict(scalars)
+    storage = dict(arrays)
+    top = Ctx(1, options, env, storage, np.zeros(1, dtype=np.int64))
+    for s in pf.body:
+        if isinstance(s, N.Launch):
+            _launch(s, top, options)
+        else:
+            STMT_RULES[type(s)](s, top)
+
+
+def _launch(s: N.Launch, top: Ctx, options: InterpOptions):
+    grid = []
+    for g in s.grid:
+        v = ev(g, top)
+        if isinstance(v, np.ndarray):
+            raise KernelRuntimeError("grid extent depends on a tensor value", s.loc)
+        grid.append(int(v))
+    if any(g < 0 for g in grid):
+        raise KernelRuntimeError(f"negative grid extent {tuple(grid)}", s.loc)
+    total = int(np.prod(grid)) if grid else 1
+    if total == 0:
+        return
+    per_block = max(1, _onchip_bytes(s.body)) * 3  # tiles plus temporaries of the same size
+    if options.mode == "serial":
+        chunk = 1
+    else:
+        chunk = max(1, min(total, options.chunk_bytes // per_block))
+    writers: dict = {}
+    for start in range(0, total, chunk):
+        ids = np.arange(start, min(total, start + chunk), dtype=np.int64)
+        nb = len(ids)
+        env = dict(top.env)
+        rem = ids
+        for v, g in zip(s.block_vars, grid):
+            idx = rem % g
+            rem = rem // g
+            env[v.uid] = int(idx[0]) if nb == 1 else idx
+        ctx = Ctx(nb, options, env, dict(top.storage), ids)
+        ctx.writers = writers
+        run_body(s.body, ctx)

@@ -1,0 +1,20 @@
+"""Node-class families. Rule tables (interpreter, CUDA lowering, cost analysis) are keyed by node
+class; tests check each table covers the families below."""
+
+from __future__ import annotations
+
+from . import nodes as N
+
+#: Expressions every element-level consumer must handle.
+EXPRS = frozenset({N.Const, N.Var, N.Binary, N.Compare, N.Logical, N.Unary, N.Call, N.Select,
+                   N.Cast, N.Reinterpret, N.Load})
+#: Tile operations (whole-tile, block-level work).
+TILE_OPS = frozenset({N.Copy, N.Gemm, N.Reduce, N.Fill, N.Atomic, N.Cumsum})
+#: Loops.
+LOOPS = frozenset({N.For, N.Parallel, N.While})
+#: Control flow and bindings.
+CONTROL = frozenset({N.If, N.Break, N.Continue, N.Let, N.Launch})
+#: Memory declarations and element stores.
+MEMORY = frozenset({N.Alloc, N.Store})
+#: Every statement class.
+STMTS = TILE_OPS | LOOPS | CONTROL | MEMORY

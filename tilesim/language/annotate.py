@@ -1,0 +1,89 @@
+"""Scheduling annotations with no numeric effect, and primitives tilesim rejects with a reason."""
+
+from __future__ import annotations
+
+from ._marker import marker
+
+
+@marker()
+def use_swizzle(panel_size=10, order="row", enable=True):
+    """Rasterise blocks in panels for L2 reuse; the simulator models its effect on DRAM traffic."""
+
+
+@marker()
+def annotate_layout(layout_map, allow_reannotation=False, allow_buffer_region=False):
+    """Layout hints for buffers; accepted, no numeric effect."""
+
+
+@marker()
+def annotate_padding(padding_map):
+    """Padding hints; accepted, no numeric effect."""
+
+
+@marker()
+def annotate_safe_value(safe_value_map):
+    """Not supported yet: out-of-range reads give 0."""
+
+
+@marker()
+def annotate_l2_hit_ratio(ratio_map):
+    """Accepted, no numeric effect."""
+
+
+@marker()
+def sync_threads():
+    """A block barrier; a no-op for the sequential tile-level interpreter."""
+
+
+@marker()
+def no_set_max_nreg():
+    """Accepted, no effect."""
+
+
+@marker()
+def set_max_nreg(reg_count, is_inc):
+    """Accepted, no effect."""
+
+
+@marker()
+def disable_warp_group_reg_alloc():
+    """Accepted, no effect."""
+
+
+@marker()
+def print(*args, msg=""):  # noqa: A001
+    """Accepted; tilesim's interpreter ignores device prints."""
+
+
+class Layout:
+    """``T.Layout(shape, forward_fn)``: accepted for ``T.annotate_layout``, no numeric effect."""
+
+    def __init__(self, *args, **kwargs):
+        self.args, self.kwargs = args, kwargs
+
+
+class Fragment(Layout):
+    """``T.Fragment(...)``: accepted for ``T.annotate_layout``, no numeric effect."""
+
+
+def make_swizzled_layout(*args, **kwargs):
+    """Accepted layout helper, no numeric effect."""
+    return Layout(*args, **kwargs)
+
+
+#: Primitives that need per-thread (SIMT) execution or Hopper async machinery tilesim does not model.
+UNSUPPORTED = {
+    "get_thread_binding": "per-thread code (Tier 3) needs a thread-level execution mode tilesim does not have yet",
+    "thread_binding": "per-thread code (Tier 3) needs a thread-level execution mode tilesim does not have yet",
+    "alloc_barrier": "mbarriers belong to Hopper async pipelines; write T.copy + T.Pipelined instead",
+    "mbarrier_wait_parity": "mbarriers belong to Hopper async pipelines; write T.copy + T.Pipelined instead",
+    "mbarrier_arrive": "mbarriers belong to Hopper async pipelines; write T.copy + T.Pipelined instead",
+    "barrier_wait": "mbarriers belong to Hopper async pipelines; write T.copy + T.Pipelined instead",
+    "barrier_arrive": "mbarriers belong to Hopper async pipelines; write T.copy + T.Pipelined instead",
+    "ws": "warp specialisation is a scheduling detail; write the plain tile program",
+    "call_extern": "external device functions cannot run in the NumPy interpreter",
+    "tcgen05_gemm": "use T.gemm (Blackwell tcgen05 is a lowering detail)",
+    "im2col": "T.im2col is not implemented yet; copy the patches with T.copy/T.Parallel",
+    "c2d_im2col": "T.im2col is not implemented yet; copy the patches with T.copy/T.Parallel",
+    "Persistent": "persistent tile scheduling is not implemented yet",
+}
