@@ -276,7 +276,7 @@ class Tracer:
                                         hint="give the new value another name")
             if isinstance(value, X.Access) and not value.has_slice:
                 value = X.to_expr(value, loc)
-            if isinstance(value, N.Expr) and not isinstance(value, N.Const):
+            if isinstance(value, N.Expr) and not isinstance(value, (N.Const, N.Var)):
                 var = N.Var(name, value.dtype, kind="let", loc=loc)
                 self.check_rebind(name, target)
                 self.emit(N.Let(var, value, loc))
