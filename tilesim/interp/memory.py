@@ -303,6 +303,21 @@ def region_starts(r: N.Region, ctx: Ctx, ev):
     return starts, tuple(exts)
 
 
+def onchip_view(r: N.Region, ctx: Ctx, ev):
+    """A writable view of on-chip region ``r`` (nb, *extents) when its starts are uniform, else None."""
+    if r.buffer.scope == "global":
+        return None
+    st = ctx.storage[r.buffer.uid]
+    starts, exts = region_starts(r, ctx, ev)
+    if not all(type(s) is int for s in starts):
+        return None
+    for s, e, n in zip(starts, exts, r.buffer.shape):
+        if s < 0 or s + e > n:
+            raise _oob_error(r.buffer, r.loc, "access")
+    v = st[(slice(None),) + tuple(slice(s, s + e) for s, e in zip(starts, exts))]
+    return v if v.base is not None or v is st else None
+
+
 def read_region(r: N.Region, ctx: Ctx, ev):
     """Values of region ``r``: storage dtype, shape ``(nb or 1, *extents)``."""
     st = ctx.storage[r.buffer.uid]

@@ -52,8 +52,8 @@ def _as_matrix(vals):
 @rule(N.Gemm)
 def _gemm(s: N.Gemm, ctx: Ctx):
     acc = dt.compute_dtype(s.c.dtype) if dt.is_float(s.c.dtype) else np.dtype(np.int64)
-    a = _as_matrix(memory.read_region(s.a, ctx, ev)).astype(acc)
-    b = _as_matrix(memory.read_region(s.b, ctx, ev)).astype(acc)
+    a = _as_matrix(memory.read_region(s.a, ctx, ev)).astype(acc, copy=False)
+    b = _as_matrix(memory.read_region(s.b, ctx, ev)).astype(acc, copy=False)
     if ctx.options.tf32 and s.a.dtype == "float32":
         a, b = dt.to_tf32(a), dt.to_tf32(b)
     if s.trans_a:
@@ -61,10 +61,19 @@ def _gemm(s: N.Gemm, ctx: Ctx):
     if s.trans_b:
         b = b.swapaxes(1, 2)
     prod = np.matmul(a, b)
+    cview = memory.onchip_view(s.c, ctx, ev)
+    if cview is not None and cview.dtype == acc and ctx.mask is None:
+        # accumulate in place: C is a float32/float64 fragment updated by every block
+        cm = cview.reshape(prod.shape)
+        if s.clear_accum:
+            cm[...] = prod
+        else:
+            cm += prod
+        return
     if s.clear_accum:
         out = prod
     else:
-        c = _as_matrix(memory.read_region(s.c, ctx, ev)).astype(acc)
+        c = _as_matrix(memory.read_region(s.c, ctx, ev)).astype(acc, copy=False)
         out = c + prod
     _, cext = memory.region_starts(s.c, ctx, ev)
     out = dt.convert(out.reshape((out.shape[0],) + cext), s.c.dtype)

@@ -1,0 +1,176 @@
+"""The ``tilesim`` command line.
+
+Subcommands: ``report`` (the main job), ``sim``, ``hw``, ``kernels``, ``run``, ``ir``, ``bench``,
+``attention-cost``. User errors print the ``KernelError`` text (with file:line and a hint) and exit 2;
+internal errors say they are bugs and exit 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+
+from .errors import InternalError, TilesimError
+
+
+def _load_factory(spec: str):
+    """``path/to/file.py::name`` → the object ``name`` defined in that file."""
+    if "::" not in spec:
+        raise SystemExit(f"tilesim: expected FILE.py::NAME, got {spec!r}")
+    path, name = spec.split("::", 1)
+    mod_spec = importlib.util.spec_from_file_location("_tilesim_user_module", path)
+    if mod_spec is None or mod_spec.loader is None:
+        raise SystemExit(f"tilesim: cannot load {path}")
+    mod = importlib.util.module_from_spec(mod_spec)
+    sys.modules["_tilesim_user_module"] = mod
+    mod_spec.loader.exec_module(mod)
+    if not hasattr(mod, name):
+        raise SystemExit(f"tilesim: {path} has no {name!r}")
+    return getattr(mod, name)
+
+
+def parse_kv(items) -> dict:
+    """``["M=1024", "dtype=float16", "causal=true"]`` → dict with ints/floats/bools parsed."""
+    out = {}
+    for it in items or []:
+        if "=" not in it:
+            raise SystemExit(f"tilesim: expected KEY=VALUE, got {it!r}")
+        k, v = it.split("=", 1)
+        low = v.lower()
+        if low in ("true", "false"):
+            out[k] = low == "true"
+            continue
+        try:
+            out[k] = int(v)
+            continue
+        except ValueError:
+            pass
+        try:
+            out[k] = float(v)
+            continue
+        except ValueError:
+            pass
+        out[k] = v
+    return out
+
+
+def _cmd_ir(args):
+    obj = _load_factory(args.target)
+    kernel = obj(**parse_kv(args.args)) if callable(obj) and not hasattr(obj, "get_kernel_source") else obj
+    from .ir.nodes import PrimFunc
+    from .ir.printer import format_ir
+    if isinstance(kernel, PrimFunc):
+        print(format_ir(kernel), end="")
+    else:
+        print(kernel.get_ir() if hasattr(kernel, "get_ir") else kernel.get_kernel_source(), end="")
+    return 0
+
+
+def _cmd_kernels(args):
+    from kernels.registry import all_specs
+    specs = all_specs()
+    width = max((len(s.name) for s in specs), default=10)
+    print(f"{'kernel':<{width}}  {'family':<12} shapes  description")
+    for s in specs:
+        print(f"{s.name:<{width}}  {s.family:<12} {len(s.shapes):>6}  {s.description}")
+    return 0
+
+
+def _cmd_run(args):
+    from .runner import run_registered
+    return run_registered(args.name, parse_kv(args.shape), target=args.target, seed=args.seed)
+
+
+def _cmd_bench(args):
+    from .bench import main as bench_main
+    return bench_main(args.which)
+
+
+def _cmd_report(args):
+    from .report.main import main as report_main
+    return report_main(args)
+
+
+def _cmd_sim(args):
+    from .sim.cli import main_sim
+    return main_sim(args.rest)
+
+
+def _cmd_attention_cost(args):
+    from kernels.memory_accounting import attention_cost
+    print(attention_cost(args.model, args.context, batch=args.batch).summary())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tilesim", description="TileLang-compatible tile language: interpret, "
+                                "run on a GPU, and simulate LLM kernels on A100/H100/H200/Ascend 910B/MLU370.")
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
+
+    r = sub.add_parser("report", help="simulate every registered kernel on every hardware model; write plots and tables")
+    r.add_argument("--hw", nargs="+", default=["all"], help="hardware model names or TOML paths (default: all)")
+    r.add_argument("--kernels", nargs="+", default=["all"], help="kernel names (default: all)")
+    r.add_argument("--profile", default=None, help="lowering profile (default: the device's own)")
+    r.add_argument("--out", default="reports", help="output folder (default: reports/)")
+    r.add_argument("--quick", action="store_true", help="one shape per kernel")
+    r.set_defaults(fn=_cmd_report)
+
+    s = sub.add_parser("sim", help="simulate one kernel: tilesim sim FILE.py::factory --hw NAME --args k=v ...",
+                       add_help=False)
+    s.add_argument("rest", nargs=argparse.REMAINDER)
+    s.set_defaults(fn=_cmd_sim)
+
+    try:
+        from hwmodels.cli import add_subcommands
+        add_subcommands(sub)
+    except ImportError:  # pragma: no cover - hwmodels is part of the package
+        pass
+
+    k = sub.add_parser("kernels", help="list the kernel library")
+    k.add_argument("action", nargs="?", default="list", choices=["list"])
+    k.set_defaults(fn=_cmd_kernels)
+
+    rn = sub.add_parser("run", help="run a registered kernel and check it against its NumPy reference")
+    rn.add_argument("name")
+    rn.add_argument("--shape", nargs="*", default=[], help="KEY=VALUE shape/tunable parameters")
+    rn.add_argument("--target", default="interp", help="interp (default) or cuda")
+    rn.add_argument("--seed", type=int, default=0)
+    rn.set_defaults(fn=_cmd_run)
+
+    i = sub.add_parser("ir", help="print a kernel's tile IR: tilesim ir FILE.py::factory [--args k=v ...]")
+    i.add_argument("target")
+    i.add_argument("--args", nargs="*", default=[])
+    i.set_defaults(fn=_cmd_ir)
+
+    b = sub.add_parser("bench", help="interpreter benchmarks against NumPy (ratios measured in one run)")
+    b.add_argument("which", nargs="?", default="all", choices=["all", "gemm", "attention", "attention-large"])
+    b.set_defaults(fn=_cmd_bench)
+
+    a = sub.add_parser("attention-cost", help="memory and FLOPs of dense vs DeepSeek sparse attention")
+    a.add_argument("--model", default="deepseek-v3.2")
+    a.add_argument("--context", type=int, default=131072)
+    a.add_argument("--batch", type=int, default=1)
+    a.set_defaults(fn=_cmd_attention_cost)
+    return p
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "fn", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.fn(args) or 0)
+    except InternalError as e:
+        print(f"tilesim: {e}", file=sys.stderr)
+        return 3
+    except TilesimError as e:
+        print(f"tilesim: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

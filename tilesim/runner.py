@@ -1,0 +1,48 @@
+"""``tilesim run NAME``: run one registered kernel on the interpreter (or CUDA) and check it."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from .testing.compare import compare_arrays
+
+
+def run_registered(name: str, shape: dict, target: str = "interp", seed: int = 0, out=sys.stdout) -> int:
+    from kernels.registry import get
+    spec = get(name)
+    base = dict(spec.test_shapes[0]) if spec.test_shapes and not shape else {}
+    params = spec.params(base, **shape)
+    rng = np.random.default_rng(seed)
+    inputs = spec.make_inputs(rng, **params)
+    kernel = spec.build(**params)
+    if target != "interp":
+        from .kernel import JITKernel
+        kernel = JITKernel(kernel.prim_func, target=target, outputs=[kernel.prim_func.params[i] for i in kernel.out_idx])
+    print(f"{name}: {', '.join(f'{k}={v}' for k, v in params.items())}  [target={kernel.target}]", file=out)
+    t0 = time.perf_counter()
+    outs = kernel(*inputs)
+    t1 = time.perf_counter()
+    refs = spec.reference(*inputs, **params)
+    outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    refs = list(refs) if isinstance(refs, (list, tuple)) else [refs]
+    ok = True
+    if spec.compare is not None:
+        try:
+            spec.compare(outs, refs, params)
+        except AssertionError as e:
+            print(f"  MISMATCH: {e}", file=out)
+            ok = False
+    else:
+        tol = spec.tolerance
+        for i, (o, r) in enumerate(zip(outs, refs)):
+            p = compare_arrays(o, r, rtol=tol.get("rtol"), atol=tol.get("atol"), exact=tol.get("exact", False),
+                               name=f"output {i}")
+            if p:
+                print(f"  MISMATCH: {p}", file=out)
+                ok = False
+    print(f"  {'OK' if ok else 'FAILED'}: ran in {t1 - t0:.3f} s, matched the NumPy reference"
+          if ok else f"  FAILED after {t1 - t0:.3f} s", file=out)
+    return 0 if ok else 1
