@@ -167,6 +167,23 @@ class HardwareModel(ModelData):
         state = "has an unknown rate" if self.supports(dt, unit) else "is not supported"
         raise self._fail(f"flops_per_cycle.{dt}", f"{dt}{where} {state} (known: {have})")
 
+    def peak_is_estimated(self, dtype: object, unit: str | None = None) -> bool:
+        """Whether ``peak_flops(dtype, unit)`` rests on an estimate that no published figure
+        confirms (a dense reference figure with a URL source within 1% confirms it)."""
+        dt = canonical_dtype(dtype)
+        peak = self.peak_flops(dt, unit)
+        for ref in self.reference_figures:
+            key = f"reference_figures.{ref.name}.flops_per_s"
+            if (ref.dtype == dt and not ref.sparse and ref.flops_per_s
+                    and abs(ref.flops_per_s - peak) <= 0.01 * peak
+                    and self.sources.get(key, "").startswith("http")):
+                return False
+        core, unit_ = next((c, u) for c, u in self.units(unit) if self.unit_peak_flops(c, u, dt) == peak)
+        clock = unit_.clock or core.clock or "core_hz"
+        keys = (f"core_kinds.{core.name}.count", f"clocks.{clock}",
+                f"core_kinds.{core.name}.units.{unit_.name}.flops_per_cycle.{dt}")
+        return any(self.is_estimated(k) for k in keys)
+
     # ------------------------------------------------------------------ memory
     @property
     def dram_bandwidth(self) -> float:

@@ -51,7 +51,6 @@ _DTYPE_ALIASES = {
     "fp8": "float8", "float8_e4m3fn": "float8", "float8_e4m3": "float8", "float8_e5m2": "float8",
     "e4m3": "float8", "e5m2": "float8", "fp8_e4m3": "float8", "fp8_e5m2": "float8",
     "float8_e4m3fnuz": "float8", "float8_e5m2fnuz": "float8",
-    "hf32": "tf32",
 }
 
 #: Tile scopes (``T.alloc_shared`` / ``T.alloc_fragment`` / ``T.alloc_local``) a buffer may serve.

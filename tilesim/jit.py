@@ -98,7 +98,8 @@ class EagerJIT:
 
     def compile(self, **bindings) -> JITKernel:
         """Kernel for explicit ``T.const`` values and scalar parameters (no tensors needed)."""
-        scalars = {k: v for k, v in bindings.items() if k in self._sig.parameters}
+        scalars = {k: p.default for k, p in self._sig.parameters.items() if p.default is not inspect.Parameter.empty}
+        scalars.update({k: v for k, v in bindings.items() if k in self._sig.parameters})
         consts = {k: v for k, v in bindings.items() if k not in self._sig.parameters}
         return self._get(consts, scalars)
 

@@ -73,7 +73,7 @@ def to_expr(v, loc: Loc | None = None, like: str | None = None) -> N.Expr:
             raise KernelTypeError(
                 f"the region {v.buffer.name}[...] is not a single element", loc,
                 hint="use a region only as an argument of a tile operation (T.copy, T.gemm, ...)")
-        return make_load(v.buffer, v.items, loc)
+        return make_load(v.buffer, v.items, v.loc or loc)
     if isinstance(v, N.Buffer):
         if v.scope == "var" or v.ndim == 0:
             return N.Load(v, (), v.dtype, loc)

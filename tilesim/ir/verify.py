@@ -33,6 +33,7 @@ class _V:
     def __init__(self):
         self.problems: list[Problem] = []
         self.buffers: set[int] = set()
+        self.at = None  # location of the statement being checked
 
     def bad(self, msg, loc, user=False):
         self.problems.append(Problem(msg, loc, user))
@@ -43,7 +44,7 @@ class _V:
             return
         if isinstance(e, N.Var):
             if e.uid not in scope:
-                self.bad(f"'{e.name}' is used outside the loop or `if` that defines it", e.loc, user=True)
+                self.bad(f"'{e.name}' is used outside the loop or `if` that defines it", self.at or e.loc, user=True)
             return
         if isinstance(e, N.Binary):
             if e.op not in N.BINARY_OPS:
@@ -101,6 +102,7 @@ class _V:
 
     def stmt(self, s, scope, ctx):
         t = type(s)
+        self.at = getattr(s, "loc", None)
         if t not in G.STMTS:
             self.bad(f"unknown statement node {t.__name__}", getattr(s, "loc", None))
             return
