@@ -215,9 +215,6 @@ class _Reader:
         if not isinstance(raw, dict):
             self.fail(key, "must be a table of name_<unit> = { value, source }")
         want = f.metadata.get("unit")
-        for need in f.metadata.get("required", ()):
-            if need not in raw:
-                self.fail(f"{key}.{need}", "required key is missing")
         out = {}
         for name, leaf in raw.items():
             unit = unit_of(name)
@@ -226,6 +223,9 @@ class _Reader:
             if want and unit != want:
                 self.fail(f"{key}.{name}", f"keys of [{key}] must end in _{want}")
             out[name] = self.number(leaf, f"{key}.{name}", unit)
+        for need in f.metadata.get("required", ()):
+            if need not in raw:
+                self.fail(f"{key}.{need}", "required key is missing")
         return frozen_map(out)
 
     def _variants(self, f, raw: object, key: str) -> tuple[Variant, ...]:

@@ -68,31 +68,33 @@ _NEAR_UNITS = {
     "gib": "bytes", "byte": "bytes", "mhz": "hz", "ghz": "hz", "khz": "hz", "ms": "s", "us": "s",
     "ns": "s", "sec": "s", "seconds": "s", "cycle": "cycles", "tflops": "flops_per_s",
     "gflops": "flops_per_s", "flops": "flops_per_s or flops_per_cycle", "tops": "flops_per_s",
-    "percent": "fraction", "pct": "fraction", "watts": "w", "kw": "w", "num": "count",
-    "n": "count", "bits": "bytes",
+    "percent": "fraction", "pct": "fraction", "watts": "w", "kw": "w", "bits": "bytes",
 }
 
 
 def unit_of(key: str) -> str | None:
-    """The unit a key carries: the longest :data:`UNITS` entry it equals or ends with."""
+    """The unit a key carries: the longest :data:`UNITS` entry it equals or ends with.
+
+    ``x_per_s`` carries no unit (``per_s`` alone is not one: say ``bytes_per_s`` or ``flops_per_s``).
+    """
     for unit in UNITS:
         if key == unit or key.endswith("_" + unit):
-            return unit
+            return None if key[: -len(unit)].endswith("per_") else unit
     return None
 
 
 def unit_problem(key: str) -> str:
     """Why ``key`` has no usable unit, with the fix (for keys where :func:`unit_of` is None)."""
     parts = key.lower().split("_")
-    for i in range(len(parts)):
-        tail = "_".join(parts[i:])
-        if "per" in parts[i:] or tail in _NEAR_UNITS:
-            near = _NEAR_UNITS.get(parts[-1] if parts[-1] in _NEAR_UNITS else tail, "")
-            hint = f" (convert the value and use _{near})" if near else ""
-            return (f"unknown unit suffix '_{tail}'{hint}; known units: "
-                    + ", ".join("_" + u for u in UNITS))
-    return ("missing unit suffix: numeric keys must end in a unit, one of "
-            + ", ".join("_" + u for u in UNITS))
+    known = ", ".join("_" + u for u in UNITS)
+    for i, part in enumerate(parts):
+        if part in _NEAR_UNITS or part == "per":
+            tail = "_".join(parts[i:])
+            near = "bytes_per_s or flops_per_s" if part == "per" else _NEAR_UNITS[part]
+            if "per" in parts[i:] and part != "per":
+                near = {"bytes": "bytes_per_s", "cycles": "bytes_per_cycle"}.get(near, near)
+            return f"unknown unit suffix '_{tail}' (convert the value and use _{near}); known units: {known}"
+    return f"missing unit suffix: numeric keys must end in a unit, one of {known}"
 
 
 def canonical_dtype(dtype: object) -> str:
