@@ -338,16 +338,25 @@ def read_region(r: N.Region, ctx: Ctx, ev):
         if bad.any():
             raise _oob_error(r.buffer, r.loc, "read")
     if inb.all() and all(e <= n for e, n in zip(exts, st.shape)):
-        win = sliding_window_view(st, exts)
+        win = _window(ctx, r.buffer.uid, st, exts)
         return win[tuple(sts[:, d] for d in range(len(exts)))]
     out = np.zeros((nb,) + exts, dtype=st.dtype)
     if inb.any() and all(e <= n for e, n in zip(exts, st.shape)):
-        win = sliding_window_view(st, exts)
+        win = _window(ctx, r.buffer.uid, st, exts)
         sel = sts[inb]
         out[inb] = win[tuple(sel[:, d] for d in range(len(exts)))]
     for b in np.nonzero(~inb)[0]:
         out[b] = _global_window_uniform(st, [int(x) for x in sts[b]], exts)
     return out
+
+
+def _window(ctx, uid, st, exts):
+    """Read-only sliding-window view of global storage ``st`` (cached per launch chunk)."""
+    key = (uid, exts)
+    w = ctx.windows.get(key)
+    if w is None or w.base is None:
+        w = ctx.windows[key] = sliding_window_view(st, exts)
+    return w
 
 
 def _clip_slices(starts, exts, shape):

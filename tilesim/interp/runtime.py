@@ -81,6 +81,18 @@ def _onchip_bytes(stmts) -> int:
     return total
 
 
+def _alias_roots(stmts):
+    out = set()
+    for s in stmts:
+        if isinstance(s, N.Alloc) and s.buffer.alias_of is not None:
+            out.add(s.buffer.alias_of.uid)
+            out.add(s.buffer.uid)
+        for sub in ("body", "then", "orelse"):
+            if hasattr(s, sub):
+                out |= _alias_roots(getattr(s, sub))
+    return out
+
+
 def run(pf: N.PrimFunc, arrays: dict, scalars: dict, options: InterpOptions):
     """Execute ``pf``. ``arrays``: buffer uid → ndarray; ``scalars``: var uid → value (dyn dims, params)."""
     env = dict(scalars)
@@ -111,6 +123,7 @@ def _launch(s: N.Launch, top: Ctx, options: InterpOptions):
     else:
         chunk = max(1, min(total, options.chunk_bytes // per_block))
     writers: dict = {}
+    aliased = frozenset(_alias_roots(s.body))
     for start in range(0, total, chunk):
         ids = np.arange(start, min(total, start + chunk), dtype=np.int64)
         nb = len(ids)
@@ -122,4 +135,5 @@ def _launch(s: N.Launch, top: Ctx, options: InterpOptions):
             env[v.uid] = int(idx[0]) if nb == 1 else idx
         ctx = Ctx(nb, options, env, dict(top.storage), ids)
         ctx.writers = writers
+        ctx.aliased = aliased
         run_body(s.body, ctx)

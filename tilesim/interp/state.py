@@ -45,6 +45,8 @@ class Ctx:
         self.pvars: dict[int, tuple[int, int]] = {}  # parallel var uid -> (axis, extent)
         self.loops: list[LoopFrame] = []
         self.writers: dict[int, np.ndarray] = {}  # race detection: buffer uid -> writer block id
+        self.windows: dict = {}  # (global buffer uid, extents) -> sliding-window view
+        self.aliased: frozenset = frozenset()  # uids of on-chip buffers that have views (never re-bound)
 
 
 def lift(v, rank: int):

@@ -35,10 +35,34 @@ def _squeeze_to(vals, src_ext, dst_ext):
 def _copy(s: N.Copy, ctx: Ctx):
     vals = memory.read_region(s.src, ctx, ev)
     src_ext = vals.shape[1:]
-    _, dst_ext = memory.region_starts(s.dst, ctx, ev)
+    dst_starts, dst_ext = memory.region_starts(s.dst, ctx, ev)
     vals = _squeeze_to(vals, src_ext, dst_ext)
     vals = dt.convert(vals, s.dst.dtype)
+    if _adopt(s.dst, dst_starts, dst_ext, vals, ctx):
+        return
     memory.write_region(s.dst, vals, ctx, ev)
+
+
+def _adopt(dst: N.Region, starts, ext, vals, ctx: Ctx) -> bool:
+    """Make a freshly computed array the storage of a whole on-chip buffer (saves one tile copy).
+
+    Only when nothing else can see the old storage: no views of the buffer, no mask, the region is
+    the whole buffer, and ``vals`` shares memory with no buffer of the program.
+    """
+    b = dst.buffer
+    if (ctx.mask is not None or b.scope == "global" or b.uid in ctx.aliased or ext != tuple(b.shape)
+            or vals.shape[0] != ctx.nb or any(s != 0 for s in starts)):
+        return False
+    root = vals
+    while root.base is not None:
+        root = root.base
+    if not isinstance(root, np.ndarray) or any(root is st for st in ctx.storage.values()):
+        return False
+    old = ctx.storage[b.uid]
+    if vals.dtype != old.dtype or not vals.flags.c_contiguous or not vals.flags.writeable:
+        return False
+    ctx.storage[b.uid] = vals
+    return True
 
 
 def _as_matrix(vals):
