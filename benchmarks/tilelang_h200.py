@@ -111,6 +111,9 @@ CONFIGS = [
     _g("gemm_4k_bf16_128x128x32_s3_t128", 4096, 4096, 4096, 128, 128, 32, 3, 128, dtype="bfloat16",
        out="bfloat16"),
     _g("gemm_16kx4kx4k_128x256x64_s3_t256_sw8", 16384, 4096, 4096, 128, 256, 64, 3, 256, sw=8, split="test"),
+    _g("gemm_6k_128x256x64_s3_t256", 6144, 6144, 6144, 128, 256, 64, 3, 256, split="test"),
+    _g("gemm_4k_64x128x32_s3_t128", 4096, 4096, 4096, 64, 128, 32, 3, 128),
+    _g("gemm_3k_128x128x32_s3_t256", 3072, 3072, 3072, 128, 128, 32, 3, 256, split="test"),
     _g("gemm_4k_fp32_128x128x32_s2_t128", 4096, 4096, 4096, 128, 128, 32, 2, 128, dtype="float32",
        out="float32"),
     dict(id="matmul_relu_4k_defaults", family="gemm", module="core", factory="matmul_relu", split="test",
@@ -123,6 +126,7 @@ CONFIGS = [
     _fa("fa_b1h8s8192d128_causal_128x128_s2_t256", 1, 8, 8192, 128, True, 128, 128, 2, 256, "train"),
     _fa("fa_b2h16s2048d128_full_64x64_s1_t128", 2, 16, 2048, 128, False, 64, 64, 1, 128, "test"),
     _fa("fa_b8h32s512d64_causal_64x64_s2_t128", 8, 32, 512, 64, True, 64, 64, 2, 128, "train"),
+    _fa("fa_b1h32s8192d64_full_128x64_s2_t128", 1, 32, 8192, 64, False, 128, 64, 2, 128, "train"),
     # softmax / RMSNorm (fp32, memory-bound)
     dict(id="softmax_16kx1k_bm8_t128", family="softmax", module="core", factory="softmax", split="train",
          params=dict(M=16384, N=1024, block_M=8, threads=128)),
@@ -267,6 +271,24 @@ def _source_flags(kernel) -> dict:
                       ("cp_async", "cp_async"), ("ldmatrix", "ldmatrix"), ("mma", "mma")):
         flags[name] = pat in src
     flags["source_chars"] = len(src)
+    import re
+    try:
+        host = kernel.get_host_source() or ""
+        m = re.search(r"MaxDynamicSharedMemorySize,\s*(\d+)", host)
+        flags["dynamic_smem_bytes"] = int(m.group(1)) if m else None
+    except Exception as exc:  # noqa: BLE001
+        flags["host_error"] = repr(exc)[:120]
+    try:
+        so = tempfile.mktemp(suffix=".so")
+        kernel.export_library(so)
+        res = subprocess.run(["cuobjdump", "-res-usage", so], capture_output=True, text=True, timeout=20).stdout
+        m = re.search(r"REG:(\d+)", res)
+        flags["registers"] = int(m.group(1)) if m else None
+        m = re.search(r"SHARED:(\d+)", res)
+        flags["static_smem_bytes"] = int(m.group(1)) if m else None
+        os.unlink(so)
+    except Exception as exc:  # noqa: BLE001
+        flags["res_usage_error"] = repr(exc)[:120]
     return flags
 
 

@@ -95,7 +95,7 @@ def _table(obj: object, header: str, key: str, sources: Mapping[str, str], out: 
 
 def dumps(model: ModelData) -> str:
     """The TOML text of ``model`` (loadable by :func:`hwmodels.load`)."""
-    out = [f"# hardware model {model.name}, written by hwmodels.dump"]
+    out = [f"# hardware model {_str(model.name)}, written by hwmodels.dump"]
     _table(model, "", "", model.sources, out)
     return "\n".join(out).lstrip("\n") + "\n"
 

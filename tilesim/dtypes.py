@@ -163,10 +163,11 @@ def convert(values, dtype: str) -> np.ndarray:
         return np.clip(src, -m, m).astype(target)
     if dtype == "bool":
         return arr != 0
-    if is_int(dtype) and (arr.dtype.kind == "f" or arr.dtype in (_NP["bfloat16"],)):
-        src = arr.astype(np.float64)
-        with np.errstate(invalid="ignore"):
-            return np.trunc(np.nan_to_num(src, nan=0.0)).astype(target)
+    if is_int(dtype) and (arr.dtype.kind == "f" or arr.dtype in _NARROW_NP):
+        # GPU float->int conversions (cvt.rzi.sat) truncate toward zero, saturate, and map NaN to 0
+        src = np.nan_to_num(arr.astype(np.float64), nan=0.0)
+        info = np.iinfo(target)
+        return np.clip(np.trunc(src), info.min, info.max).astype(target)
     if arr.dtype.kind in "iub" or arr.dtype.kind == "f" or arr.dtype in _NARROW_NP:
         if is_int(dtype) and arr.dtype.kind in "iu":
             return arr.astype(target)  # wraps like a C integer conversion

@@ -1,0 +1,225 @@
+"""MoE routing: scoring, bias-adjusted group-limited top-k and normalised routing weights.
+
+Kernel (registry name ``moe_topk_route``), per token (DeepSeek-V3 recipe; its defaults)::
+
+    s      = sigmoid(logits)            (scoring="sigmoid")  or  softmax(logits) over experts
+    b      = s + bias                   the expert bias steers *selection* only (aux-loss-free balancing)
+    group  = sum of the top-2 values of b in each of n_groups groups (E / n_groups experts each)
+    keep the topk_groups best groups; experts of the other groups are out (b = -inf)
+    idx    = top-k of b  (k rounds; ties go to the smaller index, in descending order of b)
+    w      = s[idx] / sum(s[idx]) * routed_scaling_factor     (unbiased scores, normalised to sum 1)
+
+DeepSeek-V3: 256 experts, top-8, 8 groups of 32, top-4 groups, sigmoid, factor 2.5. ``n_groups=1``
+is plain top-k (Mixtral / Qwen-MoE style, usually with softmax scoring).
+
+The kernel holds ``block_T`` tokens × all experts in registers. Each top-k round is tile code: a row
+max (``T.reduce_max``), the smallest index attaining it (``T.reduce_min`` over the index where the score
+equals the max, ``E`` elsewhere), then that expert is masked to ``-inf``. Group scores use the same
+trick inside each group (max, first arg-max masked, max again — so tied maxima count twice, as in a
+sort). Ties are exact comparisons of fp32 values, so equal logits (with equal bias) tie exactly on any
+backend; the tests draw logits from a coarse grid to make ties frequent.
+
+Outputs: ``Idx`` (T, topk) int32 — compared bitwise, order included — and ``W`` (T, topk) fp32
+(relative error 1e-5: the normaliser is an fp32 sum). The reference uses a different algorithm
+(stable ``argsort``) on the same fp32 scores (``1 / (1 + exp(-x))`` or ``exp(x - max) / sum``).
+
+Requirements: ``n_groups`` divides ``E``; with groups, at least 2 experts per group; ``topk`` ≤ the
+experts in the kept groups. NaN policy: logits and bias must be finite (a NaN never equals the row max,
+so its token's selection is unspecified); ``±large`` logits are fine (scores saturate to 0/1 and tie).
+"""
+
+import numpy as np
+
+import tilesim as tilelang
+import tilesim.language as T
+from kernels.registry import KernelSpec, register
+from tilesim.testing.compare import compare_arrays
+
+NEG_INF = float("-inf")
+
+
+def _validate(E, topk, n_groups, topk_groups, scoring):
+    if scoring not in ("sigmoid", "softmax"):
+        raise ValueError(f"scoring must be 'sigmoid' or 'softmax', got {scoring!r}")
+    if E % n_groups:
+        raise ValueError(f"n_groups={n_groups} must divide the {E} experts")
+    if n_groups > 1 and E // n_groups < 2:
+        raise ValueError("group-limited routing needs at least 2 experts per group (top-2 group score)")
+    if not 1 <= topk_groups <= n_groups:
+        raise ValueError(f"topk_groups={topk_groups} must be in [1, n_groups={n_groups}]")
+    if not 1 <= topk <= topk_groups * (E // n_groups):
+        raise ValueError(f"topk={topk} exceeds the {topk_groups * (E // n_groups)} experts of the kept groups")
+
+
+@tilelang.jit(out_idx=[2, 3])
+def moe_route(num_tokens, num_experts=256, topk=8, n_groups=8, topk_groups=4, scoring="sigmoid",
+              routed_scaling_factor=2.5, block_T=8, threads=128):
+    E, G = num_experts, n_groups
+    Eg = E // G
+    _validate(E, topk, G, topk_groups, scoring)
+
+    @T.prim_func
+    def main(Logits: T.Tensor((num_tokens, E), "float32"), Bias: T.Tensor((E,), "float32"),
+             Idx: T.Tensor((num_tokens, topk), "int32"), W: T.Tensor((num_tokens, topk), "float32")):
+        with T.Kernel(T.ceildiv(num_tokens, block_T), threads=threads) as bx:
+            s = T.alloc_fragment((block_T, E), "float32")  # unbiased scores
+            b = T.alloc_fragment((block_T, E), "float32")  # biased scores, masked as experts are taken
+            bias = T.alloc_fragment((E,), "float32")
+            cand = T.alloc_fragment((block_T, E), "int32")
+            row_max = T.alloc_fragment((block_T,), "float32")
+            row_sum = T.alloc_fragment((block_T,), "float32")
+            first = T.alloc_fragment((block_T,), "int32")
+            idx = T.alloc_fragment((block_T, topk), "int32")
+            w = T.alloc_fragment((block_T, topk), "float32")
+
+            T.copy(Logits[bx * block_T, 0], s)
+            T.copy(Bias, bias)
+            if scoring == "sigmoid":
+                for i, e in T.Parallel(block_T, E):
+                    s[i, e] = T.sigmoid(s[i, e])
+            else:
+                T.reduce_max(s, row_max, dim=1)
+                for i, e in T.Parallel(block_T, E):
+                    s[i, e] = T.exp(s[i, e] - row_max[i])
+                T.reduce_sum(s, row_sum, dim=1)
+                for i, e in T.Parallel(block_T, E):
+                    s[i, e] = s[i, e] / row_sum[i]
+            for i, e in T.Parallel(block_T, E):
+                b[i, e] = s[i, e] + bias[e]
+
+            if G > 1:
+                bg = T.alloc_fragment((block_T, G, Eg), "float32")
+                gcand = T.alloc_fragment((block_T, G, Eg), "int32")
+                m1 = T.alloc_fragment((block_T, G), "float32")
+                m2 = T.alloc_fragment((block_T, G), "float32")
+                gfirst = T.alloc_fragment((block_T, G), "int32")
+                gscore = T.alloc_fragment((block_T, G), "float32")
+                gkeep = T.alloc_fragment((block_T, G), "int32")
+                gcand2 = T.alloc_fragment((block_T, G), "int32")
+                # group score: top-2 sum = max + max of the rest (first arg-max removed)
+                for i, g, e in T.Parallel(block_T, G, Eg):
+                    bg[i, g, e] = b[i, g * Eg + e]
+                T.reduce_max(bg, m1, dim=2)
+                for i, g, e in T.Parallel(block_T, G, Eg):
+                    gcand[i, g, e] = T.if_then_else(bg[i, g, e] == m1[i, g], e, Eg)
+                T.reduce_min(gcand, gfirst, dim=2)
+                for i, g, e in T.Parallel(block_T, G, Eg):
+                    bg[i, g, e] = T.if_then_else(e == gfirst[i, g], NEG_INF, bg[i, g, e])
+                T.reduce_max(bg, m2, dim=2)
+                for i, g in T.Parallel(block_T, G):
+                    gscore[i, g] = m1[i, g] + m2[i, g]
+                T.clear(gkeep)
+                for r in T.serial(topk_groups):
+                    T.reduce_max(gscore, row_max, dim=1)
+                    for i, g in T.Parallel(block_T, G):
+                        gcand2[i, g] = T.if_then_else(gscore[i, g] == row_max[i], g, G)
+                    T.reduce_min(gcand2, first, dim=1)
+                    for i, g in T.Parallel(block_T, G):
+                        if g == first[i]:
+                            gkeep[i, g] = 1
+                            gscore[i, g] = NEG_INF
+                for i, e in T.Parallel(block_T, E):
+                    b[i, e] = T.if_then_else(gkeep[i, e // Eg] != 0, b[i, e], NEG_INF)
+
+            for r in T.serial(topk):
+                T.reduce_max(b, row_max, dim=1)
+                for i, e in T.Parallel(block_T, E):
+                    cand[i, e] = T.if_then_else(b[i, e] == row_max[i], e, E)
+                T.reduce_min(cand, first, dim=1)
+                for i in T.Parallel(block_T):
+                    idx[i, r] = first[i]
+                    w[i, r] = s[i, first[i]]
+                for i, e in T.Parallel(block_T, E):
+                    b[i, e] = T.if_then_else(e == first[i], NEG_INF, b[i, e])
+
+            T.reduce_sum(w, row_sum, dim=1)
+            for i, k in T.Parallel(block_T, topk):
+                w[i, k] = w[i, k] / row_sum[i] * routed_scaling_factor
+            T.copy(idx, Idx[bx * block_T, 0])
+            T.copy(w, W[bx * block_T, 0])
+
+    return main
+
+
+# ------------------------------------------------------------------------------------------ reference
+def scores_fp32(logits, scoring="sigmoid"):
+    x = np.asarray(logits, dtype=np.float32)
+    with np.errstate(over="ignore"):
+        if scoring == "sigmoid":
+            return (np.float32(1.0) / (np.float32(1.0) + np.exp(-x))).astype(np.float32)
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+def ref_moe_route(logits, bias, topk=8, n_groups=8, topk_groups=4, scoring="sigmoid", routed_scaling_factor=2.5,
+                  **_):
+    """(Idx int32, W fp32) by stable argsort (ties → smaller index) on the fp32 biased scores."""
+    s = scores_fp32(logits, scoring)
+    b = s + np.asarray(bias, dtype=np.float32)
+    Tn, E = b.shape
+    if n_groups > 1:
+        Eg = E // n_groups
+        top2 = -np.sort(-b.reshape(Tn, n_groups, Eg), axis=-1)[..., :2]
+        gscore = top2[..., 0] + top2[..., 1]
+        keep = np.zeros((Tn, n_groups), dtype=bool)
+        np.put_along_axis(keep, np.argsort(-gscore, axis=1, kind="stable")[:, :topk_groups], True, axis=1)
+        b = np.where(np.repeat(keep, Eg, axis=1), b, np.float32(-np.inf))
+    idx = np.argsort(-b, axis=1, kind="stable")[:, :topk]
+    w = np.take_along_axis(s, idx, axis=1).astype(np.float64)
+    w = w / w.sum(axis=1, keepdims=True) * routed_scaling_factor
+    return idx.astype(np.int32), w
+
+
+def compare_routing(out, ref, **_):
+    """Registry ``compare``: indices bitwise (order included), weights to rtol 1e-5."""
+    problems = [compare_arrays(out[0], ref[0], exact=True, name="Idx"),
+                compare_arrays(out[1], ref[1], rtol=1e-5, atol=1e-6, name="W")]
+    problems = [p for p in problems if p]
+    if problems:
+        raise AssertionError("; ".join(problems))
+
+
+# ------------------------------------------------------------------------------------------ registry
+def router_inputs(rng, num_tokens, num_experts=256, grid=8.0, span=4.0, **_):
+    """Logits on a coarse grid (multiples of 1/grid in [-span, span]: frequent exact ties) and a small
+    expert bias on a coarse grid; never all zeros."""
+    logits = rng.integers(-int(span * grid), int(span * grid) + 1, size=(num_tokens, num_experts)) / grid
+    bias = rng.integers(-2, 3, size=num_experts) / 32.0
+    return logits.astype(np.float32), bias.astype(np.float32)
+
+
+def _build(num_tokens, num_experts, topk, n_groups, topk_groups, scoring, routed_scaling_factor, block_T, threads,
+           **_):
+    return moe_route(num_tokens, num_experts=num_experts, topk=topk, n_groups=n_groups, topk_groups=topk_groups,
+                     scoring=scoring, routed_scaling_factor=routed_scaling_factor, block_T=block_T, threads=threads)
+
+
+register(KernelSpec(
+    name="moe_topk_route", family="moe",
+    description="MoE router: sigmoid/softmax scores, bias for selection only, group-limited stable top-k "
+                "(top-2 group sums), weights normalised to 1 and scaled (DeepSeek-V3 defaults)",
+    build=_build, make_inputs=router_inputs, reference=ref_moe_route,
+    flops=lambda num_tokens, num_experts, topk, n_groups=8, topk_groups=4, **_:
+        num_tokens * num_experts * (6 + 3 * topk + (6 if n_groups > 1 else 0)) + 6 * num_tokens * n_groups * topk_groups,
+    bytes=lambda num_tokens, num_experts, topk, **_: 4 * (num_tokens * num_experts + num_experts + 2 * num_tokens * topk),
+    shapes=(
+        {"label": "DeepSeek-V3 256 experts, top-8, 8 groups/top-4, 4096 tok", "num_tokens": 4096},
+        {"label": "DeepSeek-V3 256 experts, top-8, 8 groups/top-4, 16384 tok", "num_tokens": 16384},
+        {"label": "Qwen3-MoE 128 experts, top-8, softmax, 8192 tok", "num_tokens": 8192, "num_experts": 128,
+         "n_groups": 1, "topk_groups": 1, "scoring": "softmax", "routed_scaling_factor": 1.0},
+        {"label": "Mixtral 8 experts, top-2, softmax, 16384 tok", "num_tokens": 16384, "num_experts": 8, "topk": 2,
+         "n_groups": 1, "topk_groups": 1, "scoring": "softmax", "routed_scaling_factor": 1.0},
+    ),
+    test_shapes=(
+        {"label": "DeepSeek-V3 routing, 13 tok", "num_tokens": 13},
+        {"label": "softmax 64 experts top-6, 4 groups/top-2", "num_tokens": 10, "num_experts": 64, "topk": 6,
+         "n_groups": 4, "topk_groups": 2, "scoring": "softmax", "routed_scaling_factor": 1.0, "block_T": 4},
+        {"label": "plain top-2 of 8, 7 tok", "num_tokens": 7, "num_experts": 8, "topk": 2, "n_groups": 1,
+         "topk_groups": 1, "block_T": 4},
+    ),
+    tunables={"block_T": [1, 2, 4, 8, 16, 32], "threads": [64, 128, 256]},
+    defaults={"num_experts": 256, "topk": 8, "n_groups": 8, "topk_groups": 4, "scoring": "sigmoid",
+              "routed_scaling_factor": 2.5, "block_T": 8, "threads": 128},
+    tolerance={"rtol": 1e-5, "atol": 1e-6},
+    compare=compare_routing,
+))

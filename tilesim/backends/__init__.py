@@ -1,0 +1,1 @@
+"""Code-generating backends of tilesim. ``cuda``: the Numba CUDA backend (``target="cuda"``)."""
