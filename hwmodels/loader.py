@@ -142,6 +142,9 @@ class _Reader:
                     kwargs[f.name] = md["cls"]()
                 continue
             kwargs[f.name] = getattr(self, "_" + md["kind"])(f, raw[tkey], key)
+            if self.values is not None and md.get("required") and md["kind"] == "num" and kwargs[f.name] is None:
+                self.fail(key, "this number is required but stated as unknown; give an estimate "
+                               "(source = \"estimated: <reason>\")")
         return cls(**kwargs)
 
     def unknown_key(self, key: str, val: object, path: str, known: list[str]):
@@ -226,6 +229,8 @@ class _Reader:
         for need in f.metadata.get("required", ()):
             if need not in raw:
                 self.fail(f"{key}.{need}", "required key is missing")
+            if self.values is not None and self.values[f"{key}.{need}"] is None:
+                self.fail(f"{key}.{need}", "this number is required but stated as unknown; give an estimate")
         return frozen_map(out)
 
     def _variants(self, f, raw: object, key: str) -> tuple[Variant, ...]:

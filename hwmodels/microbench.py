@@ -155,9 +155,10 @@ def run() -> dict:
     for label, nbytes, reps in (("l2", 16 << 20, 400), ("dram", 2 << 30, 4)):
         buf = cp.ones(nbytes // 4, dtype=cp.float32)
         n4 = nbytes // 16
-        t = _timed(cp, lambda: k["read_bw"]((sms * 8,), (512,), (buf, np.int64(n4), np.int32(reps), f32)))
+        args = (buf, np.int64(n4), np.int32(reps), f32)
+        t = _timed(cp, lambda args=args: k["read_bw"]((sms * 8,), (512,), args))
         res[f"{label}_read_bytes_per_s"] = nbytes * reps / t
-        del buf
+        del buf, args
 
     iters = 100_000
     t = _timed(cp, lambda: k["smem_bw"]((sms * 2,), (1024,), (np.int32(iters), f32)))

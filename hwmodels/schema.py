@@ -159,15 +159,16 @@ class CoreKind:
 
 @dataclass(frozen=True)
 class Cache:
-    """A shared level between cores and DRAM (``l2``; MLU cluster SRAM). ``bytes`` per instance.
+    """A shared level between cores and DRAM (``l2``; MLU cluster SRAM).
 
+    ``bytes`` and ``bandwidth_bytes_per_s`` are per instance; ``count`` instances (absent: one).
     ``core_kind`` names the core kind one instance serves (empty: every core of the device).
     """
 
     name: str = _text(required=True)
     description: str = _text()
     core_kind: str = _text()
-    bytes: int | None = _num(required=True)
+    bytes: int | None = _num()
     count: int | None = _num()
     bandwidth_bytes_per_s: float | None = _num()
     latency_cycles: float | None = _num()

@@ -1,11 +1,14 @@
 """Batched transpose through shared memory: ``X`` (B, M, N) → ``Y`` (B, N, M).
 
 Kernel (registry name ``batched_transpose``): one block per ``block_M × block_N`` tile of one batch
-entry. The tile is read row-major (coalesced along N) into shared memory, transposed element-wise into a
-second shared tile (on a GPU: the bank-conflict-prone step that padding or swizzling fixes), and written
-row-major (coalesced along M). Any dtype (bf16, fp16, fp32, fp8, int8, ...): it moves bits, so the result
-is bitwise equal to ``numpy.swapaxes``, NaN payloads included. Edges: M and N need not be multiples of the
-tiles (zero-filled reads past the edge are never written back).
+entry. The tile is read row-major (coalesced along N) into shared memory, transposed element-wise into
+a second shared tile (on a GPU: the bank-conflict-prone step that padding or swizzling fixes), and
+written row-major (coalesced along M).
+
+Any dtype (bf16, fp16, fp32, fp8, int8, ...): values move without arithmetic, so the result is bitwise
+equal to ``numpy.swapaxes`` — ±0, ±inf and NaN included. (One interpreter caveat: its fp32 compute
+representation may canonicalise the payload of a non-canonical bf16 NaN, which a GPU moves untouched.)
+Edges: M and N need not be multiples of the tiles; zero-filled reads past the edge are never written.
 """
 
 import numpy as np

@@ -88,7 +88,7 @@ CASES = [
       "core_kinds.sm.count", "references 'core_kinds.sm.cores'"),
     e("derived-circular", (COUNT, 'count = { value = 4, source = "derived: core_kinds.sm.count + 0" }'),
       "core_kinds.sm.count", "circular"),
-    e("derived-of-unknown", f'\n[overheads]\nsync_cycles = {{ source = "unknown: n/p" }}\n'
+    e("derived-of-unknown", '\n[overheads]\nsync_cycles = { source = "unknown: n/p" }\n'
       'block_launch_cycles = { source = "derived: overheads.sync_cycles * 2" }\n',
       "overheads.block_launch_cycles", "whose value is unknown"),
     e("scope-unmapped", ('scopes = ["fragment", "local"]', 'scopes = ["fragment"]'), "scopes.local",
@@ -109,7 +109,7 @@ CASES = [
       "'tensor' is not one of"),
     e("missing-required", (BW + "\n", ""), "memory.bandwidth_bytes_per_s", "required key is missing"),
     e("duplicate-name", ('name = "regs"', 'name = "smem"'), "core_kinds.sm.buffers.smem", "used twice"),
-    e("unknown-level", f'\n[[core_kinds.data_paths]]\nname = "tma"\nsrc = "dram"\ndst = "l1"\n',
+    e("unknown-level", '\n[[core_kinds.data_paths]]\nname = "tma"\nsrc = "dram"\ndst = "l1"\n',
       "core_kinds.sm.data_paths.tma.dst", "unknown level 'l1'"),
     e("clock-wrong-unit", ("core_hz = ", 'core_hz = { value = 1e9, source = "estimated: x" }\nbase_cycles = '),
       "clocks.base_cycles", "must end in _hz"),
@@ -120,6 +120,8 @@ CASES = [
       "variants.toy2.memory.speed.x", "the base has no 'speed'"),
     e("variant-invalid-value", '\n[variants.toy2]\n"core_kinds.sm.count" = { value = -4, source = "estimated: x" }\n',
       "variants.toy2: core_kinds.sm.count", "must be positive"),
+    e("required-but-unknown", (COUNT, 'count = { source = "unknown: not published" }'), "core_kinds.sm.count",
+      "required but stated as unknown"),
     e("malformed-toml", (COUNT, "count = { value = 4, "), "<toml line 10>", "malformed TOML"),
 ]
 

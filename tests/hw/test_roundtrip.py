@@ -21,8 +21,20 @@ from hwmodels.formula import FormulaError, evaluate, references
 from hwmodels.loader import load_raw
 from hwmodels.model import HardwareModel
 from hwmodels.schema import (
-    Buffer, Cache, ComputeUnit, CoreKind, DataPath, Efficiency, Interconnect, Memory, Occupancy,
-    Overheads, Override, ReferenceFigure, Variant, frozen_map,
+    Buffer,
+    Cache,
+    ComputeUnit,
+    CoreKind,
+    DataPath,
+    Efficiency,
+    Interconnect,
+    Memory,
+    Occupancy,
+    Overheads,
+    Override,
+    ReferenceFigure,
+    Variant,
+    frozen_map,
 )
 from hwmodels.units import DTYPES, SCOPES
 

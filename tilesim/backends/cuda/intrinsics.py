@@ -1,0 +1,390 @@
+"""Device helpers the generated kernels call, in two builds with the same names:
+
+* ``gpu_namespace()`` — numba-cuda intrinsics: unchecked flat loads/stores (``_ldx``/``_stx``: one
+  ``getelementptr`` + load/store, no negative-index wrap-around, so addresses fold into immediate
+  offsets), bf16/fp8 conversions through single PTX ``cvt`` instructions, libdevice math;
+* ``sim_namespace()`` — plain Python/NumPy equivalents for numba's CUDA simulator (which cannot run
+  intrinsics), so the *same generated source* runs there.
+
+Values of narrow float types (fp16, bf16, fp8, fp4) live in float32 registers, rounded to their type
+(``_rnd_*``); storage holds them as float16 / raw uint16 (bf16) / raw uint8 (fp8, fp4) bits.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .caps import cuda_module
+
+_MATH_F32 = {
+    "exp": "expf", "exp2": "exp2f", "exp10": "exp10f", "log": "logf", "log2": "log2f", "log10": "log10f",
+    "log1p": "log1pf", "expm1": "expm1f", "sqrt": "sqrtf", "rsqrt": "rsqrtf", "tanh": "tanhf", "sin": "sinf",
+    "cos": "cosf", "tan": "tanf", "erf": "erff", "floor": "floorf", "ceil": "ceilf", "round": "rintf",
+    "trunc": "truncf", "abs": "fabsf", "fabs": "fabsf", "atan": "atanf", "asin": "asinf", "acos": "acosf",
+    "sinh": "sinhf", "cosh": "coshf", "pow": "powf", "fmod": "fmodf",
+}
+_MATH_F64 = {k: v[:-1] for k, v in _MATH_F32.items()}
+_MATH_F64["abs"] = _MATH_F64["fabs"] = "fabs"
+_MATH_F64["round"] = "rint"
+
+_NP_MATH = {
+    "exp": np.exp, "exp2": np.exp2, "exp10": lambda x: np.power(type(x)(10), x), "log": np.log,
+    "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "expm1": np.expm1, "sqrt": np.sqrt,
+    "rsqrt": lambda x: type(x)(1) / np.sqrt(x), "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "tan": np.tan,
+    "erf": lambda x: type(x)(math.erf(float(x))), "floor": np.floor, "ceil": np.ceil, "round": np.rint,
+    "trunc": np.trunc, "abs": np.abs, "fabs": np.abs, "atan": np.arctan, "asin": np.arcsin, "acos": np.arccos,
+    "sinh": np.sinh, "cosh": np.cosh, "pow": np.power, "fmod": np.fmod,
+}
+
+MATH_FUNCS_HANDLED = frozenset(_MATH_F32) | {"sigmoid", "isnan", "isinf", "isfinite"}
+
+
+# ------------------------------------------------------------------------------------------ pure helpers
+# (bit-level conversions written with integer arithmetic only: they run in the simulator and in plain
+# Python, and compile with numba-cuda as device functions; used for fp4 on the GPU too)
+
+def _e2m1_to_f32_py(u):
+    u = int(u) & 0xF
+    s = -1.0 if u & 0x8 else 1.0
+    e = (u >> 1) & 0x3
+    m = u & 0x1
+    if e == 0:
+        v = 0.5 * m
+    else:
+        v = (1.0 + 0.5 * m) * (2.0 ** (e - 1))
+    return np.float32(s * v)
+
+
+_E2M1_GRID = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+
+
+def _f32_to_e2m1_py(x):
+    x = float(x)
+    if x != x:
+        return np.uint8(0x7)  # no NaN in e2m1: saturate like the interpreter's clip (NaN -> max)
+    s = 0x8 if (x < 0 or (x == 0 and math.copysign(1.0, x) < 0)) else 0
+    a = min(abs(x), 6.0)
+    best, bd = 0, 1e30
+    for k, g in enumerate(_E2M1_GRID):
+        d = abs(a - g)
+        if d < bd or (d == bd and (k & 1) == 0):
+            best, bd = k, d
+    return np.uint8(s | best)
+
+
+def sim_namespace() -> dict:
+    """Names the generated source uses, as Python/NumPy functions for the CUDA simulator."""
+    import ml_dtypes
+
+    cuda = cuda_module()
+
+    def _ldx(a, i):
+        return a[i]
+
+    def _stx(a, i, v):
+        a[i] = v
+
+    def _bf2f(u):
+        return np.float32(np.array([u], dtype=np.uint16).view(ml_dtypes.bfloat16)[0])
+
+    def _f2bf(x):
+        return np.array([x], dtype=np.float32).astype(ml_dtypes.bfloat16).view(np.uint16)[0]
+
+    def _fp8_to_f32(u, t):
+        return np.float32(np.array([u], dtype=np.uint8).view(t)[0])
+
+    def _f32_to_fp8(x, t, m):
+        x = np.float32(x)
+        if x == x:
+            x = np.float32(min(max(x, -m), m))
+        return np.array([x], dtype=np.float32).astype(t).view(np.uint8)[0]
+
+    ns = {
+        "cuda": cuda, "np": np, "math": math,
+        "float16": np.float16, "float32": np.float32, "float64": np.float64,
+        "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
+        "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64,
+        "_ldx": _ldx, "_stx": _stx,
+        "_bf2f": _bf2f, "_f2bf": _f2bf,
+        "_e4m3_2f": lambda u: _fp8_to_f32(u, ml_dtypes.float8_e4m3fn),
+        "_e5m2_2f": lambda u: _fp8_to_f32(u, ml_dtypes.float8_e5m2),
+        "_f2e4m3": lambda x: _f32_to_fp8(x, ml_dtypes.float8_e4m3fn, 448.0),
+        "_f2e5m2": lambda x: _f32_to_fp8(x, ml_dtypes.float8_e5m2, 57344.0),
+        "_e2m1_2f": _e2m1_to_f32_py, "_f2e2m1": _f32_to_e2m1_py,
+        "_rnd_f16": lambda x: np.float32(np.float16(x)),
+        "_INF": math.inf, "_NAN": math.nan,
+        "_shfl_xor": None,
+    }
+    ns["_rnd_bf16"] = lambda x: _bf2f(_f2bf(x))
+    ns["_rnd_e4m3"] = lambda x: ns["_e4m3_2f"](ns["_f2e4m3"](x))
+    ns["_rnd_e5m2"] = lambda x: ns["_e5m2_2f"](ns["_f2e5m2"](x))
+    ns["_rnd_e2m1"] = lambda x: _e2m1_to_f32_py(_f32_to_e2m1_py(x))
+    for name, fn in _NP_MATH.items():
+        ns[f"_m_{name}_f32"] = (lambda f: (lambda *a: np.float32(f(*[np.float32(v) for v in a]))))(fn)
+        ns[f"_m_{name}_f64"] = (lambda f: (lambda *a: np.float64(f(*[np.float64(v) for v in a]))))(fn)
+    for cd, t in (("f32", np.float32), ("f64", np.float64)):
+        ns[f"_m_sigmoid_{cd}"] = (lambda t: (lambda x: t(1) / (t(1) + np.exp(-t(x)))))(t)
+        ns[f"_m_isnan_{cd}"] = lambda x: bool(np.isnan(x))
+        ns[f"_m_isinf_{cd}"] = lambda x: bool(np.isinf(x))
+        ns[f"_m_isfinite_{cd}"] = lambda x: bool(np.isfinite(x))
+    ns["_tdiv"] = lambda a, b: (abs(a) // abs(b)) * (1 if (a >= 0) == (b >= 0) else -1) if b != 0 else 0
+    ns["_tmod"] = lambda a, b: a - ns["_tdiv"](a, b) * b if b != 0 else 0
+    return ns
+
+
+_GPU_NS = None
+
+
+def gpu_namespace() -> dict:
+    """Names the generated source uses, as numba-cuda intrinsics and device functions (built once)."""
+    global _GPU_NS
+    if _GPU_NS is not None:
+        return dict(_GPU_NS)
+    cuda = cuda_module()
+    from llvmlite import ir
+    from numba import types
+    from numba.cuda import libdevice
+    from numba.cuda.extending import intrinsic
+
+    def _cast_index(context, builder, val, ty):
+        return context.cast(builder, val, ty, types.intp)
+
+    @intrinsic
+    def _ldx(typingctx, arr, idx):
+        if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
+            return None
+        sig = arr.dtype(arr, idx)
+
+        def codegen(context, builder, sig, args):
+            ary = context.make_array(sig.args[0])(context, builder, args[0])
+            ptr = builder.gep(ary.data, [_cast_index(context, builder, args[1], sig.args[1])], inbounds=True)
+            return builder.load(ptr)
+
+        return sig, codegen
+
+    @intrinsic
+    def _stx(typingctx, arr, idx, val):
+        if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
+            return None
+        sig = types.none(arr, idx, val)
+
+        def codegen(context, builder, sig, args):
+            aty = sig.args[0]
+            ary = context.make_array(aty)(context, builder, args[0])
+            v = context.cast(builder, args[2], sig.args[2], aty.dtype)
+            ptr = builder.gep(ary.data, [_cast_index(context, builder, args[1], sig.args[1])], inbounds=True)
+            builder.store(v, ptr)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    def _to_int(builder, val, ty, bits):
+        t = ir.IntType(bits)
+        if ty.bitwidth < bits:
+            return builder.zext(val, t)
+        if ty.bitwidth > bits:
+            return builder.trunc(val, t)
+        return val
+
+    @intrinsic
+    def _bf2f(typingctx, u):
+        if not isinstance(u, types.Integer):
+            return None
+        sig = types.float32(u)
+
+        def codegen(context, builder, sig, args):
+            v = _to_int(builder, args[0], sig.args[0], 32)
+            v = builder.shl(v, ir.Constant(ir.IntType(32), 16))
+            return builder.bitcast(v, ir.FloatType())
+
+        return sig, codegen
+
+    def _asm_f2h(opcode):
+        @intrinsic
+        def conv(typingctx, x):
+            if not isinstance(x, types.Float):
+                return None
+            sig = types.uint16(x)
+
+            def codegen(context, builder, sig, args):
+                f = context.cast(builder, args[0], sig.args[0], types.float32)
+                fty = ir.FunctionType(ir.IntType(16), [ir.FloatType()])
+                return builder.call(ir.InlineAsm(fty, opcode, "=h,f"), [f])
+
+            return sig, codegen
+
+        return conv
+
+    _f2bf = _asm_f2h("cvt.rn.bf16.f32 $0, $1;")
+
+    def _asm_f2fp8(kind):
+        @intrinsic
+        def conv(typingctx, x):
+            if not isinstance(x, types.Float):
+                return None
+            sig = types.uint8(x)
+
+            def codegen(context, builder, sig, args):
+                f = context.cast(builder, args[0], sig.args[0], types.float32)
+                fty = ir.FunctionType(ir.IntType(16), [ir.FloatType()])
+                asm = ir.InlineAsm(fty, "{ .reg .f32 z; mov.f32 z, 0f00000000; "
+                                   f"cvt.rn.satfinite.{kind}x2.f32 $0, z, $1; }}", "=h,f")
+                h = builder.call(asm, [f])
+                return builder.trunc(h, ir.IntType(8))
+
+            return sig, codegen
+
+        return conv
+
+    def _asm_fp8_2f(kind):
+        @intrinsic
+        def conv(typingctx, u):
+            if not isinstance(u, types.Integer):
+                return None
+            sig = types.float32(u)
+
+            def codegen(context, builder, sig, args):
+                h = _to_int(builder, args[0], sig.args[0], 16)
+                h = builder.and_(h, ir.Constant(ir.IntType(16), 0xFF))
+                fty = ir.FunctionType(ir.FloatType(), [ir.IntType(16)])
+                asm = ir.InlineAsm(fty, "{ .reg .b32 t; .reg .b16 lo, hi; "
+                                   f"cvt.rn.f16x2.{kind}x2 t, $1; mov.b32 {{lo, hi}}, t; cvt.f32.f16 $0, lo; }}",
+                                   "=f,h")
+                return builder.call(asm, [h])
+
+            return sig, codegen
+
+        return conv
+
+    from numba.cuda.extending import register_jitable
+    dev = register_jitable
+
+    @dev
+    def _rnd_f16(x):
+        return np.float32(np.float16(x))
+
+    @dev
+    def _rnd_bf16(x):
+        return _bf2f(_f2bf(x))
+
+    _f2e4m3 = _asm_f2fp8("e4m3")
+    _f2e5m2 = _asm_f2fp8("e5m2")
+    _e4m3_2f = _asm_fp8_2f("e4m3")
+    _e5m2_2f = _asm_fp8_2f("e5m2")
+
+    @dev
+    def _rnd_e4m3(x):
+        return _e4m3_2f(_f2e4m3(x))
+
+    @dev
+    def _rnd_e5m2(x):
+        return _e5m2_2f(_f2e5m2(x))
+
+    @dev
+    def _e2m1_2f(u):
+        u = np.int32(u) & 15
+        e = (u >> 1) & 3
+        m = np.float32(u & 1)
+        if e == 0:
+            v = np.float32(0.5) * m
+        else:
+            v = (np.float32(1.0) + np.float32(0.5) * m) * np.float32(1 << (e - 1))
+        if u & 8:
+            v = -v
+        return v
+
+    @dev
+    def _f2e2m1(x):
+        if x != x:
+            return np.uint8(7)
+        s = np.int32(8) if x < 0 else np.int32(0)
+        a = min(abs(x), np.float32(6.0))
+        # round to nearest, ties to even code, over the grid 0 .5 1 1.5 2 3 4 6
+        if a <= np.float32(0.25):
+            k = 0
+        elif a < np.float32(0.75):
+            k = 1
+        elif a <= np.float32(1.25):
+            k = 2
+        elif a < np.float32(1.75):
+            k = 3
+        elif a <= np.float32(2.5):
+            k = 4
+        elif a < np.float32(3.5):
+            k = 5
+        elif a <= np.float32(5.0):
+            k = 6
+        else:
+            k = 7
+        return np.uint8(s | k)
+
+    @dev
+    def _rnd_e2m1(x):
+        return _e2m1_2f(_f2e2m1(x))
+
+    @dev
+    def _tdiv(a, b):
+        if b == 0:
+            return 0 * a
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b >= 0) else -q
+
+    @dev
+    def _tmod(a, b):
+        if b == 0:
+            return 0 * a
+        q = abs(a) // abs(b)
+        q = q if (a >= 0) == (b >= 0) else -q
+        return a - q * b
+
+    ns = {
+        "cuda": cuda, "np": np, "math": math, "libdevice": libdevice,
+        "float16": np.float16, "float32": np.float32, "float64": np.float64,
+        "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
+        "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64,
+        "_ldx": _ldx, "_stx": _stx, "_bf2f": _bf2f, "_f2bf": _f2bf, "_rnd_f16": _rnd_f16,
+        "_rnd_bf16": _rnd_bf16, "_f2e4m3": _f2e4m3, "_f2e5m2": _f2e5m2, "_e4m3_2f": _e4m3_2f,
+        "_e5m2_2f": _e5m2_2f, "_rnd_e4m3": _rnd_e4m3, "_rnd_e5m2": _rnd_e5m2, "_e2m1_2f": _e2m1_2f,
+        "_f2e2m1": _f2e2m1, "_rnd_e2m1": _rnd_e2m1, "_tdiv": _tdiv, "_tmod": _tmod,
+        "_INF": math.inf, "_NAN": math.nan,
+    }
+    for name, fn in _MATH_F32.items():
+        ns[f"_m_{name}_f32"] = getattr(libdevice, fn)
+    for name, fn in _MATH_F64.items():
+        ns[f"_m_{name}_f64"] = getattr(libdevice, fn)
+
+    @dev
+    def _m_sigmoid_f32(x):
+        return np.float32(1.0) / (np.float32(1.0) + libdevice.expf(-x))
+
+    @dev
+    def _m_sigmoid_f64(x):
+        return 1.0 / (1.0 + libdevice.exp(-x))
+
+    @dev
+    def _m_isnan_f32(x):
+        return x != x
+
+    @dev
+    def _m_isinf_f32(x):
+        return libdevice.isinff(x) != 0
+
+    @dev
+    def _m_isfinite_f32(x):
+        return libdevice.finitef(x) != 0
+
+    @dev
+    def _m_isinf_f64(x):
+        return libdevice.isinfd(x) != 0
+
+    @dev
+    def _m_isfinite_f64(x):
+        return libdevice.isfinited(x) != 0
+
+    ns.update(_m_sigmoid_f32=_m_sigmoid_f32, _m_sigmoid_f64=_m_sigmoid_f64, _m_isnan_f32=_m_isnan_f32,
+              _m_isnan_f64=_m_isnan_f32, _m_isinf_f32=_m_isinf_f32, _m_isfinite_f32=_m_isfinite_f32,
+              _m_isinf_f64=_m_isinf_f64, _m_isfinite_f64=_m_isfinite_f64)
+    _GPU_NS = ns
+    return dict(ns)
