@@ -64,11 +64,16 @@ def _norm(name: str) -> str:
 
 
 @lru_cache(maxsize=1)
+def _scan() -> tuple[tuple[Path, dict], ...]:
+    """Every built-in file with its parsed TOML (read once; never modified)."""
+    return tuple((path, read_toml(path)) for path in sorted(DATA_DIR.glob("*.toml")))
+
+
+@lru_cache(maxsize=1)
 def _index() -> dict[str, tuple[Path, str | None]]:
     """Normalised built-in name/alias/variant → (file, variant or None)."""
     index: dict[str, tuple[Path, str | None]] = {}
-    for path in sorted(DATA_DIR.glob("*.toml")):
-        raw = read_toml(path)
+    for path, raw in _scan():
         index.setdefault(_norm(path.stem), (path, None))
         index.setdefault(_norm(str(raw.get("name", path.stem))), (path, None))
         for alias in raw.get("aliases", []):
@@ -81,8 +86,7 @@ def _index() -> dict[str, tuple[Path, str | None]]:
 def builtin_names() -> tuple[str, ...]:
     """Names of every built-in model: each file's ``name``, then its variants."""
     names: list[str] = []
-    for path in sorted(DATA_DIR.glob("*.toml")):
-        raw = read_toml(path)
+    for path, raw in _scan():
         names.append(str(raw.get("name", path.stem)))
         names.extend(raw.get("variants", {}))
     return tuple(names)

@@ -378,7 +378,7 @@ def _topk_ref(logits, topk, **_):
     return topk_reference(logits, topk)
 
 
-def compare_index_sets(out, ref, **_):
+def compare_index_sets(out, ref, params=None, **_):
     """Registry ``compare`` for index outputs: each row's set of non-negative indices (and the count of
     -1 paddings) must be equal; order inside a row is free. Raises ``AssertionError``."""
     out = np.asarray(out[0] if isinstance(out, (list, tuple)) else out)

@@ -109,7 +109,7 @@ def moe_route(num_tokens, num_experts=256, topk=8, n_groups=8, topk_groups=4, sc
                 for i, g in T.Parallel(block_T, G):
                     gscore[i, g] = m1[i, g] + m2[i, g]
                 T.clear(gkeep)
-                for r in T.serial(topk_groups):
+                for _ in T.serial(topk_groups):
                     T.reduce_max(gscore, row_max, dim=1)
                     for i, g in T.Parallel(block_T, G):
                         gcand2[i, g] = T.if_then_else(gscore[i, g] == row_max[i], g, G)

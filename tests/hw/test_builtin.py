@@ -191,3 +191,17 @@ def test_no_hardware_numbers_in_python():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and type(node.value) in (int, float):
                 assert node.value in ALLOWED_CONSTANTS, f"{path.name}:{node.lineno}: {node.value}"
+
+
+def test_docs_example_file_loads(tmp_path):
+    """The complete example in docs/hardware-models.md is a valid model."""
+    doc = Path(hwmodels.__file__).resolve().parents[1] / "docs" / "hardware-models.md"
+    if not doc.exists():
+        pytest.skip("docs not present")
+    section = doc.read_text(encoding="utf-8").split("## Writing your own file", 1)[1]
+    example = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "my_gpu.toml"
+    path.write_text(example, encoding="utf-8")
+    model = hwmodels.load(path)
+    assert model.name == "my_gpu" and near(model.peak_flops("float16"), 196.6e12)
+    assert model.supports("float8") and not model.supported_dtypes().count("float8")

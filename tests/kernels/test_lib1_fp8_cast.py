@@ -13,9 +13,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tilesim
-from kernels.fp8_cast import (ceil_pow2, per_block_cast, per_block_dequant, per_token_cast, per_token_dequant,
-                              ref_per_block_cast, ref_per_block_dequant, ref_per_token_cast,
-                              ref_per_token_dequant, to_e4m3)
+from kernels.fp8_cast import (
+    ceil_pow2,
+    per_block_cast,
+    per_block_dequant,
+    per_token_cast,
+    per_token_dequant,
+    ref_per_block_cast,
+    ref_per_block_dequant,
+    ref_per_token_cast,
+    ref_per_token_dequant,
+    to_e4m3,
+)
 from tilesim import dtypes as dt
 
 IN_DTYPES = ("bfloat16", "float16", "float32")

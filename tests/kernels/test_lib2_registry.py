@@ -32,7 +32,7 @@ def test_test_shapes_match_reference_in_both_modes(name, shape):
 
     if spec.compare is not None:
         outs = _as_list(k(*inputs))
-        spec.compare(outs, _as_list(ref(*inputs)), **p)
+        spec.compare(outs, _as_list(ref(*inputs)), p)  # the runner passes params positionally
     else:
         tol = dict(spec.tolerance)
         outs = assert_matches_reference(k, inputs, ref, name=name, **tol)

@@ -38,6 +38,7 @@ _NP_MATH = {
     "sinh": np.sinh, "cosh": np.cosh, "pow": np.power, "fmod": np.fmod,
 }
 
+#: every ``Call`` function the lowering handles (sigmoid, isnan, isinf, isfinite are expanded inline)
 MATH_FUNCS_HANDLED = frozenset(_MATH_F32) | {"sigmoid", "isnan", "isinf", "isfinite"}
 
 
@@ -125,10 +126,8 @@ def sim_namespace() -> dict:
         ns[f"_m_{name}_f32"] = (lambda f: (lambda *a: np.float32(f(*[np.float32(v) for v in a]))))(fn)
         ns[f"_m_{name}_f64"] = (lambda f: (lambda *a: np.float64(f(*[np.float64(v) for v in a]))))(fn)
     for cd, t in (("f32", np.float32), ("f64", np.float64)):
-        ns[f"_m_sigmoid_{cd}"] = (lambda t: (lambda x: t(1) / (t(1) + np.exp(-t(x)))))(t)
-        ns[f"_m_isnan_{cd}"] = lambda x: bool(np.isnan(x))
-        ns[f"_m_isinf_{cd}"] = lambda x: bool(np.isinf(x))
-        ns[f"_m_isfinite_{cd}"] = lambda x: bool(np.isfinite(x))
+        ns[f"_m_isinf_{cd}"] = lambda x: int(np.isinf(x))
+        ns[f"_m_isfinite_{cd}"] = lambda x: int(np.isfinite(x))
     ns["_tdiv"] = lambda a, b: (abs(a) // abs(b)) * (1 if (a >= 0) == (b >= 0) else -1) if b != 0 else 0
     ns["_tmod"] = lambda a, b: a - ns["_tdiv"](a, b) * b if b != 0 else 0
     return ns
@@ -258,86 +257,115 @@ def gpu_namespace() -> dict:
 
         return conv
 
-    from numba.cuda.extending import register_jitable
-    dev = register_jitable
+    F32 = ir.FloatType()
+    I32 = ir.IntType(32)
 
-    @dev
-    def _rnd_f16(x):
-        return np.float32(np.float16(x))
+    def _unary_intrinsic(argcheck, restype, body):
+        @intrinsic
+        def fn(typingctx, x):
+            if not argcheck(x):
+                return None
+            sig = restype(x)
 
-    @dev
-    def _rnd_bf16(x):
-        return _bf2f(_f2bf(x))
+            def codegen(context, builder, sig, args):
+                return body(context, builder, sig.args[0], args[0])
 
-    _f2e4m3 = _asm_f2fp8("e4m3")
-    _f2e5m2 = _asm_f2fp8("e5m2")
-    _e4m3_2f = _asm_fp8_2f("e4m3")
-    _e5m2_2f = _asm_fp8_2f("e5m2")
+            return sig, codegen
 
-    @dev
-    def _rnd_e4m3(x):
-        return _e4m3_2f(_f2e4m3(x))
+        return fn
 
-    @dev
-    def _rnd_e5m2(x):
-        return _e5m2_2f(_f2e5m2(x))
+    is_float = lambda t: isinstance(t, types.Float)  # noqa: E731
+    is_int = lambda t: isinstance(t, types.Integer)  # noqa: E731
 
-    @dev
-    def _e2m1_2f(u):
-        u = np.int32(u) & 15
-        e = (u >> 1) & 3
-        m = np.float32(u & 1)
-        if e == 0:
-            v = np.float32(0.5) * m
-        else:
-            v = (np.float32(1.0) + np.float32(0.5) * m) * np.float32(1 << (e - 1))
-        if u & 8:
-            v = -v
-        return v
+    def _f32(context, builder, ty, v):
+        return context.cast(builder, v, ty, types.float32)
 
-    @dev
-    def _f2e2m1(x):
-        if x != x:
-            return np.uint8(7)
-        s = np.int32(8) if x < 0 else np.int32(0)
-        a = min(abs(x), np.float32(6.0))
-        # round to nearest, ties to even code, over the grid 0 .5 1 1.5 2 3 4 6
-        if a <= np.float32(0.25):
-            k = 0
-        elif a < np.float32(0.75):
-            k = 1
-        elif a <= np.float32(1.25):
-            k = 2
-        elif a < np.float32(1.75):
-            k = 3
-        elif a <= np.float32(2.5):
-            k = 4
-        elif a < np.float32(3.5):
-            k = 5
-        elif a <= np.float32(5.0):
-            k = 6
-        else:
-            k = 7
-        return np.uint8(s | k)
+    def _bf16_bits_to_f32(builder, h16):
+        v = builder.zext(h16, I32)
+        return builder.bitcast(builder.shl(v, ir.Constant(I32, 16)), F32)
 
-    @dev
-    def _rnd_e2m1(x):
-        return _e2m1_2f(_f2e2m1(x))
+    def _f32_to_bf16_bits(builder, f):
+        return builder.call(ir.InlineAsm(ir.FunctionType(ir.IntType(16), [F32]), "cvt.rn.bf16.f32 $0, $1;", "=h,f"), [f])
 
-    @dev
-    def _tdiv(a, b):
-        if b == 0:
-            return 0 * a
-        q = abs(a) // abs(b)
-        return q if (a >= 0) == (b >= 0) else -q
+    def _f32_to_fp8_bits(builder, f, kind):
+        asm = ir.InlineAsm(ir.FunctionType(ir.IntType(16), [F32]),
+                           "{ .reg .f32 z; mov.f32 z, 0f00000000; "
+                           f"cvt.rn.satfinite.{kind}x2.f32 $0, z, $1; }}", "=h,f")
+        return builder.trunc(builder.call(asm, [f]), ir.IntType(8))
 
-    @dev
-    def _tmod(a, b):
-        if b == 0:
-            return 0 * a
-        q = abs(a) // abs(b)
-        q = q if (a >= 0) == (b >= 0) else -q
-        return a - q * b
+    def _fp8_bits_to_f32(builder, b8, kind):
+        h = builder.zext(b8, ir.IntType(16))
+        asm = ir.InlineAsm(ir.FunctionType(F32, [ir.IntType(16)]),
+                           "{ .reg .b32 t; .reg .b16 lo, hi; "
+                           f"cvt.rn.f16x2.{kind}x2 t, $1; mov.b32 {{lo, hi}}, t; cvt.f32.f16 $0, lo; }}", "=f,h")
+        return builder.call(asm, [h])
+
+    def _e2m1_bits_to_f32(builder, b):
+        b = builder.zext(b, I32) if b.type.width < 32 else builder.trunc(b, I32) if b.type.width > 32 else b
+        code = builder.and_(b, ir.Constant(I32, 7))
+        val = ir.Constant(F32, 0.0)
+        for k, g in enumerate((0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)):
+            val = builder.select(builder.icmp_unsigned("==", code, ir.Constant(I32, k)), ir.Constant(F32, g), val)
+        neg = builder.icmp_unsigned("!=", builder.and_(b, ir.Constant(I32, 8)), ir.Constant(I32, 0))
+        return builder.select(neg, builder.fsub(ir.Constant(F32, -0.0), val), val)
+
+    def _f32_to_e2m1_bits(builder, f):
+        a = builder.select(builder.fcmp_ordered("<", f, ir.Constant(F32, 0.0)),
+                           builder.fsub(ir.Constant(F32, -0.0), f), f)
+        code = ir.Constant(I32, 7)  # NaN and >= 5 -> 6.0 (the interpreter clips NaN to the max too)
+        # thresholds: (<=0.25)->0, (<0.75)->1, (<=1.25)->2, (<1.75)->3, (<=2.5)->4, (<3.5)->5, (<=5)->6
+        for k, (op, t) in reversed(list(enumerate((("<=", 0.25), ("<", 0.75), ("<=", 1.25), ("<", 1.75),
+                                                    ("<=", 2.5), ("<", 3.5), ("<=", 5.0))))):
+            code = builder.select(builder.fcmp_ordered(op, a, ir.Constant(F32, t)), ir.Constant(I32, k), code)
+        neg = builder.fcmp_ordered("<", f, ir.Constant(F32, 0.0))
+        code = builder.select(neg, builder.or_(code, ir.Constant(I32, 8)), code)
+        return builder.trunc(code, ir.IntType(8))
+
+    def _body_rnd_f16(context, builder, ty, x):
+        return builder.fpext(builder.fptrunc(_f32(context, builder, ty, x), ir.HalfType()), F32)
+
+    _rnd_f16 = _unary_intrinsic(is_float, types.float32, _body_rnd_f16)
+    _rnd_bf16 = _unary_intrinsic(is_float, types.float32, lambda c, b, t, x: _bf16_bits_to_f32(
+        b, _f32_to_bf16_bits(b, _f32(c, b, t, x))))
+    _f2e4m3 = _unary_intrinsic(is_float, types.uint8, lambda c, b, t, x: _f32_to_fp8_bits(b, _f32(c, b, t, x), "e4m3"))
+    _f2e5m2 = _unary_intrinsic(is_float, types.uint8, lambda c, b, t, x: _f32_to_fp8_bits(b, _f32(c, b, t, x), "e5m2"))
+    _e4m3_2f = _unary_intrinsic(is_int, types.float32, lambda c, b, t, x: _fp8_bits_to_f32(
+        b, c.cast(b, x, t, types.uint8), "e4m3"))
+    _e5m2_2f = _unary_intrinsic(is_int, types.float32, lambda c, b, t, x: _fp8_bits_to_f32(
+        b, c.cast(b, x, t, types.uint8), "e5m2"))
+    _rnd_e4m3 = _unary_intrinsic(is_float, types.float32, lambda c, b, t, x: _fp8_bits_to_f32(
+        b, _f32_to_fp8_bits(b, _f32(c, b, t, x), "e4m3"), "e4m3"))
+    _rnd_e5m2 = _unary_intrinsic(is_float, types.float32, lambda c, b, t, x: _fp8_bits_to_f32(
+        b, _f32_to_fp8_bits(b, _f32(c, b, t, x), "e5m2"), "e5m2"))
+    _e2m1_2f = _unary_intrinsic(is_int, types.float32, lambda c, b, t, x: _e2m1_bits_to_f32(
+        b, c.cast(b, x, t, types.uint8)))
+    _f2e2m1 = _unary_intrinsic(is_float, types.uint8, lambda c, b, t, x: _f32_to_e2m1_bits(b, _f32(c, b, t, x)))
+    _rnd_e2m1 = _unary_intrinsic(is_float, types.float32, lambda c, b, t, x: _e2m1_bits_to_f32(
+        b, _f32_to_e2m1_bits(b, _f32(c, b, t, x))))
+
+    def _int_binop(kind):
+        @intrinsic
+        def fn(typingctx, a, b):
+            if not (isinstance(a, types.Integer) and isinstance(b, types.Integer)):
+                return None
+            sig = types.int64(a, b)
+
+            def codegen(context, builder, sig, args):
+                x = context.cast(builder, args[0], sig.args[0], types.int64)
+                y = context.cast(builder, args[1], sig.args[1], types.int64)
+                zero = ir.Constant(ir.IntType(64), 0)
+                one = ir.Constant(ir.IntType(64), 1)
+                isz = builder.icmp_signed("==", y, zero)
+                ys = builder.select(isz, one, y)
+                r = builder.sdiv(x, ys) if kind == "div" else builder.srem(x, ys)
+                return builder.select(isz, zero, r)
+
+            return sig, codegen
+
+        return fn
+
+    _tdiv = _int_binop("div")
+    _tmod = _int_binop("mod")
 
     ns = {
         "cuda": cuda, "np": np, "math": math, "libdevice": libdevice,
@@ -354,37 +382,8 @@ def gpu_namespace() -> dict:
         ns[f"_m_{name}_f32"] = getattr(libdevice, fn)
     for name, fn in _MATH_F64.items():
         ns[f"_m_{name}_f64"] = getattr(libdevice, fn)
+    ns.update(_m_isinf_f32=libdevice.isinff, _m_isfinite_f32=libdevice.finitef,
+              _m_isinf_f64=libdevice.isinfd, _m_isfinite_f64=libdevice.isfinited)
 
-    @dev
-    def _m_sigmoid_f32(x):
-        return np.float32(1.0) / (np.float32(1.0) + libdevice.expf(-x))
-
-    @dev
-    def _m_sigmoid_f64(x):
-        return 1.0 / (1.0 + libdevice.exp(-x))
-
-    @dev
-    def _m_isnan_f32(x):
-        return x != x
-
-    @dev
-    def _m_isinf_f32(x):
-        return libdevice.isinff(x) != 0
-
-    @dev
-    def _m_isfinite_f32(x):
-        return libdevice.finitef(x) != 0
-
-    @dev
-    def _m_isinf_f64(x):
-        return libdevice.isinfd(x) != 0
-
-    @dev
-    def _m_isfinite_f64(x):
-        return libdevice.isfinited(x) != 0
-
-    ns.update(_m_sigmoid_f32=_m_sigmoid_f32, _m_sigmoid_f64=_m_sigmoid_f64, _m_isnan_f32=_m_isnan_f32,
-              _m_isnan_f64=_m_isnan_f32, _m_isinf_f32=_m_isinf_f32, _m_isfinite_f32=_m_isfinite_f32,
-              _m_isinf_f64=_m_isinf_f64, _m_isfinite_f64=_m_isfinite_f64)
     _GPU_NS = ns
     return dict(ns)
