@@ -3,8 +3,8 @@
 Contract
 --------
 * :func:`add_subcommands(subparsers)` adds an ``hw`` command (with ``list``, ``show``, ``check``)
-  to an ``argparse`` sub-parser set; each leaf parser sets ``func`` to a callable
-  ``(args) -> int`` (exit status) that prints to stdout.
+  to an ``argparse`` sub-parser set; each leaf parser sets ``fn`` (the ``tilesim.cli``
+  convention) to a callable ``(args) -> int`` (exit status) that prints to stdout.
 * :func:`main(argv)` runs the same commands without the ``hw`` prefix (``python -m hwmodels``).
 * ``list`` prints one row per built-in model (plus ``--hw FILE`` models): cores, dense peaks
   (TFLOP/s, ``—`` unsupported, ``?`` unknown, ``*`` resting on an estimate), DRAM TB/s and the
@@ -138,15 +138,15 @@ def register(subparsers) -> None:
     """Add ``list``, ``show`` and ``check`` parsers to ``subparsers``."""
     p = subparsers.add_parser("list", help="table of built-in hardware models")
     p.add_argument("--hw", action="append", metavar="FILE", help="also list this TOML model (repeatable)")
-    p.set_defaults(func=_guarded(_cmd_list))
+    p.set_defaults(fn=_guarded(_cmd_list))
     p = subparsers.add_parser("show", help="every field of a model with value, unit and source")
     p.add_argument("name", metavar="NAME_OR_PATH", help="built-in name/alias/variant or a .toml path")
-    p.set_defaults(func=_guarded(_cmd_show))
+    p.set_defaults(fn=_guarded(_cmd_show))
     p = subparsers.add_parser("check", help="check a quoted TFLOP/s and TB/s figure against a model")
     p.add_argument("name", metavar="NAME_OR_PATH")
     p.add_argument("--tflops", type=float, help="claimed TFLOP/s")
     p.add_argument("--tbps", type=float, help="claimed memory bandwidth, TB/s")
-    p.set_defaults(func=_guarded(_cmd_check))
+    p.set_defaults(fn=_guarded(_cmd_check))
 
 
 def add_subcommands(subparsers) -> argparse.ArgumentParser:
@@ -156,7 +156,7 @@ def add_subcommands(subparsers) -> argparse.ArgumentParser:
         >>> parser = argparse.ArgumentParser(prog="tilesim")
         >>> sub = parser.add_subparsers(dest="command", required=True)
         >>> _ = add_subcommands(sub)
-        >>> args = parser.parse_args(["hw", "list"]); status = args.func(args)  # doctest: +SKIP
+        >>> args = parser.parse_args(["hw", "list"]); status = args.fn(args)  # doctest: +SKIP
     """
     hw = subparsers.add_parser("hw", help="hardware models (list, show, check)")
     register(hw.add_subparsers(dest="hw_command", required=True))
@@ -168,4 +168,4 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hwmodels", description="tilesim hardware models")
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
-    return args.func(args)
+    return args.fn(args)

@@ -220,6 +220,8 @@ class _Reader:
         want = f.metadata.get("unit")
         out = {}
         for name, leaf in raw.items():
+            if not _NAME.match(name):
+                self.fail(f"{key}.{name}", "key must be made of letters, digits and _")
             unit = unit_of(name)
             if unit is None:
                 self.fail(f"{key}.{name}", unit_problem(name))

@@ -63,6 +63,7 @@ def moe_route(num_tokens, num_experts=256, topk=8, n_groups=8, topk_groups=4, sc
              Idx: T.Tensor((num_tokens, topk), "int32"), W: T.Tensor((num_tokens, topk), "float32")):
         with T.Kernel(T.ceildiv(num_tokens, block_T), threads=threads) as bx:
             s = T.alloc_fragment((block_T, E), "float32")  # unbiased scores
+            s_shared = T.alloc_shared((block_T, E), "float32")
             b = T.alloc_fragment((block_T, E), "float32")  # biased scores, masked as experts are taken
             bias = T.alloc_fragment((E,), "float32")
             cand = T.alloc_fragment((block_T, E), "int32")
@@ -86,6 +87,7 @@ def moe_route(num_tokens, num_experts=256, topk=8, n_groups=8, topk_groups=4, sc
                     s[i, e] = s[i, e] / row_sum[i]
             for i, e in T.Parallel(block_T, E):
                 b[i, e] = s[i, e] + bias[e]
+            T.copy(s, s_shared)  # the weights gather s[i, idx]: a data-dependent index wants shared memory
 
             if G > 1:
                 bg = T.alloc_fragment((block_T, G, Eg), "float32")
@@ -128,7 +130,7 @@ def moe_route(num_tokens, num_experts=256, topk=8, n_groups=8, topk_groups=4, sc
                 T.reduce_min(cand, first, dim=1)
                 for i in T.Parallel(block_T):
                     idx[i, r] = first[i]
-                    w[i, r] = s[i, first[i]]
+                    w[i, r] = s_shared[i, first[i]]
                 for i, e in T.Parallel(block_T, E):
                     b[i, e] = T.if_then_else(e == first[i], NEG_INF, b[i, e])
 

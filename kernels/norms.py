@@ -83,7 +83,7 @@ def _check_dtype(dtype):
 
 # ------------------------------------------------------------------------------------------ kernels
 @tilelang.jit(out_idx=[-1])
-def layer_norm(M, N, block_M=1, eps=1e-5, dtype="bfloat16", threads=128):
+def layer_norm(M, N, block_M=1, eps=1e-5, dtype="bfloat16", threads=256):
     _check_dtype(dtype)
 
     @T.prim_func
@@ -98,7 +98,7 @@ def layer_norm(M, N, block_M=1, eps=1e-5, dtype="bfloat16", threads=128):
 
 
 @tilelang.jit(out_idx=[-1])
-def rms_norm(M, N, block_M=1, eps=1e-6, dtype="bfloat16", threads=128):
+def rms_norm(M, N, block_M=1, eps=1e-6, dtype="bfloat16", threads=256):
     _check_dtype(dtype)
 
     @T.prim_func
@@ -135,7 +135,7 @@ def gelu(M, N, block_M=32, block_N=256, dtype="bfloat16", threads=128):
 
 
 @tilelang.jit(out_idx=[-1])
-def layer_norm_gelu(M, N, block_M=1, eps=1e-5, dtype="bfloat16", threads=128):
+def layer_norm_gelu(M, N, block_M=1, eps=1e-5, dtype="bfloat16", threads=256):
     """Fused: one read of ``x``, one write of ``gelu(layernorm(x))``."""
     _check_dtype(dtype)
 
@@ -154,7 +154,7 @@ def layer_norm_gelu(M, N, block_M=1, eps=1e-5, dtype="bfloat16", threads=128):
 
 @tilelang.jit(out_idx=[-1])
 def layer_norm_gelu_unfused(M, N, block_M=1, gelu_block_M=32, gelu_block_N=256, eps=1e-5, dtype="bfloat16",
-                            threads=128):
+                            threads=256):
     """Two launches: the LayerNorm kernel writes ``h`` (in ``dtype``) to DRAM, the GELU kernel reads it."""
     _check_dtype(dtype)
 
@@ -173,7 +173,7 @@ def layer_norm_gelu_unfused(M, N, block_M=1, gelu_block_M=32, gelu_block_N=256, 
 
 
 @tilelang.jit(out_idx=[-1])
-def softmax(M, N, block_M=1, block_N=None, dtype="bfloat16", threads=128):
+def softmax(M, N, block_M=1, block_N=None, dtype="bfloat16", threads=256):
     """Row softmax in fp32: one pass from registers when a row fits (``block_N`` None or ≥ N), else
     an online max/sum pass over ``block_N`` chunks and a second, normalising pass."""
     _check_dtype(dtype)
@@ -328,7 +328,7 @@ _ROW_TEST = (
     {"label": "edges fp32", "M": 5, "N": 130, "dtype": "float32", "block_M": 3},
 )
 _ROW_TUNABLES = {"block_M": [1, 2, 4, 8], "threads": [128, 256, 512]}
-_ROW_DEFAULTS = {"block_M": 1, "threads": 128, "dtype": "bfloat16"}
+_ROW_DEFAULTS = {"block_M": 1, "threads": 256, "dtype": "bfloat16"}
 _ELT_TUNABLES = {"block_M": [8, 16, 32, 64], "block_N": [128, 256, 512, 1024], "threads": [128, 256]}
 _ELT_TEST = (
     {"label": "edges bf16", "M": 45, "N": 300},
@@ -411,6 +411,6 @@ register(KernelSpec(
         {"label": "edges fp16 chunked", "M": 5, "N": 70, "block_M": 2, "block_N": 32, "dtype": "float16"},
     ),
     tunables={"block_M": [1, 2, 4, 8], "block_N": [None, 1024, 2048, 4096, 8192], "threads": [128, 256, 512]},
-    defaults={"block_M": 1, "block_N": None, "threads": 128, "dtype": "bfloat16"},
+    defaults={"block_M": 1, "block_N": None, "threads": 256, "dtype": "bfloat16"},
     tolerance=_TOL,
 ))

@@ -58,7 +58,7 @@ def test_add_subcommands_wires_into_a_parent_parser(capsys):
     parser = argparse.ArgumentParser(prog="tilesim")
     add_subcommands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["hw", "show", "ascend_910b4"])
-    assert args.func(args) == 0
+    assert args.fn(args) == 0
     assert "ascend_910b4" in capsys.readouterr().out
 
 
@@ -67,6 +67,13 @@ def test_format_quantity():
     assert format_quantity(1.83e9, "hz") == "1830 MHz"
     assert format_quantity(233472, "bytes") == "228 KiB"
     assert format_quantity(None, "bytes") == "unknown"
+
+
+def test_tilesim_cli_runs_hw_commands(capsys):
+    from tilesim.cli import main as tilesim_main
+
+    assert tilesim_main(["hw", "list"]) == 0
+    assert "h200_sxm_141gb" in capsys.readouterr().out
 
 
 def test_python_dash_m():

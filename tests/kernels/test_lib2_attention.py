@@ -6,7 +6,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tilesim
-from kernels.attention import attention_bwd_reference, attention_reference, flash_attention_bwd, flash_attention_fwd
+from kernels.attention import (
+    attention_bwd_reference,
+    attention_reference,
+    flash_attention_bwd,
+    flash_attention_fwd,
+)
 from tilesim.testing import assert_matches_reference, compare_arrays
 from tilesim.testing.strategies import dim, random_array
 

@@ -7,8 +7,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tilesim
-from kernels.dsa import (compare_index_sets, dsa_attention, indexer_reference, lightning_indexer,
-                         mla_attention_reference, sparse_mla_fwd, topk_reference, topk_selector)
+from kernels.dsa import (
+    compare_index_sets,
+    dsa_attention,
+    indexer_reference,
+    lightning_indexer,
+    mla_attention_reference,
+    sparse_mla_fwd,
+    topk_reference,
+    topk_selector,
+)
 from tilesim.testing import assert_matches_reference, compare_arrays
 from tilesim.testing.strategies import random_array
 

@@ -53,10 +53,7 @@ def _adopt(dst: N.Region, starts, ext, vals, ctx: Ctx) -> bool:
     if (ctx.mask is not None or b.scope == "global" or b.uid in ctx.aliased or ext != tuple(b.shape)
             or vals.shape[0] != ctx.nb or any(s != 0 for s in starts)):
         return False
-    root = vals
-    while root.base is not None:
-        root = root.base
-    if not isinstance(root, np.ndarray) or any(root is st for st in ctx.storage.values()):
+    if any(np.may_share_memory(vals, st) for st in ctx.storage.values()):
         return False
     old = ctx.storage[b.uid]
     if vals.dtype != old.dtype or not vals.flags.c_contiguous or not vals.flags.writeable:

@@ -1,0 +1,142 @@
+"""Lowering profiles: which hardware unit runs each tile op, and how copies and pipelines are lowered.
+
+A profile holds *lowering* facts (what a compiler emits), never hardware numbers: rates, sizes,
+latencies and efficiencies all come from the hardware model (``hwmodels``). The counting conventions
+below (instruction sequences of math functions, operand re-reads of a warp partition) are properties
+of the generated code.
+
+Profiles
+--------
+``tensorcore``  what the production TileLang compiler emits on NVIDIA GPUs (Hopper style): ``T.gemm``
+                on the tensor cores (fp32 operands as TF32), global → shared copies asynchronous
+                (TMA/cp.async) and overlapped with compute up to ``num_stages``, a producer warpgroup
+                added to kernels with pipelined copies (warp specialisation), wgmma operand reads
+                (64-row slabs re-read B).
+``numba``       tilesim's Numba CUDA backend: ``T.gemm`` as an FP32 FMA loop on the CUDA cores with
+                operands read from shared memory, copies done by the threads (load, store, barrier), no
+                asynchronous copies and no overlap; Numba's 48 KiB static shared-memory limit.
+``ascend``      Ascend 910B (AIC + 2 AIV): ``T.gemm`` on the cube core (operands L1 → L0A/L0B through
+                MTE1), every other op on the vector cores; a tile produced on one side and consumed on
+                the other makes a round trip through global memory (L2), as the hardware requires.
+``mlu``         Cambricon MLU (IPU cores): gemm on the core's matrix unit from NRAM/WRAM, vector ops on
+                the same core, DMA copies asynchronous and software-pipelined per ``num_stages``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from ..errors import KernelTypeError
+
+__all__ = ["LoweringProfile", "PROFILES", "get_profile", "MATH_COST"]
+
+#: Instruction sequence of each math intrinsic as (SFU ops, ALU slots) per element. Functions not
+#: listed are one ALU slot. GPU ``exp`` is ``ex2(x * log2 e)``; ``sigmoid`` is ``1 / (1 + exp(-x))``;
+#: ``tanh`` has a native approximate instruction; ``erf`` is a polynomial.
+MATH_COST = MappingProxyType({
+    "exp": (1, 1), "exp2": (1, 0), "exp10": (1, 1), "log": (1, 1), "log2": (1, 0), "log10": (1, 1),
+    "log1p": (1, 2), "expm1": (1, 2), "sqrt": (1, 0), "rsqrt": (1, 0), "tanh": (1, 0),
+    "sigmoid": (2, 2), "sin": (1, 1), "cos": (1, 1), "tan": (2, 2), "erf": (0, 12), "atan": (0, 10),
+    "asin": (0, 10), "acos": (0, 10), "sinh": (2, 3), "cosh": (2, 3), "pow": (2, 2), "fmod": (0, 6),
+})
+
+
+@dataclass(frozen=True)
+class LoweringProfile:
+    """How tile ops are lowered onto a hardware model's cores and units.
+
+    Attributes:
+        name: profile name.
+        matrix_core: core kind running ``T.gemm`` ("" = the model's primary core kind).
+        vector_core: core kind running element-wise/reduction work ("" = ``matrix_core``).
+        gemm_unit: unit kind of ``T.gemm``: ``"matrix"`` or ``"vector"`` (FMA loop).
+        matrix_dtype_map: dtype substitutions on the matrix unit (fp32 → tf32 on tensor cores).
+        gemm_operands: how operand re-reads are counted: ``"wgmma"`` (64-row slabs re-read B),
+            ``"warps"`` (each warp of the partition reads its A rows and B columns), ``"fma"`` (each
+            thread reads a micro-tile's row and column per k step from shared memory), ``"path"``
+            (operands cross a data path once, e.g. Ascend MTE1 L1 → L0A/L0B).
+        wgmma_dtypes: operand dtypes that use ``"wgmma"``; others fall back to ``"warps"``.
+        async_copy: global → on-chip copies are asynchronous (TMA/cp.async/MTE/DMA).
+        overlap: pipelined loops overlap copies with compute up to ``num_stages``.
+        producer_threads: threads added for a producer warpgroup when a kernel has async copies.
+        register_overhead_per_thread: registers a thread uses beside its share of fragments.
+        fragment_registers: fragments live in registers (GPU); False: in an on-chip buffer.
+        vector_flops_per_slot: FLOPs the unit's ``flops_per_cycle`` counts per element operation
+            (2 on GPUs, whose FP32 peak counts an FMA as two; 1 on NPUs, which count element ops).
+        cross_unit_round_trip: a tile passed between the matrix and vector core kinds goes through
+            global memory (Ascend's split cube/vector design).
+        sync_per_shared_write: a barrier after threads write shared memory that others read.
+        sync_per_pipelined_iteration: barrier/mbarrier waits per pipelined iteration.
+        max_shared_bytes_per_block: a backend limit below the hardware's (Numba static shared memory).
+    """
+
+    name: str
+    matrix_core: str = ""
+    vector_core: str = ""
+    gemm_unit: str = "matrix"
+    matrix_dtype_map: tuple[tuple[str, str], ...] = ()
+    gemm_operands: str = "warps"
+    wgmma_dtypes: tuple[str, ...] = ()
+    async_copy: bool = True
+    overlap: bool = True
+    producer_threads: int = 0
+    register_overhead_per_thread: int = 0
+    fragment_registers: bool = True
+    vector_flops_per_slot: float = 2.0
+    cross_unit_round_trip: bool = False
+    sync_per_shared_write: bool = True
+    sync_per_pipelined_iteration: int = 1
+    max_shared_bytes_per_block: int | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def matrix_dtype(self, dtype: str) -> str:
+        for a, b in self.matrix_dtype_map:
+            if a == dtype:
+                return b
+        return dtype
+
+
+PROFILES = MappingProxyType({
+    "tensorcore": LoweringProfile(
+        name="tensorcore", gemm_unit="matrix", matrix_dtype_map=(("float32", "tf32"),),
+        gemm_operands="wgmma", wgmma_dtypes=("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "int8"),
+        async_copy=True, overlap=True, producer_threads=128, register_overhead_per_thread=32,
+        notes=("TileLang on Hopper: TMA copies + warp-specialised producer, wgmma for 16/8-bit operands",)),
+    "numba": LoweringProfile(
+        name="numba", gemm_unit="vector", gemm_operands="fma", async_copy=False, overlap=False,
+        producer_threads=0, register_overhead_per_thread=32, max_shared_bytes_per_block=48 * 1024,
+        notes=("Numba CUDA: static shared memory is limited to 48 KiB per block (no dynamic opt-in API)",)),
+    "ascend": LoweringProfile(
+        name="ascend", matrix_core="aic", vector_core="aiv", gemm_unit="matrix", gemm_operands="path",
+        matrix_dtype_map=(("float32", "float32"),), async_copy=True, overlap=True, fragment_registers=False,
+        vector_flops_per_slot=1.0, cross_unit_round_trip=True, sync_per_shared_write=False,
+        sync_per_pipelined_iteration=1,
+        notes=("cube and vector cores exchange tiles through global memory/L2",)),
+    "mlu": LoweringProfile(
+        name="mlu", gemm_unit="matrix", gemm_operands="path", async_copy=True, overlap=True,
+        fragment_registers=False, vector_flops_per_slot=1.0, sync_per_shared_write=False,
+        sync_per_pipelined_iteration=1,
+        notes=("IPU: DMA into NRAM/WRAM, matrix and vector units of one core",)),
+})
+
+
+def get_profile(profile) -> LoweringProfile:
+    """A profile by name (``tensorcore``, ``numba``, ``ascend``, ``mlu``) or the object itself."""
+    if isinstance(profile, LoweringProfile):
+        return profile
+    try:
+        return PROFILES[str(profile)]
+    except KeyError:
+        raise KernelTypeError(f"unknown lowering profile {profile!r}",
+                              hint="use one of: " + ", ".join(PROFILES)) from None
+
+
+def default_profile(hw) -> str:
+    """The natural profile of a hardware model: its device family decides."""
+    names = {c.name for c in hw.core_kinds}
+    if "aic" in names:
+        return "ascend"
+    if "ipu" in names or "mlu" in hw.name.lower():
+        return "mlu"
+    return "tensorcore"
