@@ -153,7 +153,8 @@ class AttentionCost:
             f"{gib(self.flash_stats_bytes_per_layer)}",
             f"  DSA prefill, one layer           index logits {gib(self.index_logits_bytes_per_layer)}   top-k "
             f"{gib(self.topk_indices_bytes_per_layer)}   sparse scores {gib(self.sparse_scores_bytes_per_layer)}",
-            f"  prefill attention FLOPs          dense {tf(self.prefill_flops_dense)}   DSA {tf(self.prefill_flops_dsa)}"
+            f"  prefill attention FLOPs          dense {tf(self.prefill_flops_dense)}   "
+            f"DSA {tf(self.prefill_flops_dsa)}"
             f" (indexer {tf(self.prefill_indexer_flops)})   ratio {rt(self.prefill_speedup)}",
             f"  decode attention FLOPs / step    dense {tf(self.decode_flops_dense)}   DSA {tf(self.decode_flops_dsa)}"
             f"   ratio {rt(self.decode_speedup)}",

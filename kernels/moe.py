@@ -172,7 +172,7 @@ def ref_moe_route(logits, bias, topk=8, n_groups=8, topk_groups=4, scoring="sigm
     return idx.astype(np.int32), w
 
 
-def compare_routing(out, ref, **_):
+def compare_routing(out, ref, *_args, **_kw):
     """Registry ``compare``: indices bitwise (order included), weights to rtol 1e-5."""
     problems = [compare_arrays(out[0], ref[0], exact=True, name="Idx"),
                 compare_arrays(out[1], ref[1], rtol=1e-5, atol=1e-6, name="W")]

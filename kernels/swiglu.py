@@ -95,7 +95,7 @@ def ref_swiglu_fp8(X, group_size=128, clamp_limit=None, use_ue8m0=False, **_):
     return q, s
 
 
-def compare_swiglu_fp8(out, ref, **_):
+def compare_swiglu_fp8(out, ref, *_args, **_kw):
     """Registry ``compare``: Q within one e4m3 step, S to 1e-5 relative (see the module docstring)."""
     problems = [compare_arrays(out[0], ref[0], rtol=0.125, atol=2.0 ** -9, name="Q"),
                 compare_arrays(out[1], ref[1], rtol=1e-5, atol=0.0, name="S")]

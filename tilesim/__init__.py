@@ -8,8 +8,15 @@ from __future__ import annotations
 
 from . import language as language  # noqa: F401
 from .config import PassConfigKey, TensorSupplyType  # noqa: F401
-from .errors import (HardwareModelError, InternalError, KernelError, KernelRuntimeError,  # noqa: F401
-                     KernelSyntaxError, KernelTypeError, TilesimError)
+from .errors import (  # noqa: F401
+                     HardwareModelError,
+                     InternalError,
+                     KernelError,
+                     KernelRuntimeError,
+                     KernelSyntaxError,
+                     KernelTypeError,
+                     TilesimError,
+)
 from .interp import InterpOptions  # noqa: F401
 from .jit import autotune, compile, jit  # noqa: F401
 from .kernel import JITKernel  # noqa: F401

@@ -30,7 +30,7 @@ def test_frontend_builds_every_language_marker():
     import tilesim.language as T
     markers = {getattr(getattr(T, n), "__tilesim_prim__", None) for n in dir(T)}
     markers.discard(None)
-    unsupported = {getattr(getattr(T, n), "__tilesim_prim__") for n in dir(T)
+    unsupported = {getattr(T, n).__tilesim_prim__ for n in dir(T)
                    if getattr(getattr(T, n), "__tilesim_unsupported__", None)}
     handled = set(BUILDERS) | set(LOOP_PRIMS) | {"Kernel"} | unsupported | {
         "annotate_layout", "annotate_padding", "annotate_l2_hit_ratio", "sync_threads", "no_set_max_nreg",

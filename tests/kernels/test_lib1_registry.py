@@ -39,7 +39,7 @@ def test_test_shapes_match_reference(spec, shape):
     outs = _list(kernel(*inputs))
     refs = _list(spec.reference(*inputs, **p))
     if spec.compare is not None:
-        spec.compare(outs, refs, **p)
+        spec.compare(outs, refs, p)  # the calling convention of tilesim.runner
     else:
         tol = spec.tolerance
         for i, (o, r) in enumerate(zip(outs, refs, strict=True)):

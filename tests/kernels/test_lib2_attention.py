@@ -26,7 +26,8 @@ def attention_case(draw):
     seq_q = draw(dim(bm, max_tiles=2))
     causal = draw(st.booleans())
     seq_kv = seq_q + draw(st.integers(0, 20)) if causal else draw(dim(bn, max_tiles=2))
-    return dict(batch=draw(st.integers(1, 2)), kv_heads=draw(st.integers(1, 2)), groups=draw(st.sampled_from([1, 2, 3])),
+    return dict(batch=draw(st.integers(1, 2)), kv_heads=draw(st.integers(1, 2)),
+                groups=draw(st.sampled_from([1, 2, 3])),
                 seq_q=seq_q, seq_kv=seq_kv, dim=draw(st.sampled_from([8, 16])), is_causal=causal,
                 block_M=bm, block_N=bn, dtype=draw(st.sampled_from(["float16", "bfloat16"])),
                 num_stages=draw(st.integers(0, 2)))

@@ -56,7 +56,7 @@ def call(tr, node, name, fn, args, kwargs):
     try:
         return b(tr, loc, **ba.arguments)
     except KernelError as e:
-        raise e.with_loc(loc)
+        raise e.with_loc(loc)  # noqa: B904 - the same exception, located
 
 
 def _tile_op_context(tr, loc, name):
@@ -129,7 +129,6 @@ def ast_Name():  # noqa: N802
 def loop(tr, node, name, fn, args, kwargs):
     loc = tr.loc(node)
     if name == "range":
-        sig_args = args
         if kwargs or not 1 <= len(args) <= 3:
             raise KernelTypeError("range() takes 1 to 3 positional arguments", loc)
         start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)

@@ -659,7 +659,7 @@ class Tracer:
         try:
             return fn(*args, **kwargs)
         except KernelError as e:
-            raise e.with_loc(loc)
+            raise e.with_loc(loc)  # noqa: B904 - the same exception, located
         except Exception as e:  # noqa: BLE001
             name = getattr(fn, "__name__", repr(fn))
             raise KernelSyntaxError(f"calling {name}(...) at trace time raised {type(e).__name__}: {e}", loc) from e

@@ -34,7 +34,7 @@ def run_body(stmts, ctx: Ctx):
         try:
             STMT_RULES[type(s)](s, ctx)
         except KernelError as e:
-            raise e.with_loc(getattr(s, "loc", None))
+            raise e.with_loc(getattr(s, "loc", None))  # noqa: B904 - the same exception, located
         except (FloatingPointError, IndexError, ValueError, TypeError) as e:
             if isinstance(e, KernelError):
                 raise

@@ -9,26 +9,106 @@ from __future__ import annotations
 
 from . import math as _math
 from ._marker import marker as _marker
-from .alloc import (alloc_fragment, alloc_global, alloc_local, alloc_reducer, alloc_shared,  # noqa: F401
-                    alloc_var, reshape, view)
-from .annotate import (UNSUPPORTED as _UNSUPPORTED, Fragment, Layout, annotate_l2_hit_ratio,  # noqa: F401
-                       annotate_layout, annotate_padding, annotate_safe_value,
-                       disable_warp_group_reg_alloc, make_swizzled_layout, no_set_max_nreg, print,
-                       set_max_nreg, sync_threads, use_swizzle)
+from .alloc import (  # noqa: F401
+    alloc_fragment,
+    alloc_global,
+    alloc_local,
+    alloc_reducer,
+    alloc_shared,
+    alloc_var,
+    reshape,
+    view,
+)
+from .annotate import UNSUPPORTED as _UNSUPPORTED  # noqa: F401
+from .annotate import (
+    Fragment,
+    Layout,
+    annotate_l2_hit_ratio,
+    annotate_layout,
+    annotate_padding,
+    annotate_safe_value,
+    disable_warp_group_reg_alloc,
+    make_swizzled_layout,
+    no_set_max_nreg,
+    print,
+    set_max_nreg,
+    sync_threads,
+    use_swizzle,
+)
 from .atomic import atomic_add, atomic_max, atomic_min  # noqa: F401
 from .copy import async_copy, copy, tma_copy  # noqa: F401
 from .gemm import GemmWarpPolicy, gemm, gemm_v2, wgmma_gemm  # noqa: F401
 from .kernel import Kernel, macro, prim_func  # noqa: F401
 from .loops import Parallel, Persistent, Pipelined, grid, serial, unroll, vectorized  # noqa: F401
-from .math import (And, Cast, Not, Or, Select, cast, ceildiv, clamp, floordiv, floormod, fmod,  # noqa: F401
-                   if_then_else, infinity, max, max_value, min, min_value, pow, reinterpret, truncdiv,
-                   truncmod)
-from .reduce import (clear, cumsum, fill, reduce, reduce_abssum, reduce_absmax, reduce_max,  # noqa: F401
-                     reduce_min, reduce_sum)
-from .types import (Buffer, DType, FragmentBuffer, SharedBuffer, StridedTensor, Tensor,  # noqa: F401
-                    TensorSpec, bfloat16, bool, boolean, const, double, dyn, dynamic, empty, float,
-                    float4_e2m1fn, float8_e4m3, float8_e4m3fn, float8_e5m2, float16, float32,
-                    float64, half, int8, int16, int32, int64, symbolic, uint8, uint16, uint32, uint64)
+from .math import (  # noqa: F401
+    And,
+    Cast,
+    Not,
+    Or,
+    Select,
+    cast,
+    ceildiv,
+    clamp,
+    floordiv,
+    floormod,
+    fmod,
+    if_then_else,
+    infinity,
+    max,
+    max_value,
+    min,
+    min_value,
+    pow,
+    reinterpret,
+    truncdiv,
+    truncmod,
+)
+from .reduce import (  # noqa: F401
+    clear,
+    cumsum,
+    fill,
+    reduce,
+    reduce_absmax,
+    reduce_abssum,
+    reduce_max,
+    reduce_min,
+    reduce_sum,
+)
+from .types import (  # noqa: F401
+    Buffer,
+    DType,
+    FragmentBuffer,
+    SharedBuffer,
+    StridedTensor,
+    Tensor,
+    TensorSpec,
+    bfloat16,
+    bool,
+    boolean,
+    const,
+    double,
+    dyn,
+    dynamic,
+    empty,
+    float,
+    float4_e2m1fn,
+    float8_e4m3,
+    float8_e4m3fn,
+    float8_e5m2,
+    float16,
+    float32,
+    float64,
+    half,
+    int8,
+    int16,
+    int32,
+    int64,
+    symbolic,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
 
 for _n in _math._UNARY:
     globals()[_n] = getattr(_math, _n)

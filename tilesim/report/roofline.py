@@ -71,7 +71,7 @@ def roofline_figure(model, points: list[dict], title: str | None = None):
         ax.text(xmax / 1.1, c["value"] * 1.06, f"{c['label']}: {c['value'] / 1e12:,.1f} TFLOP/s", ha="right",
                 va="bottom", fontsize=7.5, color="0.3")
     top = peak
-    for i, b in enumerate(bws):
+    for b in bws:
         line = [min(top, b["value"] * x) for x in grid]
         ax.plot(grid, line, color="0.2" if b["label"] == "DRAM" else "0.6", lw=1.4 if b["label"] == "DRAM" else 1.0)
         x_lab = xmin * 3

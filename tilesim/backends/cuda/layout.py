@@ -1,0 +1,578 @@
+"""Thread layouts of register fragments, and the pass that places every on-chip buffer.
+
+Layout
+------
+A :class:`Layout` spreads a tile of static ``shape`` over the ``nthreads`` threads of a block. Along
+dimension ``d`` the threads form ``tcount[d]`` groups; thread ``tid`` is in group
+``t_d = (tid // tstride[d]) % tcount[d]`` and owns the indices ``t_d + s * tcount[d]`` for
+``s < slots[d] = ceil(shape[d] / tcount[d])`` (indices past ``shape[d]`` are padding, guarded). A
+thread's elements are the ``prod(slots)`` combinations, kept in a per-thread ``cuda.local.array``
+indexed by the row-major slot number — registers, once NVVM unrolls the constant-trip slot loops.
+
+Threads whose groups coincide hold the same elements (*replicas*): a row statistic of a 2-D tile (the
+running max of flash attention) uses the rows' thread groups of the tile and is replicated over its
+column groups, so ``x[i, j] - m[i]`` needs no communication. Replicas compute the same values; only
+the *primary* replica (``sum(t_d * tstride[d]) == tid``) performs side effects on memory. With every
+``tcount`` 1 a layout is *fully replicated* (``FR``): each thread holds the whole tile, which is what
+block-level scalar code on a fragment needs.
+
+Placement
+---------
+:func:`place_buffers` decides, per launch, where each on-chip buffer lives:
+
+* ``shared`` buffers → ``cuda.shared.array`` (rows padded so column walks avoid bank conflicts);
+* ``var`` scalars → per-thread locals;
+* ``fragment``/``local`` buffers → registers with a layout found by propagation: gemm accumulators
+  take the gemm's thread grid; a ``T.Parallel`` loop takes the layout of the first fragment it
+  indexes with all its loop variables and imposes the restriction of that layout on every fragment
+  it indexes with a subset of them (``m[i]`` in an ``(i, j)`` loop); a reduction's destination takes
+  its source's layout without the reduced dimension; fragment-to-fragment copies share layouts;
+  block-level or non-loop-variable indexing asks for ``FR``. Loops with no placed fragment take the
+  default layout of their extents (coalesced: the last dimension over consecutive threads).
+* A fragment whose requirements conflict, that is indexed in a way no register layout serves (writes
+  at non-loop-variable indices, an operand ``A``/``B`` of a gemm, a view, a cumsum, a partial region
+  in a tile op) is *demoted* to shared memory: correct for any access pattern, slower, and counted
+  against the 48 KB static limit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...ir import nodes as N
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _pow2_ceil(n: int) -> int:
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+@dataclass(frozen=True)
+class Layout:
+    shape: tuple[int, ...]
+    tcount: tuple[int, ...]
+    tstride: tuple[int, ...]
+    nthreads: int
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def slots(self) -> tuple[int, ...]:
+        return tuple(_ceil(e, p) for e, p in zip(self.shape, self.tcount))
+
+    @property
+    def nslots(self) -> int:
+        n = 1
+        for s in self.slots:
+            n *= s
+        return n
+
+    @property
+    def used_threads(self) -> int:
+        n = 1
+        for p in self.tcount:
+            n *= p
+        return n
+
+    @property
+    def replicated(self) -> bool:
+        return self.used_threads < self.nthreads
+
+    @property
+    def full_replicated(self) -> bool:
+        return all(p == 1 for p in self.tcount)
+
+    def needs_guard(self, d: int) -> bool:
+        return self.tcount[d] * self.slots[d] != self.shape[d]
+
+    def restrict(self, dims) -> Layout:
+        """The layout of the sub-tile on loop dimensions ``dims`` (in the sub-tile's order)."""
+        return Layout(tuple(self.shape[d] for d in dims), tuple(self.tcount[d] for d in dims),
+                      tuple(self.tstride[d] if self.tcount[d] > 1 else 1 for d in dims), self.nthreads)
+
+    def permuted_from(self, dims, loop_shape) -> Layout:
+        """Inverse of :meth:`restrict` for a full-rank access: buffer dim ``k`` is loop dim ``dims[k]``."""
+        n = len(loop_shape)
+        tc, ts = [1] * n, [1] * n
+        for k, d in enumerate(dims):
+            tc[d], ts[d] = self.tcount[k], self.tstride[k]
+        return Layout(tuple(loop_shape), tuple(tc), tuple(ts), self.nthreads)
+
+    def drop(self, dim: int, keep_unit: bool) -> Layout:
+        """Projection without ``dim`` (a reduction's output); ``keep_unit`` keeps it as extent 1."""
+        if keep_unit:
+            return Layout(tuple(1 if d == dim else e for d, e in enumerate(self.shape)),
+                          tuple(1 if d == dim else p for d, p in enumerate(self.tcount)),
+                          tuple(1 if d == dim else s for d, s in enumerate(self.tstride)), self.nthreads)
+        dims = [d for d in range(self.ndim) if d != dim]
+        return self.restrict(dims)
+
+    def key(self) -> tuple:
+        return tuple((p, s) for p, s in zip(self.tcount, self.tstride) if p > 1)
+
+    def describe(self) -> str:
+        parts = []
+        for e, p, s in zip(self.shape, self.tcount, self.tstride):
+            parts.append(f"{e}:{p}x{_ceil(e, p)}" + (f"@{s}" if p > 1 else ""))
+        return "(" + ", ".join(parts) + ")" + (" replicated" if self.replicated else "")
+
+
+def full_replicated(shape, nthreads: int) -> Layout:
+    return Layout(tuple(shape), tuple(1 for _ in shape), tuple(1 for _ in shape), nthreads)
+
+
+def default_layout(shape, nthreads: int) -> Layout:
+    """Coalesced cyclic layout: the last dimension over consecutive threads, then outwards."""
+    n = len(shape)
+    tc, ts = [1] * n, [1] * n
+    remaining = nthreads
+    stride = 1
+    for d in reversed(range(n)):
+        e = shape[d]
+        if remaining <= 1 or e <= 1:
+            continue
+        p = min(remaining, _pow2_ceil(e))
+        if p > e and p // 2 >= 1 and _ceil(e, p // 2) * (p // 2) == e * 1 and False:
+            p //= 2
+        tc[d], ts[d] = p, stride
+        stride *= p
+        remaining //= p
+    return Layout(tuple(shape), tuple(tc), tuple(ts), nthreads)
+
+
+def gemm_layout(M: int, N: int, nthreads: int, rows_hint: int | None = None) -> Layout:
+    """Thread grid ``TR x TC`` for a gemm accumulator: square-ish per-thread micro-tiles, TC >= TR."""
+    best = None
+    tc = 1
+    while tc <= nthreads:
+        if nthreads % tc == 0:
+            tr = nthreads // tc
+            if rows_hint is None or tr == rows_hint:
+                tm, tn = _ceil(M, tr), _ceil(N, tc)
+                waste = tr * tm * tc * tn - M * N
+                loads = (tm + tn) / (tm * tn)
+                cost = (waste / max(1, M * N), loads, 0 if tc >= tr else 1, -tc)
+                if best is None or cost < best[0]:
+                    best = (cost, tr, tc)
+        tc *= 2
+    if best is None:
+        return gemm_layout(M, N, nthreads, None)
+    _, tr, tc = best
+    tr_eff = min(tr, _pow2_ceil(M)) if tr > M else tr
+    return Layout((M, N), (tr_eff if tr_eff == tr else tr, tc), (tc, 1), nthreads)
+
+
+# ------------------------------------------------------------------------------------------ placement
+SHARED = "shared"
+
+
+@dataclass
+class Placement:
+    """Where the on-chip buffers of one launch live (by buffer uid)."""
+
+    nthreads: int
+    reg: dict = field(default_factory=dict)  # uid -> Layout
+    demoted: dict = field(default_factory=dict)  # uid -> reason
+    loop_layouts: dict = field(default_factory=dict)  # id(Parallel) -> Layout
+    notes: list = field(default_factory=list)
+
+    def where(self, buf: N.Buffer) -> str:
+        if buf.scope == "global":
+            return "global"
+        if buf.scope in ("shared", "shared.dyn"):
+            return "shared"
+        if buf.scope == "var":
+            return "var"
+        if buf.uid in self.demoted:
+            return "shared"
+        return "reg"
+
+
+def _walk_exprs(e, fn):
+    fn(e)
+    for f in getattr(type(e), "__dataclass_fields__", {}):
+        if f in ("loc", "dtype", "buffer", "var"):
+            continue
+        v = getattr(e, f)
+        if isinstance(v, N.Expr):
+            _walk_exprs(v, fn)
+        elif isinstance(v, tuple):
+            for x in v:
+                if isinstance(x, N.Expr):
+                    _walk_exprs(x, fn)
+
+
+def stmt_exprs(s):
+    """Expressions directly held by statement ``s`` (not those of nested statement bodies)."""
+    out = []
+    if isinstance(s, N.Let):
+        out.append(s.value)
+    elif isinstance(s, N.Store):
+        out.extend(s.indices)
+        out.append(s.value)
+    elif isinstance(s, N.If):
+        out.append(s.cond)
+    elif isinstance(s, N.While):
+        out.append(s.cond)
+    elif isinstance(s, N.For):
+        out.extend([s.start, s.stop])
+    elif isinstance(s, N.Alloc):
+        if s.init is not None:
+            out.append(s.init)
+    elif isinstance(s, N.Fill):
+        out.append(s.value)
+        out.extend(_region_exprs(s.dst))
+    elif isinstance(s, N.Atomic):
+        out.extend(_region_exprs(s.dst))
+        if isinstance(s.value, N.Region):
+            out.extend(_region_exprs(s.value))
+        else:
+            out.append(s.value)
+    elif isinstance(s, (N.Copy, N.Reduce, N.Cumsum)):
+        out.extend(_region_exprs(s.src))
+        out.extend(_region_exprs(s.dst))
+    elif isinstance(s, N.Gemm):
+        for r in (s.a, s.b, s.c):
+            out.extend(_region_exprs(r))
+    elif isinstance(s, N.Launch):
+        out.extend(s.grid)
+    return out
+
+
+def _region_exprs(r: N.Region):
+    out = list(r.starts)
+    out.extend(e for e in r.extents if isinstance(e, N.Expr))
+    return out
+
+
+def sub_bodies(s):
+    if isinstance(s, N.If):
+        return [s.then, s.orelse]
+    if isinstance(s, (N.For, N.While, N.Parallel, N.Launch)):
+        return [s.body]
+    return []
+
+
+def is_full_region(r: N.Region) -> bool:
+    buf = r.buffer
+    if buf.static_shape() is None:
+        return False
+    for s, e, n in zip(r.starts, r.extents, buf.shape):
+        if not (isinstance(s, N.Const) and s.value == 0 and e == n):
+            return False
+    return True
+
+
+class _Access:
+    __slots__ = ("buf", "dims", "write", "aligned")
+
+    def __init__(self, buf, dims, write, aligned):
+        self.buf, self.dims, self.write, self.aligned = buf, dims, write, aligned
+
+
+def _parallel_accesses(p: N.Parallel, onchip):
+    """Fragment accesses in a Parallel loop's body: (buffer, loop dims per buffer dim, write, aligned)."""
+    pv = {v.uid: k for k, v in enumerate(p.vars)}
+    acc = []
+
+    def classify(buf, indices, write):
+        dims = []
+        ok = len(indices) == buf.ndim and buf.ndim > 0
+        for d, i in enumerate(indices):
+            if ok and type(i) is N.Var and i.uid in pv and pv[i.uid] not in dims \
+                    and p.extents[pv[i.uid]] == buf.shape[d]:
+                dims.append(pv[i.uid])
+            else:
+                ok = False
+        acc.append(_Access(buf, tuple(dims) if ok else None, write, ok))
+
+    def on_expr(e):
+        if isinstance(e, N.Load) and onchip(e.buffer):
+            classify(e.buffer, e.indices, False)
+
+    def walk(body):
+        for s in body:
+            if isinstance(s, N.Store) and onchip(s.buffer):
+                classify(s.buffer, s.indices, True)
+            if isinstance(s, N.Atomic) and onchip(s.dst.buffer):
+                classify(s.dst.buffer, s.dst.starts, True)
+            for e in stmt_exprs(s):
+                _walk_exprs(e, on_expr)
+            for b in sub_bodies(s):
+                walk(b)
+
+    walk(p.body)
+    return acc
+
+
+def place_buffers(launch: N.Launch, gemm_rows_hint=None) -> Placement:
+    """Run the placement pass over one launch (see the module docstring)."""
+    nt = launch.num_threads
+    frags = {}
+
+    def collect(body):
+        for s in body:
+            if isinstance(s, N.Alloc) and s.buffer.scope in ("fragment", "local"):
+                frags[s.buffer.uid] = s.buffer
+            for b in sub_bodies(s):
+                collect(b)
+
+    collect(launch.body)
+    forced: dict[int, str] = {}
+    while True:
+        pl = _place_once(launch, nt, frags, forced)
+        bad = _validate(launch, pl, frags)
+        if not bad:
+            return pl
+        for uid, why in bad.items():
+            forced.setdefault(uid, why)
+
+
+def _place_once(launch, nt, frags, forced):
+    pl = Placement(nt)
+    assign: dict[int, object] = {}  # uid -> Layout | SHARED
+    for uid, why in forced.items():
+        assign[uid] = SHARED
+        pl.demoted[uid] = why
+
+    def onchip_reg(buf):
+        return buf.uid in frags
+
+    def demote(buf, why):
+        if assign.get(buf.uid) is not SHARED:
+            assign[buf.uid] = SHARED
+            pl.demoted[buf.uid] = why
+            return True
+        return False
+
+    def require(buf, lay, why):
+        cur = assign.get(buf.uid)
+        if cur is SHARED:
+            return False
+        if cur is None:
+            assign[buf.uid] = lay
+            return True
+        if cur != lay:
+            return demote(buf, f"{why}: needs {lay.describe()} but has {cur.describe()}")
+        return False
+
+    def suggest(buf, lay):
+        if buf.uid in frags and assign.get(buf.uid) is None:
+            assign[buf.uid] = lay
+            return True
+        return False
+
+    # 1. static demotions and FR requirements
+    parallels: list[N.Parallel] = []
+    reduces, copies, gemms = [], [], []
+
+    def scan(body, in_par):
+        for s in body:
+            if isinstance(s, N.Alloc) and s.buffer.alias_of is not None:
+                root = s.buffer.alias_of
+                if root.uid in frags:
+                    demote(root, "viewed with T.view/T.reshape")
+                if s.buffer.uid in frags:
+                    demote(s.buffer, "a T.view/T.reshape of another buffer")
+            if isinstance(s, N.Parallel):
+                parallels.append(s)
+                for a in _parallel_accesses(s, onchip_reg):
+                    if not a.aligned:
+                        if a.write:
+                            demote(a.buf, "written at indices that are not the T.Parallel loop variables")
+                        else:
+                            require(a.buf, full_replicated(a.buf.shape, nt), "read at computed indices")
+                continue
+            if not in_par:
+                for e in stmt_exprs(s):
+                    def on(e):
+                        if isinstance(e, N.Load) and e.buffer.uid in frags:
+                            require(e.buffer, full_replicated(e.buffer.shape, nt), "read outside T.Parallel")
+                    _walk_exprs(e, on)
+                if isinstance(s, N.Store) and s.buffer.uid in frags:
+                    require(s.buffer, full_replicated(s.buffer.shape, nt), "written outside T.Parallel")
+            if isinstance(s, N.Gemm):
+                gemms.append(s)
+                for r in (s.a, s.b):
+                    if r.buffer.uid in frags:
+                        demote(r.buffer, "an operand A/B of T.gemm (read by every thread)")
+            if isinstance(s, (N.Copy, N.Reduce, N.Cumsum, N.Fill, N.Atomic, N.Gemm)):
+                regions = []
+                if isinstance(s, (N.Copy, N.Reduce, N.Cumsum)):
+                    regions = [s.src, s.dst]
+                elif isinstance(s, N.Fill):
+                    regions = [s.dst]
+                elif isinstance(s, N.Atomic):
+                    regions = [s.dst] + ([s.value] if isinstance(s.value, N.Region) else [])
+                elif isinstance(s, N.Gemm):
+                    regions = [s.c]
+                for r in regions:
+                    if r.buffer.uid in frags and not is_full_region(r):
+                        demote(r.buffer, f"a partial region in {type(s).__name__}")
+                if isinstance(s, N.Cumsum):
+                    for r in (s.src, s.dst):
+                        if r.buffer.uid in frags:
+                            demote(r.buffer, "an operand of T.cumsum")
+                if isinstance(s, N.Atomic) and s.dst.buffer.uid in frags:
+                    demote(s.dst.buffer, "the destination of an atomic")
+                if isinstance(s, N.Reduce):
+                    reduces.append(s)
+                if isinstance(s, N.Copy):
+                    copies.append(s)
+                    if s.src.buffer.uid in frags and s.dst.buffer.uid in frags:
+                        if s.src.buffer.static_shape() != s.dst.buffer.static_shape():
+                            pass  # relayout through shared scratch handles it
+                    elif s.src.buffer.uid in frags or s.dst.buffer.uid in frags:
+                        r = s.src if s.src.buffer.uid in frags else s.dst
+                        other = s.dst if r is s.src else s.src
+                        if r is s.src and _broadcasts(s):
+                            demote(r.buffer, "broadcast by T.copy into a larger tile")
+                        del other
+            for b in sub_bodies(s):
+                scan(b, in_par or isinstance(s, N.Parallel))
+
+    scan(launch.body, False)
+
+    # 2. gemm accumulators
+    rows_for_m: dict[int, int] = {}
+    for g in gemms:
+        c = g.c.buffer
+        if c.uid not in frags or assign.get(c.uid) is SHARED:
+            continue
+        m, n = _mat_shape(g.c)
+        lay = gemm_layout(m, n, nt, rows_for_m.get(m))
+        rows_for_m.setdefault(m, lay.tcount[0])
+        if c.ndim != 2:
+            demote(c, "a gemm accumulator that is not 2-D")
+            continue
+        require(c, lay, "gemm accumulator")
+
+    # 3. propagation to a fixpoint, defaults when stuck
+    def loop_layout(p):
+        accs = _parallel_accesses(p, onchip_reg)
+        cands = [a for a in accs if a.aligned and len(a.dims) == len(p.extents)
+                 and isinstance(assign.get(a.buf.uid), Layout)]
+        cands.sort(key=lambda a: (not a.write, assign[a.buf.uid].full_replicated))
+        for a in cands:
+            lay = assign[a.buf.uid]
+            if lay.full_replicated and any(x.write and x.aligned and not isinstance(assign.get(x.buf.uid), Layout)
+                                           for x in accs):
+                continue
+            return lay.permuted_from(a.dims, p.extents), accs
+        if any(a.aligned and len(a.dims) == len(p.extents) and assign.get(a.buf.uid) is None for a in accs):
+            return None, accs
+        return default_layout(p.extents, nt), accs
+
+    def apply_loop(p, lay, accs):
+        changed = False
+        for a in accs:
+            if not a.aligned:
+                continue
+            cur = assign.get(a.buf.uid)
+            sub = lay.restrict(a.dims)
+            if isinstance(cur, Layout) and cur.full_replicated and not a.write:
+                continue
+            if isinstance(cur, Layout) and cur.full_replicated and sub.full_replicated:
+                continue
+            changed |= require(a.buf, sub, "indexed in a T.Parallel loop")
+        return changed
+
+    def propagate():
+        changed = True
+        while changed:
+            changed = False
+            for p in parallels:
+                lay, accs = loop_layout(p)
+                if lay is not None:
+                    changed |= apply_loop(p, lay, accs)
+            for r in reduces:
+                src = assign.get(r.src.buffer.uid)
+                if isinstance(src, Layout) and r.dst.buffer.uid in frags:
+                    keep = r.dst.buffer.ndim == r.src.buffer.ndim
+                    changed |= suggest(r.dst.buffer, src.drop(r.dim, keep))
+            for c in copies:
+                a, b = c.src.buffer, c.dst.buffer
+                if a.uid in frags and b.uid in frags and a.static_shape() == b.static_shape():
+                    la, lb = assign.get(a.uid), assign.get(b.uid)
+                    if isinstance(la, Layout):
+                        changed |= suggest(b, la)
+                    if isinstance(lb, Layout):
+                        changed |= suggest(a, lb)
+
+    while True:
+        propagate()
+        stuck = None
+        for p in parallels:
+            lay, accs = loop_layout(p)
+            if lay is None:
+                stuck = p
+                break
+        if stuck is not None:
+            apply_loop(stuck, default_layout(stuck.extents, nt), _parallel_accesses(stuck, onchip_reg))
+            continue
+        left = [b for uid, b in frags.items() if assign.get(uid) is None]
+        if not left:
+            break
+        assign[left[0].uid] = default_layout(left[0].shape, nt)
+
+    for uid, a in assign.items():
+        if isinstance(a, Layout):
+            pl.reg[uid] = a
+    for p in parallels:
+        lay, _ = loop_layout(p)
+        pl.loop_layouts[id(p)] = lay
+    return pl
+
+
+def _validate(launch, pl: Placement, frags) -> dict:
+    """Fragments whose uses the final loop layouts do not serve (to demote in the next round)."""
+    bad = {}
+    for p in _all_parallels(launch.body):
+        lay = pl.loop_layouts[id(p)]
+        for a in _parallel_accesses(p, lambda b: b.uid in frags):
+            if a.buf.uid in pl.demoted:
+                continue
+            cur = pl.reg.get(a.buf.uid)
+            if cur is None:
+                bad[a.buf.uid] = "unplaced"
+                continue
+            if not a.aligned:
+                if a.write or not cur.full_replicated:
+                    bad[a.buf.uid] = "indexed at computed indices in a T.Parallel loop"
+                continue
+            if cur.full_replicated and not a.write:
+                continue
+            if cur != lay.restrict(a.dims):
+                bad[a.buf.uid] = "conflicting T.Parallel layouts"
+    return bad
+
+
+def _all_parallels(body):
+    out = []
+    for s in body:
+        if isinstance(s, N.Parallel):
+            out.append(s)
+        for b in sub_bodies(s):
+            out.extend(_all_parallels(b))
+    return out
+
+
+def _broadcasts(c: N.Copy) -> bool:
+    s = tuple(e for e in c.src.extents if e != 1)
+    d = tuple(e for e in c.dst.extents if e != 1)
+    return s != d
+
+
+def _mat_shape(r: N.Region):
+    ext = [e for e in r.extents]
+    while len(ext) > 2 and ext[0] == 1:
+        ext.pop(0)
+    return int(ext[-2]), int(ext[-1])
