@@ -79,7 +79,8 @@ def compare_arrays(out, ref, *, rtol=None, atol=None, name="output", exact=False
         k = np.unravel_index(np.argmax(nan_bad), nan_bad.shape)
         return f"{name}: NaN at {tuple(map(int, k))} where the reference is {r[k]} ({int(nan_bad.sum())} NaNs): unwritten output?"
     both_special = (np.isnan(o) & np.isnan(r)) | (np.isinf(o) & (o == r))
-    diff = np.where(both_special, 0.0, np.abs(o - r))
+    with np.errstate(invalid="ignore"):
+        diff = np.where(both_special, 0.0, np.abs(o - r))
     diff = np.nan_to_num(diff, nan=np.inf)
     lim = at + rt * np.abs(np.nan_to_num(r, nan=0.0, posinf=0.0, neginf=0.0))
     bad = diff > lim
@@ -90,7 +91,8 @@ def compare_arrays(out, ref, *, rtol=None, atol=None, name="output", exact=False
     fin = np.isfinite(r) & np.isfinite(o)
     nr = np.linalg.norm(r[fin])
     if nr > 0:
-        rel = np.linalg.norm((o - r)[fin]) / nr
+        with np.errstate(invalid="ignore"):
+            rel = np.linalg.norm((o - r)[fin]) / nr
         if rel > max(rt, 1e-12):
             return f"{name}: relative norm error {rel:.3g} > rtol={rt}"
     return None
