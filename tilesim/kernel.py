@@ -236,7 +236,7 @@ class JITKernel:
     def __call__(self, *args, **kwargs):
         return self.run(*args, **kwargs)
 
-    def run(self, *args, options: InterpOptions | None = None):
+    def run(self, *args, options: InterpOptions | None = None, progress=None):
         pf = self.prim_func
         n_in = len(pf.params) - len(self.out_idx)
         if len(args) != n_in:
@@ -263,7 +263,7 @@ class JITKernel:
         if self._cuda is not None:
             self._cuda.run(pf, values, arrays, scalars)
         else:
-            interp_run(pf, arrays, scalars, opts)
+            interp_run(pf, arrays, scalars, opts, progress=progress)
         for c in conv:
             c.finish(c.array)
         outs = [arrays[pf.params[i].uid] for i in self.out_idx]

@@ -7,24 +7,54 @@ import time
 
 import numpy as np
 
+from .errors import KernelTypeError
 from .testing.compare import compare_arrays
+
+
+class ProgressBar:
+    """A one-line progress bar for long interpreter runs (drawn only after the first second)."""
+
+    def __init__(self, out=sys.stderr, width=30, delay=1.0):
+        self.out, self.width, self.delay = out, width, delay
+        self.t0 = time.perf_counter()
+        self.drawn = False
+
+    def __call__(self, launch, done, total):
+        if time.perf_counter() - self.t0 < self.delay:
+            return
+        frac = done / max(total, 1)
+        fill = int(self.width * frac)
+        self.out.write(f"\r  launch {launch}: [{'#' * fill}{'.' * (self.width - fill)}] {done}/{total} blocks")
+        self.out.flush()
+        self.drawn = True
+
+    def close(self):
+        if self.drawn:
+            self.out.write("\n")
 
 
 def run_registered(name: str, shape: dict, target: str = "interp", seed: int = 0, out=sys.stdout) -> int:
     from kernels.registry import get
     spec = get(name)
-    base = dict(spec.test_shapes[0]) if spec.test_shapes and not shape else {}
+    base = dict(spec.test_shapes[0]) if spec.test_shapes else {}
     params = spec.params(base, **shape)
     rng = np.random.default_rng(seed)
-    inputs = spec.make_inputs(rng, **params)
-    kernel = spec.build(**params)
+    try:
+        inputs = spec.make_inputs(rng, **params)
+        kernel = spec.build(**params)
+    except TypeError as e:
+        known = sorted(set(spec.defaults) | {k for s in spec.test_shapes for k in s if k != "label"})
+        raise KernelTypeError(f"kernel {name}: cannot build it with {params}: {e}",
+                              hint="parameters it takes: " + ", ".join(known)) from None
     if target != "interp":
         from .kernel import JITKernel
         kernel = JITKernel(kernel.prim_func, target=target, outputs=[kernel.prim_func.params[i] for i in kernel.out_idx])
     print(f"{name}: {', '.join(f'{k}={v}' for k, v in params.items())}  [target={kernel.target}]", file=out)
+    bar = ProgressBar(out=sys.stderr)
     t0 = time.perf_counter()
-    outs = kernel(*inputs)
+    outs = kernel.run(*inputs, progress=bar) if kernel.target == "interp" else kernel(*inputs)
     t1 = time.perf_counter()
+    bar.close()
     refs = spec.reference(*inputs, **params)
     outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
     refs = list(refs) if isinstance(refs, (list, tuple)) else [refs]

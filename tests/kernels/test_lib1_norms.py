@@ -21,8 +21,9 @@ LARGE = {"float32": 1e15, "bfloat16": 1e15, "float16": 3e4}
 def _x(seed, M, N, dtype, edges=True):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((M, N)) * 2.0 + 0.5
-    if edges and M > 2:
+    if edges and M > 1:
         x[1] = 0.0
+    if edges and M > 2:
         x[2] = rng.standard_normal(N) * LARGE[dtype] / 4
     return x.astype(dt.np_dtype(dtype))
 

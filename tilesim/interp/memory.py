@@ -318,16 +318,35 @@ def onchip_view(r: N.Region, ctx: Ctx, ev):
     return v if v.base is not None or v is st else None
 
 
-def read_region(r: N.Region, ctx: Ctx, ev):
-    """Values of region ``r``: storage dtype, shape ``(nb or 1, *extents)``."""
+def _all_inside(starts, exts, shape) -> bool:
+    """Every block's window lies inside the tensor (checked on per-dimension min/max only)."""
+    for s, e, n in zip(starts, exts, shape):
+        if e > n:
+            return False
+        if type(s) is int:
+            if s < 0 or s + e > n:
+                return False
+        elif s.min() < 0 or s.max() + e > n:
+            return False
+    return True
+
+
+def read_region(r: N.Region, ctx: Ctx, ev, where=None):
+    """Values of region ``r``: storage dtype, shape ``(nb or 1, *extents)``.
+
+    ``where`` is ``region_starts(r, ...)`` when the caller has already evaluated it.
+    """
     st = ctx.storage[r.buffer.uid]
-    starts, exts = region_starts(r, ctx, ev)
+    starts, exts = where or region_starts(r, ctx, ev)
     if r.buffer.scope != "global":
         return _onchip_window(r, st, starts, exts, ctx, write=None)
     uniform = all(type(s) is int for s in starts)
     if uniform:
         return _global_window_uniform(st, starts, exts)[None]
     nb = ctx.nb
+    if _all_inside(starts, exts, st.shape):
+        # the common case: one gather of whole windows, no per-block bookkeeping
+        return _window(ctx, r.buffer.uid, st, exts)[tuple(starts)]
     sts = np.stack([np.broadcast_to(np.asarray(s, dtype=np.int64), (nb,)) for s in starts], axis=1)
     ext = np.asarray(exts)
     shape = np.asarray(st.shape)
@@ -422,10 +441,10 @@ def _assign_masked(view, vals, mask):
         np.copyto(view, np.broadcast_to(vals, view.shape), where=bm.reshape((-1,) + (1,) * (view.ndim - 1)))
 
 
-def write_region(r: N.Region, vals, ctx: Ctx, ev):
+def write_region(r: N.Region, vals, ctx: Ctx, ev, where=None):
     """Write ``vals`` (storage dtype of ``r``, shape ``(nb or 1, *extents)``) into region ``r``."""
     st = ctx.storage[r.buffer.uid]
-    starts, exts = region_starts(r, ctx, ev)
+    starts, exts = where or region_starts(r, ctx, ev)
     if r.buffer.scope != "global":
         _onchip_window(r, st, starts, exts, ctx, write=vals)
         return

@@ -93,19 +93,24 @@ def _alias_roots(stmts):
     return out
 
 
-def run(pf: N.PrimFunc, arrays: dict, scalars: dict, options: InterpOptions):
-    """Execute ``pf``. ``arrays``: buffer uid → ndarray; ``scalars``: var uid → value (dyn dims, params)."""
+def run(pf: N.PrimFunc, arrays: dict, scalars: dict, options: InterpOptions, progress=None):
+    """Execute ``pf``. ``arrays``: buffer uid → ndarray; ``scalars``: var uid → value (dyn dims, params).
+
+    ``progress(launch_index, blocks_done, blocks_total)`` is called after each chunk of blocks.
+    """
     env = dict(scalars)
     storage = dict(arrays)
     top = Ctx(1, options, env, storage, np.zeros(1, dtype=np.int64))
+    n_launch = 0
     for s in pf.body:
         if isinstance(s, N.Launch):
-            _launch(s, top, options)
+            _launch(s, top, options, progress, n_launch)
+            n_launch += 1
         else:
             STMT_RULES[type(s)](s, top)
 
 
-def _launch(s: N.Launch, top: Ctx, options: InterpOptions):
+def _launch(s: N.Launch, top: Ctx, options: InterpOptions, progress=None, index=0):
     grid = []
     for g in s.grid:
         v = ev(g, top)
@@ -137,3 +142,5 @@ def _launch(s: N.Launch, top: Ctx, options: InterpOptions):
         ctx.writers = writers
         ctx.aliased = aliased
         run_body(s.body, ctx)
+        if progress is not None:
+            progress(index, int(ids[-1]) + 1, total)

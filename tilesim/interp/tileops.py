@@ -35,12 +35,13 @@ def _squeeze_to(vals, src_ext, dst_ext):
 def _copy(s: N.Copy, ctx: Ctx):
     vals = memory.read_region(s.src, ctx, ev)
     src_ext = vals.shape[1:]
-    dst_starts, dst_ext = memory.region_starts(s.dst, ctx, ev)
+    where = memory.region_starts(s.dst, ctx, ev)
+    dst_starts, dst_ext = where
     vals = _squeeze_to(vals, src_ext, dst_ext)
     vals = dt.convert(vals, s.dst.dtype)
     if _adopt(s.dst, dst_starts, dst_ext, vals, ctx):
         return
-    memory.write_region(s.dst, vals, ctx, ev)
+    memory.write_region(s.dst, vals, ctx, ev, where)
 
 
 def _adopt(dst: N.Region, starts, ext, vals, ctx: Ctx) -> bool:

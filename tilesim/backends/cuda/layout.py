@@ -140,8 +140,14 @@ def default_layout(shape, nthreads: int) -> Layout:
         if remaining <= 1 or e <= 1:
             continue
         p = min(remaining, _pow2_ceil(e))
-        if p > e and p // 2 >= 1 and _ceil(e, p // 2) * (p // 2) == e * 1 and False:
-            p //= 2
+        if p > 32:  # leave threads to the outer dims so that a row stays within a warp where it can
+            outer = 1
+            for x in shape[:d]:
+                outer *= x
+            q = 1
+            while q * 2 <= outer:
+                q *= 2
+            p = max(32, p // q)
         tc[d], ts[d] = p, stride
         stride *= p
         remaining //= p
@@ -166,8 +172,7 @@ def gemm_layout(M: int, N: int, nthreads: int, rows_hint: int | None = None) -> 
     if best is None:
         return gemm_layout(M, N, nthreads, None)
     _, tr, tc = best
-    tr_eff = min(tr, _pow2_ceil(M)) if tr > M else tr
-    return Layout((M, N), (tr_eff if tr_eff == tr else tr, tc), (tc, 1), nthreads)
+    return Layout((M, N), (tr, tc), (tc, 1), nthreads)
 
 
 # ------------------------------------------------------------------------------------------ placement
@@ -459,14 +464,11 @@ def _place_once(launch, nt, frags, forced):
     def loop_layout(p):
         accs = _parallel_accesses(p, onchip_reg)
         cands = [a for a in accs if a.aligned and len(a.dims) == len(p.extents)
-                 and isinstance(assign.get(a.buf.uid), Layout)]
-        cands.sort(key=lambda a: (not a.write, assign[a.buf.uid].full_replicated))
+                 and isinstance(assign.get(a.buf.uid), Layout)
+                 and (a.write or not assign[a.buf.uid].full_replicated)]
+        cands.sort(key=lambda a: not a.write)
         for a in cands:
-            lay = assign[a.buf.uid]
-            if lay.full_replicated and any(x.write and x.aligned and not isinstance(assign.get(x.buf.uid), Layout)
-                                           for x in accs):
-                continue
-            return lay.permuted_from(a.dims, p.extents), accs
+            return assign[a.buf.uid].permuted_from(a.dims, p.extents), accs
         if any(a.aligned and len(a.dims) == len(p.extents) and assign.get(a.buf.uid) is None for a in accs):
             return None, accs
         return default_layout(p.extents, nt), accs
@@ -479,8 +481,6 @@ def _place_once(launch, nt, frags, forced):
             cur = assign.get(a.buf.uid)
             sub = lay.restrict(a.dims)
             if isinstance(cur, Layout) and cur.full_replicated and not a.write:
-                continue
-            if isinstance(cur, Layout) and cur.full_replicated and sub.full_replicated:
                 continue
             changed |= require(a.buf, sub, "indexed in a T.Parallel loop")
         return changed

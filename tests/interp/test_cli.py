@@ -1,0 +1,41 @@
+"""The command line: help, ir, kernels list, run (OK and a clear error), attention-cost."""
+
+import subprocess
+import sys
+
+from tilesim.cli import main, parse_kv
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "tilesim", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_help_lists_subcommands():
+    r = run("--help")
+    assert r.returncode == 0
+    for cmd in ("report", "sim", "hw", "kernels", "run", "ir", "bench"):
+        assert cmd in r.stdout
+
+
+def test_ir_prints_the_tile_ir(capsys):
+    assert main(["ir", "tests/core_kernels.py::softmax", "--args", "M=16", "N=40"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("@T.prim_func") and "T.reduce_max" in out
+
+
+def test_kernels_list_and_run(capsys):
+    assert main(["kernels", "list"]) == 0
+    listing = capsys.readouterr().out
+    assert "gemm" in listing and "flash_attention_fwd" in listing
+    assert main(["run", "gemm", "--shape", "M=33", "N=20", "K=17"]) == 0
+    assert "OK" in capsys.readouterr().out
+
+
+def test_run_with_a_bad_parameter_is_a_clear_error():
+    r = run("run", "gemm", "--shape", "bogus=1")
+    assert r.returncode == 2
+    assert "unexpected keyword argument 'bogus'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_parse_kv_types():
+    assert parse_kv(["a=1", "b=2.5", "c=true", "d=float16"]) == {"a": 1, "b": 2.5, "c": True, "d": "float16"}
