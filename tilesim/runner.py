@@ -36,6 +36,11 @@ class ProgressBar:
 def run_registered(name: str, shape: dict, target: str = "interp", seed: int = 0, out=sys.stdout) -> int:
     from kernels.registry import get
     spec = get(name)
+    known = set(spec.defaults) | {k for sh in (*spec.test_shapes, *spec.shapes) for k in sh if k != "label"}
+    unknown = sorted(set(shape) - known)
+    if unknown:
+        raise KernelTypeError(f"kernel {name} has no parameter {', '.join(unknown)}",
+                              hint="parameters it takes: " + ", ".join(sorted(known)))
     base = dict(spec.test_shapes[0]) if spec.test_shapes else {}
     params = spec.params(base, **shape)
     rng = np.random.default_rng(seed)
