@@ -277,7 +277,7 @@ _TOKEN_SHAPES = (
     {"label": "DeepSeek-V3 MoE inter 2048, 16384 tok", "M": 16384, "N": 2048},
 )
 _BLOCK_SHAPES = (
-    {"label": "DeepSeek-V3 wq_b-like weight 7168x2048", "M": 7168, "N": 2048},
+    {"label": "DeepSeek-V3 expert down_proj weight 7168x2048", "M": 7168, "N": 2048},
     {"label": "DeepSeek-V3 dense FFN weight 18432x7168", "M": 18432, "N": 7168},
     {"label": "Llama-3-70B o_proj weight 8192x8192, UE8M0", "M": 8192, "N": 8192, "use_ue8m0": True},
 )

@@ -216,7 +216,8 @@ _DEFAULTS = {"block_M": 128, "block_N": 128, "block_K": 64, "num_stages": 3, "th
              "dtype": "bfloat16", "out_dtype": None}
 
 _LLM_SHAPES = (
-    {"label": "DeepSeek-V3 MLA q_b/kv proj, 4096 tok (4096x7168x2048, bf16)", "M": 4096, "N": 7168, "K": 2048},
+    {"label": "4096x7168x2048 bf16 (DeepSeek-V3 expert down_proj shape: MoE inter 2048 -> hidden 7168)",
+     "M": 4096, "N": 7168, "K": 2048},
     {"label": "Llama-3-70B o_proj, 8192 tok (8192x8192x8192, bf16)", "M": 8192, "N": 8192, "K": 8192},
     {"label": "8192^3 fp16", "M": 8192, "N": 8192, "K": 8192, "dtype": "float16"},
     {"label": "Llama-3-70B down_proj, 16384 tok (16384x8192x28672, bf16)", "M": 16384, "N": 8192, "K": 28672},
@@ -256,7 +257,7 @@ register(KernelSpec(
          "activation": "silu"},
         {"label": "GPT-style fc1 + bias + GELU(tanh), 16384 tok (16384x28672x7168)", "M": 16384, "N": 28672,
          "K": 7168, "activation": "gelu_tanh"},
-        {"label": "DeepSeek-V3 hidden 7168 proj + bias + ReLU, 4096 tok (4096x7168x2048)", "M": 4096,
+        {"label": "4096 tok x hidden 7168 x 2048 + bias + ReLU (DeepSeek-V3 expert down_proj shape)", "M": 4096,
          "N": 7168, "K": 2048, "activation": "relu"},
     ),
     test_shapes=(
@@ -274,7 +275,7 @@ register(KernelSpec(
     build=_build_splitk, make_inputs=_inputs, reference=_ref, flops=_flops, bytes=_bytes_splitk,
     shapes=(
         {"label": "decode-like skinny, 64 tok x 7168 x 16384 (bf16)", "M": 64, "N": 7168, "K": 16384},
-        {"label": "DeepSeek-V3 MLA wkv_b-like, 512 tok x 4096 x 7168", "M": 512, "N": 4096, "K": 7168},
+        {"label": "512 tok x 4096 x hidden 7168 (DeepSeek-V3 hidden in)", "M": 512, "N": 4096, "K": 7168},
         {"label": "Llama-3-70B down_proj, 128 tok x 8192 x 28672", "M": 128, "N": 8192, "K": 28672, "split_k": 8},
     ),
     test_shapes=(

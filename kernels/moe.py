@@ -12,7 +12,8 @@ Kernel (registry name ``moe_topk_route``), per token (DeepSeek-V3 recipe; its de
 DeepSeek-V3: 256 experts, top-8, 8 groups of 32, top-4 groups, sigmoid, factor 2.5. ``n_groups=1``
 is plain top-k (Mixtral / Qwen-MoE style, usually with softmax scoring).
 
-The kernel holds ``block_T`` tokens × all experts in registers. Each top-k round is tile code: a row
+The kernel holds ``block_T`` tokens × all experts in registers (the unbiased scores also in shared
+memory, for the data-dependent gather of the selected experts' weights). Each top-k round is tile code: a row
 max (``T.reduce_max``), the smallest index attaining it (``T.reduce_min`` over the index where the score
 equals the max, ``E`` elsewhere), then that expert is masked to ``-inf``. Group scores use the same
 trick inside each group (max, first arg-max masked, max again — so tied maxima count twice, as in a

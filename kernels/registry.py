@@ -16,6 +16,11 @@ A spec's callables take plain keyword parameters:
 * ``flops(**params)`` / ``bytes(**params)`` — useful work and the fewest DRAM bytes (each input read
   once, each output written once), for roofline points.
 
+* ``compare(outs, refs, params)`` (optional) — custom comparison called with the kernel's outputs, the
+  reference's outputs (both lists) and the parameter dict, positionally; raises ``AssertionError``.
+* ``data_hints(**params) -> dict`` (optional) — values the simulator needs for loops whose trip counts
+  depend on tensor data, e.g. ``{"seq_lens": [...]}``.
+
 ``shapes`` are the LLM shapes a report uses (each a dict with a ``"label"``); ``test_shapes`` are
 small shapes that tiles do not divide, for the test-suite; ``tunables`` maps a parameter to its
 candidate values (the autotuner's search space); ``tolerance`` is ``{"rtol": .., "atol": ..}`` or

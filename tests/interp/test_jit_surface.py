@@ -118,3 +118,25 @@ def test_multiple_launches_in_one_program():
     w = np.zeros(10, np.float32)
     out = two(10)(a, w)
     assert np.array_equal(out, (a * 2)[::-1])
+
+
+def test_string_annotations_from_future_import(tmp_path):
+    """`from __future__ import annotations` turns parameter annotations into strings naming factory locals."""
+    import importlib.util
+    src = (
+        "from __future__ import annotations\n"
+        "import tilesim as tilelang\nimport tilesim.language as T\n\n"
+        "@tilelang.jit(out_idx=[-1])\n"
+        "def add1(M, dtype='float32'):\n"
+        "    @T.prim_func\n"
+        "    def main(A: T.Tensor((M,), dtype), B: T.Tensor((M,), dtype)):\n"
+        "        with T.Kernel(1) as bx:\n"
+        "            for i in T.Parallel(M):\n"
+        "                B[i] = A[i] + 1\n"
+        "    return main\n")
+    path = tmp_path / "future_mod.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("future_mod", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert np.array_equal(mod.add1(5)(np.arange(5, dtype=np.float32)), np.arange(1, 6, dtype=np.float32))

@@ -10,9 +10,13 @@ from ..ir.verify import verify_or_raise
 from .tracer import Tracer
 
 
-def trace_prim_func(fn):
-    """Trace ``fn`` (parameters annotated with ``T.Tensor``) into a verified ``PrimFunc``."""
-    pf = Tracer(fn).trace()
+def trace_prim_func(fn, extra_env: dict | None = None):
+    """Trace ``fn`` (parameters annotated with ``T.Tensor``) into a verified ``PrimFunc``.
+
+    ``extra_env``: names of the enclosing factory, used to evaluate string annotations
+    (``from __future__ import annotations``) and as a fallback for names not captured by closure.
+    """
+    pf = Tracer(fn, extra_env=extra_env).trace()
     verify_or_raise(pf)
     return pf
 

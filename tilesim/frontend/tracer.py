@@ -54,14 +54,18 @@ class Tracer:
     """Builds a :class:`~tilesim.ir.nodes.PrimFunc` from one Python function."""
 
     def __init__(self, fn, *, eager: bool = False, const_values: dict | None = None,
-                 scalar_args: dict | None = None, discovery: bool = False):
+                 scalar_args: dict | None = None, discovery: bool = False, extra_env: dict | None = None):
         self.fn = fn
         self.src = get_source(fn)
+        self.extra_env = extra_env or {}
         self.eager = eager
         self.const_values = const_values or {}
         self.scalar_args = scalar_args or {}
         self.discovery = discovery
-        self.frames = [_Frame(self.src, python_env(fn))]
+        env = python_env(fn)
+        for k, v in self.extra_env.items():
+            env.setdefault(k, v)
+        self.frames = [_Frame(self.src, env)]
         self.bodies: list[list] = [[]]
         self.ir_depth = 0  # nesting of IR control flow (loops, ifs)
         self.loop_depth = 0
@@ -115,6 +119,8 @@ class Tracer:
         for arg in fn_node.args.args:
             name = arg.arg
             spec = ann.get(name)
+            if isinstance(spec, str):  # `from __future__ import annotations`
+                spec = self.ev(arg.annotation)
             if spec is None:
                 raise self.error(KernelSyntaxError, f"parameter '{name}' has no annotation", arg,
                                  hint=f"annotate it, e.g. {name}: T.Tensor((M, N), 'float16')")

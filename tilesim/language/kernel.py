@@ -11,10 +11,16 @@ def prim_func(fn=None, *, private: bool = False, check_well_formed: bool = True)
     Parameters are annotated with ``T.Tensor(shape, dtype)`` (or a scalar dtype). Python values the
     function closes over (tile sizes, flags, dtypes) are constants folded at trace time.
     """
+    import sys
+
     from ..frontend import trace_prim_func
 
+    # The caller's local names (the kernel factory's parameters): with `from __future__ import
+    # annotations` the parameter annotations are strings naming them, and they are not closure cells.
+    caller = sys._getframe(1).f_locals if fn is not None else sys._getframe(1).f_locals
+
     def wrap(f):
-        return trace_prim_func(f)
+        return trace_prim_func(f, extra_env=dict(caller))
 
     return wrap(fn) if fn is not None else wrap
 

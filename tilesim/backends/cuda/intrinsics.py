@@ -7,7 +7,7 @@
   intrinsics), so the *same generated source* runs there.
 
 Values of narrow float types (fp16, bf16, fp8, fp4) live in float32 registers, rounded to their type
-(``_rnd_*``); storage holds them as float16 / raw uint16 (bf16) / raw uint8 (fp8, fp4) bits.
+(``_rnd_*``); storage holds them as float16 / raw int16 (bf16) / raw uint8 (fp8, fp4) bits.
 """
 
 from __future__ import annotations
@@ -88,13 +88,13 @@ def sim_namespace() -> dict:
         a[i] = v
 
     def _bf2f(u):
-        return np.float32(np.array([u], dtype=np.uint16).view(ml_dtypes.bfloat16)[0])
+        return np.float32(np.array([int(u) & 0xFFFF], dtype=np.uint16).view(ml_dtypes.bfloat16)[0])
 
     def _f2bf(x):
-        return np.array([x], dtype=np.float32).astype(ml_dtypes.bfloat16).view(np.uint16)[0]
+        return np.array([x], dtype=np.float32).astype(ml_dtypes.bfloat16).view(np.int16)[0]
 
     def _fp8_to_f32(u, t):
-        return np.float32(np.array([u], dtype=np.uint8).view(t)[0])
+        return np.float32(np.array([int(u) & 0xFF], dtype=np.uint8).view(t)[0])
 
     def _f32_to_fp8(x, t, m):
         x = np.float32(x)
@@ -128,6 +128,13 @@ def sim_namespace() -> dict:
     for cd, t in (("f32", np.float32), ("f64", np.float64)):
         ns[f"_m_isinf_{cd}"] = lambda x: int(np.isinf(x))
         ns[f"_m_isfinite_{cd}"] = lambda x: int(np.isfinite(x))
+    def _view(x, src, dst):
+        return np.array([x], dtype=src).view(dst)[0]
+
+    ns["_f32_as_i32"] = lambda x: _view(x, np.float32, np.int32)
+    ns["_i32_as_f32"] = lambda x: _view(x, np.int32, np.float32)
+    ns["_f64_as_i64"] = lambda x: _view(x, np.float64, np.int64)
+    ns["_i64_as_f64"] = lambda x: _view(x, np.int64, np.float64)
     ns["_tdiv"] = lambda a, b: (abs(a) // abs(b)) * (1 if (a >= 0) == (b >= 0) else -1) if b != 0 else 0
     ns["_tmod"] = lambda a, b: a - ns["_tdiv"](a, b) * b if b != 0 else 0
     return ns
@@ -382,6 +389,8 @@ def gpu_namespace() -> dict:
         ns[f"_m_{name}_f32"] = getattr(libdevice, fn)
     for name, fn in _MATH_F64.items():
         ns[f"_m_{name}_f64"] = getattr(libdevice, fn)
+    ns.update(_f32_as_i32=libdevice.float_as_int, _i32_as_f32=libdevice.int_as_float,
+              _f64_as_i64=libdevice.double_as_longlong, _i64_as_f64=libdevice.longlong_as_double)
     ns.update(_m_isinf_f32=libdevice.isinff, _m_isfinite_f32=libdevice.finitef,
               _m_isinf_f64=libdevice.isinfd, _m_isfinite_f64=libdevice.isfinited)
 

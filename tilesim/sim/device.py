@@ -1,0 +1,384 @@
+"""The device: occupancy, the L2 reuse model, waves of blocks and the tail.
+
+Contract
+--------
+* :func:`occupancy` gives blocks per core from shared memory, registers, threads and the block limit
+  of the hardware model (NPUs: one block per AI core; buffers checked against their capacity). A
+  block that does not fit at all raises ``KernelError`` naming the buffer, the bytes and the limit.
+* :func:`reuse` sets every op's DRAM bytes from its global bytes. For each global tensor it finds
+  the block axes its addresses depend on; blocks differing only in the other axes re-read the same
+  data. Walking the dispatch order (row-major ``bx`` fastest, or TileLang's ``T.use_swizzle`` panels)
+  a re-read at distance ``D`` blocks hits L2 when ``D`` is within one wave (the blocks run together)
+  or when the data touched in between fits in L2; otherwise a fraction ``1 - L2 / footprint`` misses.
+* :func:`simulate_launch`: full waves are a fluid of blocks over ``cores × k`` slots — time
+  ``max(Σ critical paths / slots, max over resources Σ busy / cores)`` — and the last partial wave
+  runs with the bandwidth shares of the cores it occupies; plus the launch latency. The work is
+  proportional to the number of block *classes*, not blocks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import KernelError
+from .engine import BlockModel, Timeline, block_time, busy, sfu_funcs
+
+__all__ = ["occupancy", "reuse", "simulate_launch", "LaunchResult", "dispatch_coords"]
+
+
+@dataclass
+class LaunchResult:
+    name: str
+    time_s: float
+    launch_s: float
+    full_s: float
+    tail_s: float
+    blocks: int
+    blocks_per_core: int
+    occupancy_limit: str
+    waves: float
+    slots: int
+    busy_s: dict
+    dram_read: float
+    dram_write: float
+    dram_compulsory: float
+    l2_bytes: float
+    flops: dict
+    xfer: dict
+    sfu: dict
+    block_time_s: float
+    trace_events: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
+# Occupancy
+# ---------------------------------------------------------------------------------------------
+
+
+def occupancy(prog, machine) -> tuple[int, str, dict]:
+    hw, p = machine.hw, machine.profile
+    details: dict = {}
+    core = machine.core
+    occ = core.occupancy
+    shared = sum(prog.shared_bytes.values())
+    frag = sum(prog.fragment_bytes.values()) + sum(prog.local_bytes.values())
+    details["shared_bytes"] = shared
+    details["fragment_bytes"] = frag
+    if not p.fragment_registers:
+        # NPU: every on-chip buffer lives in a named buffer of the core kind that uses it
+        for side, core_kind in (("matrix", machine.mcore), ("vector", machine.vcore)):
+            names = [n for n, s in prog.side_of_buffer.items() if s == side]
+            for scope, table in (("shared", prog.shared_bytes), ("fragment", prog.fragment_bytes),
+                                 ("local", prog.local_bytes)):
+                need = sum(v for n, v in table.items() if n in names)
+                if not need:
+                    continue
+                try:
+                    buf = hw.buffer_for_scope(scope, core_kind.name)
+                except Exception:  # noqa: BLE001
+                    continue
+                cap = buf.bytes * (machine.vec_per_block if side == "vector" and core_kind is not machine.mcore else 1)
+                if need > cap:
+                    big = max(((n, v) for n, v in table.items() if n in names), key=lambda x: x[1])
+                    raise KernelError(
+                        f"the {scope} buffers of one block need {need:,.0f} bytes on {core_kind.name}'s "
+                        f"{buf.name}, which holds {cap:,.0f} (largest: '{big[0]}', {big[1]:,.0f} bytes)",
+                        prog.launch.loc, hint="use smaller tiles or fewer pipeline stages")
+        return 1, "one block per core", details
+    threads = prog.threads + (p.producer_threads if prog.has_async_copies else 0)
+    details["threads"] = threads
+    limits = {}
+    if occ is not None and occ.max_threads_per_block_count and prog.threads > occ.max_threads_per_block_count:
+        raise KernelError(f"a block of {prog.threads} threads exceeds {hw.name}'s limit of "
+                          f"{occ.max_threads_per_block_count} threads per block", prog.launch.loc,
+                          hint="use fewer threads")
+    try:
+        sbuf = hw.buffer_for_scope("shared", core.name)
+    except Exception:  # noqa: BLE001
+        sbuf = None
+    if sbuf is not None and shared:
+        cap_block = sbuf.block_bytes or sbuf.bytes
+        if p.max_shared_bytes_per_block is not None:
+            cap_block = min(cap_block, p.max_shared_bytes_per_block)
+        if shared > cap_block:
+            big = max(prog.shared_bytes.items(), key=lambda x: x[1])
+            who = f"the {p.name} backend's limit" if cap_block == p.max_shared_bytes_per_block else \
+                f"{hw.name}'s per-block limit ({sbuf.name})"
+            raise KernelError(
+                f"one block needs {shared:,.0f} bytes of shared memory, over {who} of {cap_block:,.0f} bytes "
+                f"(largest buffer: '{big[0]}', {big[1]:,.0f} bytes, pipeline copies included)",
+                prog.launch.loc, hint="reduce the tile sizes or num_stages")
+        limits["shared memory"] = int(sbuf.bytes // shared)
+    if occ is not None:
+        regs_per_thread = frag / 4.0 / max(1, prog.threads) + p.register_overhead_per_thread
+        details["registers_per_thread"] = regs_per_thread
+        if occ.registers_count:
+            need = regs_per_thread * threads
+            if need > occ.registers_count:
+                raise KernelError(
+                    f"one block needs about {need:,.0f} registers ({regs_per_thread:.0f} per thread × {threads} "
+                    f"threads for fragments {_largest(prog.fragment_bytes)}), over the {occ.registers_count:,} "
+                    f"registers of a {core.name}", prog.launch.loc,
+                    hint="use smaller fragments (tile sizes) or more threads")
+            limits["registers"] = int(occ.registers_count // need)
+        if occ.max_threads_count:
+            limits["threads"] = int(occ.max_threads_count // threads)
+        if occ.max_warps_count and occ.warp_size_count:
+            limits["warps"] = int(occ.max_warps_count // math.ceil(threads / occ.warp_size_count))
+        if occ.max_blocks_count:
+            limits["blocks"] = int(occ.max_blocks_count)
+    if not limits:
+        return 1, "unknown limits (1 block per core)", details
+    name, k = min(limits.items(), key=lambda x: x[1])
+    if k < 1:
+        raise KernelError(f"a block does not fit on a {core.name} ({name})", prog.launch.loc)
+    details["limits"] = limits
+    return k, name, details
+
+
+def _largest(table):
+    if not table:
+        return ""
+    n, v = max(table.items(), key=lambda x: x[1])
+    return f"(largest '{n}', {v:,.0f} bytes)"
+
+
+# ---------------------------------------------------------------------------------------------
+# Dispatch order and L2 reuse
+# ---------------------------------------------------------------------------------------------
+
+
+def dispatch_axes(grid, swizzle):
+    """Axes of the dispatch order, fastest first: (extent, stride, block axis)."""
+    gx, gy, gz = grid
+    if swizzle and gx > 1 and gy > 1:
+        panel, order = int(swizzle[0]), str(swizzle[1])
+        if order == "column":
+            w = max(1, min(panel, gx))
+            ax = [(w, 0), (gy, 1), (math.ceil(gx / w), 0), (gz, 2)]
+        else:
+            w = max(1, min(panel, gy))
+            ax = [(w, 1), (gx, 0), (math.ceil(gy / w), 1), (gz, 2)]
+    else:
+        ax = [(gx, 0), (gy, 1), (gz, 2)]
+    out, stride = [], 1
+    for ext, a in ax:
+        out.append((ext, stride, a))
+        stride *= ext
+    return out
+
+
+def dispatch_coords(grid, swizzle, pos: np.ndarray):
+    """Block coordinates (bx, by, bz) of dispatch positions ``pos`` (TileLang rasterisation)."""
+    gx, gy, gz = grid
+    pos = np.asarray(pos, dtype=np.int64)
+    z = pos // (gx * gy)
+    q = pos % (gx * gy)
+    if swizzle and gx > 1 and gy > 1:
+        panel, order = int(swizzle[0]), str(swizzle[1])
+        if order == "column":
+            w = max(1, min(panel, gx))
+            psize = w * gy
+            pidx, off = q // psize, q % psize
+            total = -(-(gx * gy) // psize)
+            stride = np.where(pidx + 1 < total, w, (gx * gy - pidx * psize) // gy)
+            stride = np.maximum(stride, 1)
+            row = np.where(pidx & 1, gy - 1 - off // stride, off // stride)
+            col = off % stride + pidx * w
+        else:
+            w = max(1, min(panel, gy))
+            psize = w * gx
+            pidx, off = q // psize, q % psize
+            total = -(-(gx * gy) // psize)
+            stride = np.where(pidx + 1 < total, w, (gx * gy - pidx * psize) // gx)
+            stride = np.maximum(stride, 1)
+            col = np.where(pidx & 1, gx - 1 - off // stride, off // stride)
+            row = off % stride + pidx * w
+        return np.clip(col, 0, gx - 1), np.clip(row, 0, gy - 1), z
+    return q % gx, q // gx, z
+
+
+def _walk_mult(body, mult=1.0):
+    from ..analysis.program import Loop
+    for n in body:
+        if isinstance(n, Loop):
+            yield from _walk_mult(n.body, mult * n.trip * n.weight)
+        else:
+            yield n, mult * n.weight
+
+
+def reuse(prog, machine, slots: int) -> dict:
+    """Set ``op.dram`` for every op; return per-tensor totals (requests, DRAM, compulsory)."""
+    counts = prog.counts
+    n = prog.num_blocks
+    per: dict = {}
+    for op, mult in _walk_mult(prog.body):
+        for g in op.gaccess:
+            key = (g.buffer.uid, g.write)
+            ent = per.setdefault(key, {"buf": g.buffer, "R": 0.0, "deps": set(), "data": False})
+            ent["R"] += _sum_classes(g.bytes * mult, counts)
+            ent["deps"] |= set(g.deps)
+            ent["data"] = ent["data"] or g.data_dependent
+    axes = dispatch_axes(prog.grid, prog.swizzle)
+    sizes = {ax: prog.grid[ax] for ax in range(3)}
+
+    def tiles(deps):
+        t = 1
+        for a in deps:
+            t *= sizes[a]
+        return t
+
+    for ent in per.values():
+        tb = prog.global_buffers.get(ent["buf"].uid, (None, float("inf")))[1]
+        T = tiles(ent["deps"])
+        ent["F"] = min(tb, ent["R"] * T / n) if n else 0.0
+        ent["T"] = T
+
+    def footprint(dist):
+        fp = 0.0
+        for ent in per.values():
+            if ent["data"]:
+                fp += ent["R"] * min(1.0, dist / n)
+                continue
+            distinct = 1.0
+            for ext, stride, a in axes:
+                if a in ent["deps"] and ext > 1:
+                    distinct *= min(ext, math.ceil(dist / stride))
+            fp += ent["F"] * min(1.0, distinct / max(1, ent["T"]))
+        return fp
+
+    ratio = {}
+    for key, ent in per.items():
+        if key[1]:
+            dram = ent["F"]
+        elif ent["data"]:
+            dram = min(ent["R"], max(ent["F"], ent["R"] * min(1.0, footprint(slots) / max(machine.l2_bytes, 1.0))
+                                     if machine.l2_bytes else ent["R"]))
+        else:
+            reload = 1.0
+            for ext, stride, a in axes:
+                if a in ent["deps"] or ext <= 1:
+                    continue
+                if stride < slots:
+                    miss = 0.0
+                else:
+                    fp = footprint(stride)
+                    miss = max(0.0, 1.0 - machine.l2_bytes / fp) if fp > 0 else 0.0
+                reload *= 1.0 + (ext - 1) * miss
+            dram = min(ent["R"], ent["F"] * reload)
+        ent["DRAM"] = dram
+        ratio[key] = dram / ent["R"] if ent["R"] > 0 else 0.0
+    for op, _ in _walk_mult(prog.body):
+        d = 0.0
+        for g in op.gaccess:
+            d = d + g.bytes * ratio.get((g.buffer.uid, g.write), 1.0)
+        op.dram = d
+    return per
+
+
+# ---------------------------------------------------------------------------------------------
+# Waves
+# ---------------------------------------------------------------------------------------------
+
+
+def _sum_classes(v, counts):
+    if isinstance(v, np.ndarray):
+        return float(np.sum(np.broadcast_to(v, np.broadcast_shapes(v.shape, counts.shape)) * counts))
+    return float(v) * float(np.sum(counts))
+
+
+def _tail_counts(prog, n_full, n):
+    """Per-class counts of the blocks at dispatch positions [n_full, n)."""
+    counts = np.zeros_like(prog.counts)
+    if n <= n_full:
+        return counts
+    pos = np.arange(n_full, n, dtype=np.int64)
+    bx, by, bz = dispatch_coords(prog.grid, prog.swizzle, pos)
+    idx = [np.searchsorted(prog.runs[a][0], c, side="right") - 1 for a, c in enumerate((bx, by, bz))]
+    np.add.at(counts, tuple(idx), 1.0)
+    return counts
+
+
+def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResult:
+    k, limit, details = occupancy(prog, machine)
+    C = machine.n_cores
+    n = prog.num_blocks
+    slots = C * k
+    per = reuse(prog, machine, slots)
+    n_full = (n // slots) * slots
+    n_tail = n - n_full
+    counts = prog.counts
+    tail_counts = _tail_counts(prog, n_full, n)
+    full_counts = counts - tail_counts
+
+    def model(active):
+        return BlockModel(machine, machine.l2_bw / active, machine.dram_bw / active)
+
+    full_s = 0.0
+    busy_tot: dict = {}
+    if n_full:
+        bm = model(C)
+        cp = block_time(bm, prog.body)
+        bz = busy(bm, prog.body)
+        lat_term = _sum_classes(cp, full_counts) / slots
+        res_terms = {r: _sum_classes(v, full_counts) / C for r, v in bz.items()}
+        full_s = max([lat_term] + list(res_terms.values()))
+        for r, v in res_terms.items():
+            busy_tot[r] = busy_tot.get(r, 0.0) + v
+        block_s = float(np.max(cp))
+    tail_s = 0.0
+    if n_tail:
+        ca = min(C, n_tail)
+        kt = math.ceil(n_tail / C)
+        bm_t = model(ca)
+        cp_t = block_time(bm_t, prog.body)
+        bz_t = busy(bm_t, prog.body)
+        worst = np.broadcast_to(cp_t, counts.shape).copy() if isinstance(cp_t, np.ndarray) else np.full(counts.shape, cp_t)
+        thr = np.zeros(counts.shape)
+        for r, v in bz_t.items():
+            thr = np.maximum(thr, np.broadcast_to(v, counts.shape) * kt)
+            busy_tot[r] = busy_tot.get(r, 0.0) + _sum_classes(v, tail_counts) / C
+        wave = np.maximum(worst, thr)
+        tail_s = float(np.max(np.where(tail_counts > 0, wave, 0.0)))
+        if not n_full:
+            block_s = float(np.max(cp_t))
+    events = []
+    if trace:
+        bm = model(C if n_full else min(C, n))
+        cp = block_time(bm, prog.body)
+        cls = np.unravel_index(int(np.argmax(np.broadcast_to(cp, counts.shape) * (counts > 0))), counts.shape)
+
+        def pick(v):
+            if isinstance(v, np.ndarray):
+                v = np.broadcast_to(v, counts.shape)
+                return v[cls]
+            return v
+        rec = Timeline(pick)
+        block_time(bm, prog.body, rec)
+        events = rec.events
+    flops: dict = {}
+    xfer: dict = {}
+    l2 = 0.0
+    for op, mult in _walk_mult(prog.body):
+        for kkey, v in op.flops.items():
+            flops[kkey] = flops.get(kkey, 0.0) + _sum_classes(v * mult, counts)
+        for kkey, v in op.xfer.items():
+            xfer[kkey] = xfer.get(kkey, 0.0) + _sum_classes(v * mult, counts)
+        if "global" in op.work:
+            l2 += _sum_classes(op.work["global"] * mult, counts)
+    dram_read = sum(e["DRAM"] for (uid, w), e in per.items() if not w)
+    dram_write = sum(e["DRAM"] for (uid, w), e in per.items() if w)
+    compulsory = sum(e["F"] for e in per.values())
+    sfu = {}
+    for kkey, v in sfu_funcs(prog.body).items():
+        sfu[kkey] = _sum_classes(v, counts)
+    notes = list(prog.notes)
+    return LaunchResult(
+        name=name, time_s=machine.launch_s + full_s + tail_s, launch_s=machine.launch_s, full_s=full_s,
+        tail_s=tail_s, blocks=n, blocks_per_core=k, occupancy_limit=limit, waves=n / slots, slots=slots,
+        busy_s=busy_tot, dram_read=dram_read, dram_write=dram_write, dram_compulsory=compulsory, l2_bytes=l2,
+        flops=flops, xfer=xfer, sfu=sfu, block_time_s=block_s, trace_events=events, notes=notes)

@@ -1,0 +1,280 @@
+"""One block on one core: ops occupy the core's engines in program order, with dependencies.
+
+Contract
+--------
+* :class:`BlockModel` turns each :class:`~tilesim.analysis.program.Op` into times for the block's
+  share of the machine: ``lat`` (memory or round-trip latency), ``xfer`` (global transfer at the
+  core's share of L2/DRAM bandwidth, capped by the core's load path), ``comp`` (the slowest of its
+  unit/shared-memory demands) and ``sync`` (barriers), and a per-resource busy time.
+* :func:`block_time` is the block's critical path when it runs alone on its core: threads issue ops
+  in order on their side's timeline (one timeline on GPUs; cube and vector timelines on Ascend);
+  ``async`` copies run on the copy engine and only their consumers wait; ``store``\\ s drain in the
+  background; a serial loop is its body × trips; a pipelined loop (``num_stages`` = S ≥ 2, profile
+  with overlap) runs at the steady-state period ``P = max(compute, copy transfer, (copy latency +
+  transfer + compute) / S)`` per iteration after one fully exposed iteration, so more stages never
+  make it slower; S ≤ 1 or no overlap: copy + compute in sequence.
+* :func:`busy` sums each resource's busy time over the block (trips and weights included): with
+  ``k`` blocks on a core the simulator takes ``max(critical path, k × busiest resource)``.
+* All times are NumPy arrays over block classes (or floats): one pass serves every class.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..analysis.program import Loop, Op
+
+__all__ = ["BlockModel", "block_time", "busy", "Timeline"]
+
+INF = float("inf")
+
+
+def _mx(a, b):
+    return np.maximum(a, b)
+
+
+class BlockModel:
+    """Per-op times of one block given the core's shares of L2/DRAM bandwidth."""
+
+    def __init__(self, machine, l2_share: float, dram_share: float, dram_frac_lat: dict | None = None):
+        self.m = machine
+        self.l2_share = l2_share
+        self.dram_share = dram_share
+        self._cache: dict[int, tuple] = {}
+
+    def side(self, op_side: str) -> str:
+        return op_side if self.m.separate_sides else "core"
+
+    def parts(self, op: Op):
+        hit = self._cache.get(id(op))
+        if hit is not None:
+            return hit
+        m = self.m
+        busy: dict = {}
+        comp = 0.0
+        for key, amount in op.work.items():
+            if key in ("global", "roundtrip"):
+                continue
+            rate = m.rate(key)
+            if rate == INF:
+                continue
+            t = amount / rate
+            rk = key.split(":")[0]
+            busy[rk] = busy.get(rk, 0.0) + t
+            comp = _mx(comp, t)
+        xfer = 0.0
+        lat = 0.0
+        g = op.work.get("global")
+        if g is not None:
+            d = op.dram
+            tl2 = g / self.l2_share
+            tdr = d / self.dram_share
+            path = m.path_rate(op.side)
+            tp = g / path if path != INF else 0.0
+            xfer = _mx(_mx(tl2, tdr), tp)
+            busy["l2"] = busy.get("l2", 0.0) + tl2
+            busy["dram"] = busy.get("dram", 0.0) + tdr
+            if path != INF:
+                busy["path"] = busy.get("path", 0.0) + tp
+            if op.latency == "global":
+                frac = np.where(g > 0, d / np.where(g > 0, g, 1.0), 0.0) if isinstance(g, np.ndarray) else \
+                    (d / g if g else 0.0)
+                mem_lat = m.l2_lat_s + frac * (m.dram_lat_s - m.l2_lat_s)
+                if op.kind == "async":
+                    al = m.async_latency(op.side)
+                    lat = al if al is not None else mem_lat
+                else:
+                    lat = mem_lat
+        rt = op.work.get("roundtrip")
+        rtt = 0.0
+        if rt is not None:
+            rate, rlat = m.roundtrip()
+            rtt = rt / min(rate, self.l2_share) + rlat
+            busy["roundtrip"] = busy.get("roundtrip", 0.0) + rt / min(rate, self.l2_share)
+            busy["l2"] = busy.get("l2", 0.0) + rt / self.l2_share
+        sync = op.syncs * m.sync_s
+        res = (lat, xfer, comp, sync, rtt, busy)
+        self._cache[id(op)] = res
+        return res
+
+
+class Timeline:
+    """Optional event recorder for a Chrome trace (scalar times of one block class)."""
+
+    def __init__(self, pick):
+        self.pick = pick  # amount -> float
+        self.events: list = []
+
+    def add(self, name, track, start, end, args=None):
+        s, e = float(self.pick(start)), float(self.pick(end))
+        if e > s:
+            self.events.append((name, track, s, e, args or {}))
+
+
+class _State:
+    __slots__ = ("t", "mem_free", "ready", "pending")
+
+    def __init__(self):
+        self.t: dict = {}
+        self.mem_free = 0.0
+        self.ready: dict = {}
+        self.pending = 0.0
+
+    def now(self, side):
+        return self.t.get(side, 0.0)
+
+    def all_t(self):
+        out = 0.0
+        for v in self.t.values():
+            out = _mx(out, v)
+        return out
+
+    def end(self):
+        out = _mx(self.all_t(), _mx(self.mem_free, self.pending))
+        for v in self.ready.values():
+            out = _mx(out, v)
+        return out
+
+
+def _dep(st: _State, uids):
+    out = 0.0
+    for u in uids:
+        r = st.ready.get(u)
+        if r is not None:
+            out = _mx(out, r)
+    return out
+
+
+def _run_op(bm: BlockModel, op: Op, st: _State, rec: Timeline | None, off):
+    lat, xfer, comp, sync, rtt, _ = bm.parts(op)
+    w = op.weight
+    side = bm.side(op.side)
+    if op.kind == "async":
+        start = _mx(st.now(side), st.mem_free)
+        end = start + w * (lat + xfer)
+        st.mem_free = start + w * xfer
+        for u in op.writes:
+            st.ready[u] = end
+        st.pending = _mx(st.pending, end)
+        if rec:
+            rec.add(op.label, "copy engine", off + start, off + end)
+        return
+    dep = _dep(st, op.reads)
+    if op.kind == "store":
+        start = _mx(st.now(side), dep)
+        issue = w * (comp + sync + rtt)
+        st.t[side] = start + issue
+        ms = _mx(st.t[side], st.mem_free)
+        st.mem_free = ms + w * xfer
+        st.pending = _mx(st.pending, st.mem_free)
+        if rec:
+            rec.add(op.label, f"{side} threads", off + start, off + start + issue)
+            rec.add(op.label, "copy engine", off + ms, off + st.mem_free)
+        return
+    start = _mx(st.now(side), dep)
+    dur = w * (lat + _mx(xfer, comp) + sync + rtt)
+    end = start + dur
+    st.t[side] = end
+    for u in op.writes:
+        st.ready[u] = end
+    if rec:
+        rec.add(op.label, f"{side} threads", off + start, off + end)
+
+
+def _fresh_time(bm, nodes, rec, off, ready_zero=False):
+    st = _State()
+    _run_seq(bm, nodes, st, rec, off)
+    return st.end()
+
+
+def _run_loop(bm: BlockModel, lp: Loop, st: _State, rec: Timeline | None, off):
+    m = bm.m
+    trip = lp.trip
+    reads = set()
+    for n in _ops(lp.body):
+        reads |= n.reads
+    start = _mx(st.all_t(), _dep(st, reads))
+    S = lp.stages
+    pipelined = lp.kind == "pipelined" and m.profile.overlap and S >= 2
+    if pipelined:
+        copies = [n for n in lp.body if isinstance(n, Op) and n.kind == "async"]
+        rest = [n for n in lp.body if not (isinstance(n, Op) and n.kind == "async")]
+    if pipelined and copies:
+        cst = _State()
+        for c in copies:
+            _run_op(bm, c, cst, None, 0.0)
+        c_one = cst.end()
+        tp = cst.mem_free
+        compute = _fresh_time(bm, rest, rec, off + start + c_one) + m.profile.sync_per_pipelined_iteration * m.sync_s
+        if rec:
+            for c in copies:
+                _run_op(bm, c, _State(), rec, off + start)
+        period = _mx(_mx(compute, tp), (c_one + compute) / S)
+        total = np.maximum(trip - 1.0, 0.0) * period + np.minimum(trip, 1.0) * (c_one + compute)
+        it_end = c_one + compute
+    else:
+        body = _fresh_time(bm, lp.body, rec, off + start)
+        if lp.kind == "pipelined":
+            body = body + m.profile.sync_per_pipelined_iteration * m.sync_s
+        total = trip * body
+        it_end = body
+    total = total * lp.weight
+    end = start + total
+    if rec:
+        rec.add(f"{lp.label} × {float(rec.pick(trip)):.4g}", "loops", off + start, off + end,
+                {"first iteration (s)": float(rec.pick(it_end))})
+    for side in list(st.t) or [bm.side("vector")]:
+        st.t[side] = end
+    if bm.m.separate_sides:
+        st.t["matrix"] = end
+        st.t["vector"] = end
+    st.mem_free = _mx(st.mem_free, end)
+    st.pending = _mx(st.pending, end)
+
+
+def _ops(nodes):
+    for n in nodes:
+        if isinstance(n, Loop):
+            yield from _ops(n.body)
+        else:
+            yield n
+
+
+def _run_seq(bm, nodes, st, rec, off):
+    for n in nodes:
+        if isinstance(n, Loop):
+            _run_loop(bm, n, st, rec, off)
+        else:
+            _run_op(bm, n, st, rec, off)
+
+
+def block_time(bm: BlockModel, body, rec: Timeline | None = None):
+    """Critical path of one block alone on its core (seconds, array over block classes)."""
+    st = _State()
+    _run_seq(bm, body, st, rec, 0.0)
+    return st.end() + bm.m.block_launch_s
+
+
+def busy(bm: BlockModel, body, mult=1.0, out: dict | None = None) -> dict:
+    """Busy time of each resource for one block (seconds, arrays over block classes)."""
+    out = {} if out is None else out
+    for n in body:
+        if isinstance(n, Loop):
+            busy(bm, n.body, mult * n.trip * n.weight, out)
+        else:
+            b = bm.parts(n)[5]
+            f = mult * n.weight
+            for k, v in b.items():
+                out[k] = out.get(k, 0.0) + f * v
+    return out
+
+
+def sfu_funcs(body, mult=1.0, out: dict | None = None) -> dict:
+    out = {} if out is None else out
+    for n in body:
+        if isinstance(n, Loop):
+            sfu_funcs(n.body, mult * n.trip * n.weight, out)
+        else:
+            for k, v in n.sfu_funcs.items():
+                out[k] = out.get(k, 0.0) + mult * n.weight * v
+    return out
