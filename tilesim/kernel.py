@@ -243,6 +243,11 @@ class JITKernel:
             names = ", ".join(p.name for p in self.input_params)
             raise KernelRuntimeError(f"kernel {pf.name} takes {n_in} argument(s) ({names}), got {len(args)}", pf.loc,
                                      hint="outputs listed in out_idx are allocated and returned, not passed")
+        if self._cuda is not None:
+            # CUDA tensors (torch/cupy, __cuda_array_interface__) run in place on their device
+            res = self._cuda.call(self, args, options or self.options)
+            if res is not NotImplemented:
+                return res
         it = iter(args)
         values: list = [None] * len(pf.params)
         for i in range(len(pf.params)):

@@ -199,6 +199,8 @@ class Analyzer:
         # Ascend: which on-chip buffers feed/come from the matrix unit
         self.gemm_operands: set[int] = set()
         self.gemm_outputs: set[int] = set()
+        self.parallel_vars: set[int] = set()
+        self._uniform: dict[int, bool] = {}
         self._prescan(launch.body)
 
     # ------------------------------------------------------------------ helpers
@@ -317,10 +319,23 @@ class Analyzer:
         return out
 
     def element_cost(self, e, acc: _Acc):
+        if self.parallel_vars and type(e) not in (N.Const, N.Var, N.Load) and self.uniform(e):
+            return  # loop-invariant in the element loop: computed once per thread, not per element
         fn = EXPR_RULES.get(type(e))
         if fn is None:
             raise InternalError(f"the cost analysis has no rule for expression {type(e).__name__}")
         fn(self, e, acc)
+
+    def uniform(self, e) -> bool:
+        """Whether ``e`` is the same for every element of the enclosing ``T.Parallel``."""
+        key = id(e)
+        hit = self._uniform.get(key)
+        if hit is None:
+            loads: list = []
+            uids = free_vars(e, self.lets, set(), loads)
+            hit = not loads and not (uids & self.parallel_vars)
+            self._uniform[key] = hit
+        return hit
 
     def element_fraction(self, cond) -> float:
         """Mean truth of an element-level condition over all (or a sample of) blocks and elements."""
@@ -711,10 +726,15 @@ def _parallel(a: Analyzer, s: N.Parallel):
         ax = a.space.push(n if not big else 1)
         a.env[v.uid] = a.space.axis_array(np.arange(n) if not big else np.zeros(1, dtype=np.int64), ax)
         pushed += 1
+    outer = set(a.parallel_vars)
+    a.parallel_vars |= {v.uid for v in s.vars}
+    a._uniform = {}
     try:
         acc = _Acc()
         _element_body(a, s.body, acc)
     finally:
+        a.parallel_vars = outer
+        a._uniform = {}
         for v in s.vars:
             a.env.pop(v.uid, None)
         for _ in range(pushed):

@@ -60,7 +60,12 @@ class LoweringProfile:
         async_copy: global → on-chip copies are asynchronous (TMA/cp.async/MTE/DMA).
         overlap: pipelined loops overlap copies with compute up to ``num_stages``.
         producer_threads: threads added for a producer warpgroup when a kernel has async copies.
+        producer_registers_per_thread: registers a producer thread keeps (``setmaxnreg.dec``).
+        consumer_registers_per_thread: registers a consumer thread of a warp-specialised kernel
+            takes (``setmaxnreg.inc``); 0: its fragments decide.
         register_overhead_per_thread: registers a thread uses beside its share of fragments.
+        warpgroup_threads: threads of one consumer warpgroup; several warpgroups of a block overlap
+            their phases on different units (0: no such overlap).
         fragment_registers: fragments live in registers (GPU); False: in an on-chip buffer.
         vector_flops_per_slot: FLOPs the unit's ``flops_per_cycle`` counts per element operation
             (2 on GPUs, whose FP32 peak counts an FMA as two; 1 on NPUs, which count element ops).
@@ -81,7 +86,10 @@ class LoweringProfile:
     async_copy: bool = True
     overlap: bool = True
     producer_threads: int = 0
+    producer_registers_per_thread: int = 0
+    consumer_registers_per_thread: int = 0
     register_overhead_per_thread: int = 0
+    warpgroup_threads: int = 0
     fragment_registers: bool = True
     vector_flops_per_slot: float = 2.0
     cross_unit_round_trip: bool = False
@@ -101,7 +109,9 @@ PROFILES = MappingProxyType({
     "tensorcore": LoweringProfile(
         name="tensorcore", gemm_unit="matrix", matrix_dtype_map=(("float32", "tf32"),),
         gemm_operands="wgmma", wgmma_dtypes=("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "int8"),
-        async_copy=True, overlap=True, producer_threads=128, register_overhead_per_thread=32,
+        async_copy=True, overlap=True, producer_threads=128, producer_registers_per_thread=24,
+        consumer_registers_per_thread=240,
+        register_overhead_per_thread=32, warpgroup_threads=128,
         notes=("TileLang on Hopper: TMA copies + warp-specialised producer, wgmma for 16/8-bit operands",)),
     "numba": LoweringProfile(
         name="numba", gemm_unit="vector", gemm_operands="fma", async_copy=False, overlap=False,

@@ -79,6 +79,14 @@ def render_markdown(summary: dict) -> str:
         for f in summary["failures"]:
             out.append(f"| {f['kernel']} | {f['shape']} | {f['device']} | {f['error'].splitlines()[0]} |")
         out.append("")
+    if summary.get("unsupported"):
+        out += ["## Not run: the device lacks the data type", ""]
+        seen = {}
+        for u in summary["unsupported"]:
+            seen.setdefault((u["kernel"], u["device"]), u["error"].splitlines()[0])
+        for (k, d), err in seen.items():
+            out.append(f"- {k} on {d}: {err}")
+        out.append("")
     out += ["## Seed claims", "",
             "Each numeric claim of the two seed articles (`shared/seeds/`) beside what the hardware models, the "
             "simulator and the H200 measurements say.", "",

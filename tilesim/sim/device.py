@@ -89,7 +89,8 @@ def occupancy(prog, machine) -> tuple[int, str, dict]:
                         f"{buf.name}, which holds {cap:,.0f} (largest: '{big[0]}', {big[1]:,.0f} bytes)",
                         prog.launch.loc, hint="use smaller tiles or fewer pipeline stages")
         return 1, "one block per core", details
-    threads = prog.threads + (p.producer_threads if prog.has_async_copies else 0)
+    producer = p.producer_threads if prog.has_async_copies else 0
+    threads = prog.threads + producer
     details["threads"] = threads
     limits = {}
     if occ is not None and occ.max_threads_per_block_count and prog.threads > occ.max_threads_per_block_count:
@@ -115,9 +116,11 @@ def occupancy(prog, machine) -> tuple[int, str, dict]:
         limits["shared memory"] = int(sbuf.bytes // shared)
     if occ is not None:
         regs_per_thread = frag / 4.0 / max(1, prog.threads) + p.register_overhead_per_thread
+        if producer and p.consumer_registers_per_thread:
+            regs_per_thread = max(regs_per_thread, p.consumer_registers_per_thread)
         details["registers_per_thread"] = regs_per_thread
         if occ.registers_count:
-            need = regs_per_thread * threads
+            need = regs_per_thread * prog.threads + producer * p.producer_registers_per_thread
             if need > occ.registers_count:
                 raise KernelError(
                     f"one block needs about {need:,.0f} registers ({regs_per_thread:.0f} per thread × {threads} "
@@ -316,7 +319,7 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
     full_counts = counts - tail_counts
 
     def model(active):
-        return BlockModel(machine, machine.l2_bw / active, machine.dram_bw / active)
+        return BlockModel(machine, machine.l2_bw / active, machine.dram_bw / active, prog.threads)
 
     full_s = 0.0
     busy_tot: dict = {}

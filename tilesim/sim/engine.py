@@ -20,6 +20,8 @@ Contract
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..analysis.program import Loop, Op
@@ -36,8 +38,10 @@ def _mx(a, b):
 class BlockModel:
     """Per-op times of one block given the core's shares of L2/DRAM bandwidth."""
 
-    def __init__(self, machine, l2_share: float, dram_share: float, dram_frac_lat: dict | None = None):
+    def __init__(self, machine, l2_share: float, dram_share: float, threads: int = 0):
         self.m = machine
+        wg = machine.profile.warpgroup_threads
+        self.wgs = max(1, threads // wg) if wg else 1
         self.l2_share = l2_share
         self.dram_share = dram_share
         self._cache: dict[int, tuple] = {}
@@ -145,7 +149,7 @@ def _dep(st: _State, uids):
     return out
 
 
-def _run_op(bm: BlockModel, op: Op, st: _State, rec: Timeline | None, off):
+def _run_op(bm: BlockModel, op: Op, st: _State, rec: Timeline | None, off, scale=1.0):
     lat, xfer, comp, sync, rtt, _ = bm.parts(op)
     w = op.weight
     side = bm.side(op.side)
@@ -172,7 +176,7 @@ def _run_op(bm: BlockModel, op: Op, st: _State, rec: Timeline | None, off):
             rec.add(op.label, "copy engine", off + ms, off + st.mem_free)
         return
     start = _mx(st.now(side), dep)
-    dur = w * (lat + _mx(xfer, comp) + sync + rtt)
+    dur = w * (lat + _mx(xfer, comp * scale) + sync + rtt)
     end = start + dur
     st.t[side] = end
     for u in op.writes:
@@ -181,10 +185,123 @@ def _run_op(bm: BlockModel, op: Op, st: _State, rec: Timeline | None, off):
         rec.add(op.label, f"{side} threads", off + start, off + end)
 
 
-def _fresh_time(bm, nodes, rec, off, ready_zero=False):
+def _fresh_time(bm, nodes, rec, off, scale=1.0):
     st = _State()
-    _run_seq(bm, nodes, st, rec, off)
+    _run_seq(bm, nodes, st, rec, off, scale)
     return st.end()
+
+
+def _dominant_busy(bm, nodes) -> tuple:
+    """(sum of compute durations, busiest unit's time) of one pass over ``nodes`` (no memory)."""
+    chain = 0.0
+    units: dict = {}
+    for n in nodes:
+        if isinstance(n, Loop):
+            c, u = _dominant_busy(bm, n.body)
+            chain = chain + c * n.trip * n.weight
+            units["_loop"] = units.get("_loop", 0.0) + u * n.trip * n.weight
+            continue
+        lat, xfer, comp, sync, rtt, b = bm.parts(n)
+        chain = chain + n.weight * comp
+        for k, v in b.items():
+            if k in ("l2", "dram", "path", "roundtrip"):
+                continue
+            units[k] = units.get(k, 0.0) + n.weight * v
+    mx = 0.0
+    for v in units.values():
+        mx = _mx(mx, v)
+    return chain, mx
+
+
+def _wg_factor(bm, nodes):
+    """Stretch of compute durations when ``w`` consumer warpgroups share the core's units.
+
+    One warpgroup's chain runs on ``1/w`` of the data while the others keep the busiest unit going:
+    ``(chain + (w - 1) × busiest) / w`` instead of ``chain`` (1 for ``w = 1``).
+    """
+    w = bm.wgs
+    if w <= 1:
+        return 1.0
+    chain, mx = _dominant_busy(bm, nodes)
+    safe = np.where(chain > 0, chain, 1.0) if isinstance(chain, np.ndarray) else (chain or 1.0)
+    f = (chain + (w - 1) * mx) / (w * safe)
+    return np.minimum(f, 1.0) if isinstance(f, np.ndarray) else min(f, 1.0)
+
+
+#: Iterations of a pipelined loop simulated event by event before extrapolating the steady state.
+SIM_ITERS = 12
+
+
+def _pipelined(bm: BlockModel, lp: Loop, S: int, rec: Timeline | None, off):
+    """Event model of a pipelined loop; returns per-iteration cumulative end times ``E[0..n]``."""
+    m = bm.m
+    copies = [n for n in lp.body if isinstance(n, Op) and n.kind == "async"]
+    rest = [n for n in lp.body if not (isinstance(n, Op) and n.kind == "async")]
+    async_uids = set()
+    for c in copies:
+        async_uids |= c.writes
+    trip = lp.trip
+    tmax = float(np.max(trip)) if isinstance(trip, np.ndarray) else float(trip)
+    n = int(min(math.ceil(tmax), SIM_ITERS + S))
+    f = _wg_factor(bm, rest)
+    sync_it = m.profile.sync_per_pipelined_iteration * m.sync_s
+    mem_free = 0.0
+    ready: dict = {}
+    release: dict = {}
+    t = 0.0
+    E = [0.0]
+    for i in range(n):
+        r = rec if (rec is not None and i == 0) else None
+        for c in copies:
+            lat, xfer, comp, sync, rtt, _ = bm.parts(c)
+            slot = 0.0
+            for u in c.writes:
+                slot = _mx(slot, release.get((u, i - S), 0.0))
+            st0 = _mx(mem_free, slot)
+            end = st0 + c.weight * (lat + xfer)
+            mem_free = st0 + c.weight * xfer
+            for u in c.writes:
+                ready[(u, i)] = end
+            if r:
+                r.add(c.label, "copy engine", off + st0, off + end)
+        for node in rest:
+            if isinstance(node, Loop):
+                d = _fresh_time(bm, [node], None, 0.0)
+                dep = 0.0
+                reads = set()
+                for o in _ops(node.body):
+                    reads |= o.reads
+            else:
+                lat, xfer, comp, sync, rtt, _ = bm.parts(node)
+                d = node.weight * (lat + _mx(xfer, comp * f) + sync + rtt)
+                reads = node.reads
+            dep = 0.0
+            for u in reads & async_uids:
+                dep = _mx(dep, ready.get((u, i), 0.0))
+            st0 = _mx(t, dep)
+            t = st0 + d
+            for u in reads & async_uids:
+                release[(u, i)] = _mx(release.get((u, i), 0.0), t)
+            if r:
+                r.add(node.label, "threads", off + st0, off + t)
+        t = t + sync_it
+        E.append(t)
+    return E
+
+
+def _interp_total(E, trip):
+    """Time of ``trip`` iterations from the simulated cumulative ends ``E`` (steady-state beyond)."""
+    n = len(E) - 1
+    if n == 0:
+        return 0.0 * trip
+    period = E[n] - E[n - 1]
+    tr = trip
+    total = E[n] + (tr - n) * period
+    for j in range(n, 0, -1):
+        seg = E[j - 1] + (tr - (j - 1)) * (E[j] - E[j - 1])
+        total = np.where(tr <= j, seg, total) if isinstance(tr, np.ndarray) or isinstance(seg, np.ndarray) \
+            else (seg if tr <= j else total)
+    return np.maximum(total, 0.0) if isinstance(total, np.ndarray) else max(total, 0.0)
 
 
 def _run_loop(bm: BlockModel, lp: Loop, st: _State, rec: Timeline | None, off):
@@ -194,26 +311,18 @@ def _run_loop(bm: BlockModel, lp: Loop, st: _State, rec: Timeline | None, off):
     for n in _ops(lp.body):
         reads |= n.reads
     start = _mx(st.all_t(), _dep(st, reads))
-    S = lp.stages
-    pipelined = lp.kind == "pipelined" and m.profile.overlap and S >= 2
-    if pipelined:
-        copies = [n for n in lp.body if isinstance(n, Op) and n.kind == "async"]
-        rest = [n for n in lp.body if not (isinstance(n, Op) and n.kind == "async")]
-    if pipelined and copies:
-        cst = _State()
-        for c in copies:
-            _run_op(bm, c, cst, None, 0.0)
-        c_one = cst.end()
-        tp = cst.mem_free
-        compute = _fresh_time(bm, rest, rec, off + start + c_one) + m.profile.sync_per_pipelined_iteration * m.sync_s
-        if rec:
-            for c in copies:
-                _run_op(bm, c, _State(), rec, off + start)
-        period = _mx(_mx(compute, tp), (c_one + compute) / S)
-        total = np.maximum(trip - 1.0, 0.0) * period + np.minimum(trip, 1.0) * (c_one + compute)
-        it_end = c_one + compute
+    has_async = any(isinstance(n, Op) and n.kind == "async" for n in lp.body)
+    if lp.kind == "pipelined" and has_async and m.profile.overlap:
+        S = max(1, lp.stages)
+        total = None
+        for s_ in range(1, S + 1):  # more stages can only help: keep the best schedule
+            E = _pipelined(bm, lp, s_, rec if s_ == S else None, off + start)
+            t_s = _interp_total(E, trip)
+            total = t_s if total is None else np.minimum(total, t_s)
+        it_end = E[1] if len(E) > 1 else 0.0
     else:
-        body = _fresh_time(bm, lp.body, rec, off + start)
+        f = _wg_factor(bm, lp.body)
+        body = _fresh_time(bm, lp.body, rec, off + start, scale=f)
         if lp.kind == "pipelined":
             body = body + m.profile.sync_per_pipelined_iteration * m.sync_s
         total = trip * body
@@ -240,12 +349,12 @@ def _ops(nodes):
             yield n
 
 
-def _run_seq(bm, nodes, st, rec, off):
+def _run_seq(bm, nodes, st, rec, off, scale=1.0):
     for n in nodes:
         if isinstance(n, Loop):
             _run_loop(bm, n, st, rec, off)
         else:
-            _run_op(bm, n, st, rec, off)
+            _run_op(bm, n, st, rec, off, scale)
 
 
 def block_time(bm: BlockModel, body, rec: Timeline | None = None):

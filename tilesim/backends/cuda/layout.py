@@ -60,6 +60,10 @@ class Layout:
     tstride: tuple[int, ...]
     nthreads: int
 
+    def __post_init__(self):
+        # a dimension spread over one thread group has no thread stride: normalise it so equal layouts compare equal
+        object.__setattr__(self, "tstride", tuple(s if p > 1 else 1 for p, s in zip(self.tcount, self.tstride)))
+
     @property
     def ndim(self) -> int:
         return len(self.shape)

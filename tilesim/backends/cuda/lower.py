@@ -630,15 +630,59 @@ class KernelGen:
     # gemm ------------------------------------------------------------------------------------
     def tile_gemm(self, s: N.Gemm):
         c = s.c.buffer
-        if self.where(c) != "reg":
-            self._gemm_shared_c(s)
+        M, Nn = self._mat(s.c)
+        if self.where(c) == "reg":
+            lay = self.layout(c)
+            if lay.ndim != 2:
+                raise InternalError("gemm accumulator layout is not 2-D")
+            C = self.arr(c)
+            if s.clear_accum:
+                self.emit(f"for _g in range({lay.nslots}):")
+                self.emit(f"    {C}[_g] = {Rl.zero(c.dtype)}")
+            self._gemm_core(s, lay, C)
+            if c.dtype in dt.NARROW_FLOATS:
+                self.emit(f"for _g in range({lay.nslots}):")
+                self.emit(f"    {C}[_g] = {Rl.convert(f'{C}[_g]', 'float32', c.dtype)}")
             return
-        lay = self.layout(c)
-        if lay.ndim != 2:
-            raise InternalError("gemm accumulator layout is not 2-D")
+        # C in shared memory (a demoted fragment): a temporary register accumulator in the gemm layout
+        from .layout import gemm_layout
+
+        lay = gemm_layout(M, Nn, self.nt)
+        acc_np = {"f32": "float32", "f64": "float64", "int": "int64", "bool": "int64"}[Rl.ctype(c.dtype)]
+        C = self.fresh("_cacc")
+        self.local_decl(C, lay.nslots, acc_np)
+        cstarts = self.region_starts(s.c)
+        nd = len(s.c.extents)
+
+        def rel_of(idx):
+            rel = ["0"] * nd
+            rel[nd - 2], rel[nd - 1] = idx[0], idx[1]
+            return rel
+
+        def ld(idx, slot, sv):
+            v = Rl.zero(c.dtype) if s.clear_accum else self.load(c, self.abs_index(cstarts, rel_of(idx)))
+            self.emit(f"{C}[{slot}] = {v}")
+
+        self.slot_loops(lay, ld, guard=True)
+        self._gemm_core(s, lay, C)
+
+        def st(idx, slot, sv):
+            saved = self.par
+            self.par = ParCtx(full_replicated((), self.nt), {}, [], [], None)
+            try:
+                self.store(c, self.abs_index(cstarts, rel_of(idx)), None, f"{C}[{slot}]", c.dtype)
+            finally:
+                self.par = saved
+
+        self.slot_loops(lay, st, guard=True, extra_guard=self.primary_cond(lay))
+
+    def _gemm_core(self, s: N.Gemm, lay: Layout, C: str):
+        """``C[slots] += A @ B`` for the thread's rows/columns of layout ``lay`` (accumulator array ``C``)."""
+        c = s.c.buffer
         M, Nn = lay.shape
         acc_t = Rl.ctype(c.dtype)
         acc_np = {"f32": "float32", "f64": "float64", "int": "int64", "bool": "int64"}[acc_t]
+        acc_d = {"f32": "float32", "f64": "float64", "int": "int64", "bool": "int64"}[acc_t]
         K = self._mat(s.a)[1 if not s.trans_a else 0]
         a_ref = self._operand(s.a, s.trans_a, rows=True)
         b_ref = self._operand(s.b, s.trans_b, rows=False)
@@ -646,10 +690,6 @@ class KernelGen:
         P0, P1 = lay.tcount
         t0 = self.coord(P0, lay.tstride[0])
         t1 = self.coord(P1, lay.tstride[1])
-        C = self.arr(c)
-        if s.clear_accum:
-            self.emit(f"for _g in range({S0 * S1}):")
-            self.emit(f"    {C}[_g] = {Rl.zero(c.dtype)}")
         ra, rb = self.fresh("_ra"), self.fresh("_rb")
         self.local_decl(ra, S0, acc_np)
         self.local_decl(rb, S1, acc_np)
@@ -660,7 +700,10 @@ class KernelGen:
         clamp_b = P1 * S1 > Nn
         ab = self.hoist(_add(abase, _mul(t0, a_rs)))
         bb = self.hoist(_add(bbase, _mul(t1, b_cs)))
-        conv = (lambda x, d: Rl.convert(Rl.from_storage(x, d), d, c.dtype))
+
+        def conv(x, d):
+            return Rl.convert(Rl.from_storage(x, d), d, acc_d)
+
         kk = self.fresh("_k")
         unroll = 2 if K % 2 == 0 and K >= 4 else 1
         self.emit(f"for {kk} in range(0, {K}, {unroll}):")
@@ -672,19 +715,16 @@ class KernelGen:
                     row = f"min({t0} + _a * {P0}, {M - 1})"
                     self.emit(f"    {ra}[_a] = {conv(f'_ldx({a_arr}, {abase} + {row} * {a_rs} + {ku} * {a_ks})', a_dt)}")
                 else:
-                    self.emit(f"    {ra}[_a] = {conv(f'_ldx({a_arr}, {ab} + _a * {P0 * a_rs if isinstance(a_rs, int) else a_rs} + {ku} * {a_ks})', a_dt)}")
+                    self.emit(f"    {ra}[_a] = {conv(f'_ldx({a_arr}, {ab} + _a * {_mul(P0, a_rs)} + {ku} * {a_ks})', a_dt)}")
                 self.emit(f"for _b in range({S1}):")
                 if clamp_b:
                     col = f"min({t1} + _b * {P1}, {Nn - 1})"
                     self.emit(f"    {rb}[_b] = {conv(f'_ldx({b_arr}, {bbase} + {col} * {b_cs} + {ku} * {b_ks})', b_dt)}")
                 else:
-                    self.emit(f"    {rb}[_b] = {conv(f'_ldx({b_arr}, {bb} + _b * {P1 * b_cs if isinstance(b_cs, int) else b_cs} + {ku} * {b_ks})', b_dt)}")
+                    self.emit(f"    {rb}[_b] = {conv(f'_ldx({b_arr}, {bb} + _b * {_mul(P1, b_cs)} + {ku} * {b_ks})', b_dt)}")
                 self.emit(f"for _a in range({S0}):")
                 self.emit(f"    for _b in range({S1}):")
                 self.emit(f"        {C}[_a * {S1} + _b] += {ra}[_a] * {rb}[_b]")
-        if c.dtype in dt.NARROW_FLOATS:
-            self.emit(f"for _g in range({S0 * S1}):")
-            self.emit(f"    {C}[_g] = {Rl.convert(f'{C}[_g]', 'float32', c.dtype)}")
 
     def _mat(self, r: N.Region):
         ext = [e for e in r.extents]
@@ -709,12 +749,6 @@ class KernelGen:
         else:
             mn, k = (s_row, s_col) if trans else (s_col, s_row)
         return base, mn, k, self.arr(buf), buf.dtype
-
-    def _gemm_shared_c(self, s: N.Gemm):
-        """C in shared memory (a demoted fragment): a temporary register accumulator."""
-        raise KernelTypeError(f"T.gemm into {s.c.buffer.name}, which the CUDA backend had to place in shared "
-                              f"memory ({self.placement.demoted.get(s.c.buffer.uid, '')})", s.loc,
-                              hint="keep the accumulator a fragment used only by tile ops and T.Parallel loops")
 
     def local_decl(self, name: str, n: int, np_type: str):
         self.local_arrays.append((name, max(1, n), np_type))

@@ -1,0 +1,178 @@
+"""Cross-checks of the CUDA backend against the interpreter (used by the tests, the simulator run and
+``benchmarks/gpu_run.py``).
+
+A :class:`Case` is a kernel (built for the interpreter) plus an input maker. :func:`run_case` runs it with
+``target="interp"`` and with ``target="cuda"`` (on a GPU, or under numba's CUDA simulator) on the same
+fresh random inputs and returns the relative norm error of every output, ``‖cuda − interp‖ / ‖interp‖``
+(in float64), and whether it is within the output dtype's tolerance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ... import dtypes as dt
+
+#: relative norm error allowed per output dtype (CUDA vs interpreter: summation order and fp32 math)
+REL_TOL = {"float64": 1e-9, "float32": 1e-4, "float16": 3e-3, "bfloat16": 2e-2, "float8_e4m3fn": 8e-2,
+           "float8_e5m2": 1.5e-1, "float4_e2m1fn": 0.3}
+
+
+@dataclass
+class Case:
+    name: str
+    kernel: object  # JITKernel (interp target)
+    make_inputs: object  # rng -> tuple of arrays/scalars (inputs in the kernel's call order)
+    inplace: tuple = ()  # indices of inputs the kernel writes (no out_idx): compared after the call
+    rel_tol: float | None = None
+
+
+def _outputs(res, inputs, inplace):
+    outs = []
+    if res is not None:
+        outs.extend(res if isinstance(res, (list, tuple)) else [res])
+    outs.extend(inputs[i] for i in inplace)
+    return outs
+
+
+def _f64(a):
+    a = np.asarray(a)
+    return a.astype(np.float64) if a.dtype.kind in "fcV" or a.dtype in (np.dtype(np.float16),) else a.astype(np.float64)
+
+
+def rel_err(out, ref) -> float:
+    o, r = _f64(out).ravel(), _f64(ref).ravel()
+    both_nan = np.isnan(o) & np.isnan(r)
+    o, r = np.where(both_nan, 0.0, o), np.where(both_nan, 0.0, r)
+    inf_same = np.isinf(o) & np.isinf(r) & (np.sign(o) == np.sign(r))
+    o, r = np.where(inf_same, 0.0, o), np.where(inf_same, 0.0, r)
+    if np.isnan(o).any() or np.isinf(o).any():
+        return float("inf")
+    nr = np.linalg.norm(r)
+    d = np.linalg.norm(o - r)
+    return float(d / nr) if nr > 0 else float(d)
+
+
+def cuda_twin(kernel, fastmath=False):
+    from ...kernel import JITKernel
+
+    return JITKernel(kernel.prim_func, out_idx=kernel.out_idx, target="cuda",
+                     pass_configs={"tl.enable_fast_math": True} if fastmath else None)
+
+
+def run_case(case: Case, rng, twin=None) -> dict:
+    k = case.kernel
+    kc = twin or cuda_twin(k)
+    inputs = case.make_inputs(rng)
+    a = [x.copy() if isinstance(x, np.ndarray) else x for x in inputs]
+    b = [x.copy() if isinstance(x, np.ndarray) else x for x in inputs]
+    ref = _outputs(k(*a), a, case.inplace)
+    got = _outputs(kc(*b), b, case.inplace)
+    errs, ok = [], True
+    for o, r in zip(got, ref):
+        e = rel_err(o, r)
+        name = dt.canon(np.asarray(r).dtype) if np.asarray(r).dtype.kind != "V" else "float32"
+        tol = case.rel_tol if case.rel_tol is not None else REL_TOL.get(name, 0.0)
+        if dt.is_int(name) or name == "bool":
+            good = bool(np.array_equal(np.asarray(o), np.asarray(r)))
+            e = 0.0 if good else float("inf")
+        else:
+            good = e <= tol
+        errs.append(e)
+        ok &= good
+    return {"name": case.name, "ok": bool(ok), "rel_err": errs,
+            "shapes": [list(np.shape(x)) for x in inputs if hasattr(x, "shape")]}
+
+
+# ------------------------------------------------------------------------------------------ core kernels
+def core_cases(ck, size: str = "toy") -> list[Case]:
+    """Cases for ``tests/core_kernels.py`` (module ``ck``): ``toy`` (simulator) or ``gpu`` sizes.
+
+    Shapes are chosen so that the tiles do not divide them.
+    """
+    f16, f32 = np.float16, np.float32
+    toy = size == "toy"
+
+    def rn(rng, shape, t):
+        return rng.standard_normal(shape).astype(t)
+
+    cases = []
+    if toy:
+        M, N, K = 40, 36, 20
+        mk = dict(block_M=32, block_N=32, block_K=16, threads=64)
+    else:
+        M, N, K = 1000, 777, 515
+        mk = {}
+    cases.append(Case("matmul_relu", ck.matmul_relu(M, N, K, **mk),
+                      lambda rng: (rn(rng, (M, K), f16), rn(rng, (K, N), f16))))
+    dmk = dict(block_M=16, block_N=16, block_K=8, threads=32) if toy else {}
+    dM, dN, dK = (20, 18, 13) if toy else (1001, 517, 263)
+    for ta in (False, True):
+        for tb in (False, True):
+            cases.append(Case(f"matmul_dynamic_{'T' if ta else 'N'}{'T' if tb else 'N'}",
+                              ck.matmul_dynamic(trans_A=ta, trans_B=tb, **dmk),
+                              (lambda ta, tb: lambda rng: (rn(rng, (dK, dM) if ta else (dM, dK), f16),
+                                                           rn(rng, (dN, dK) if tb else (dK, dN), f16)))(ta, tb)))
+    sM, sN, sK = (20, 18, 40) if toy else (333, 290, 1000)
+    smk = dict(block_M=16, block_N=16, block_K=8, split_k=2) if toy else {}
+    cases.append(Case("matmul_splitk", ck.matmul_splitk(sM, sN, sK, **smk),
+                      lambda rng: (rn(rng, (sM, sK), f16), rn(rng, (sK, sN), f16), np.zeros((sM, sN), f32)),
+                      inplace=(2,)))
+    eM, eN = (7, 45) if toy else (1000, 999)
+    cases.append(Case("elementwise_add", ck.elementwise_add.compile(M=eM, N=eN, **({"block": 64, "threads": 32} if toy else {})),
+                      lambda rng: (rn(rng, (eM, eN), f32), rn(rng, (eM, eN), f32))))
+    xM, xN = (10, 37) if toy else (1000, 777)
+    cases.append(Case("softmax", ck.softmax(xM, xN, **({"block_M": 4, "threads": 32} if toy else {})),
+                      lambda rng: (rn(rng, (xM, xN), f32),)))
+    rM, rN = (6, 37) if toy else (1001, 515)
+    cases.append(Case("rms_norm", ck.rms_norm(rM, rN, **({"block_M": 4} if toy else {})),
+                      lambda rng: (rn(rng, (rM, rN), f32), rn(rng, (rN,), f32))))
+    fb, fh, fs, fd = (1, 2, 40, 16) if toy else (2, 3, 300, 64)
+    fmk = dict(block_M=16, block_N=16, threads=32) if toy else {}
+    for causal in (True, False):
+        cases.append(Case(f"flash_attention_{'causal' if causal else 'full'}",
+                          ck.flash_attention(fb, fh, fs, fd, is_causal=causal, **fmk),
+                          lambda rng: tuple(rn(rng, (fb, fs, fh, fd), f16) for _ in range(3))))
+    return cases
+
+
+# ------------------------------------------------------------------------------------------ library kernels
+def library_cases(specs, allow_dtypes=None, shape_index=0, overrides=None) -> list[Case]:
+    """Cases for registered kernel-library specs at their ``test_shapes[shape_index]``.
+
+    ``allow_dtypes``: if given, skip specs whose inputs/outputs use other float dtypes (the simulator
+    has no bf16/fp8). Specs whose kernel cannot be built are returned with ``kernel=None``.
+    """
+    cases = []
+    for spec in specs:
+        shapes = spec.test_shapes or spec.shapes
+        if not shapes:
+            continue
+        shape = shapes[min(shape_index, len(shapes) - 1)]
+        params = spec.params(shape)
+        if overrides:
+            params.update({k: v for k, v in (overrides.get(spec.name) or overrides.get("*") or {}).items()
+                           if k in params})
+        try:
+            k = spec.build(**params)
+        except Exception as e:  # noqa: BLE001
+            cases.append(Case(spec.name, None, None, rel_tol=None))
+            cases[-1].error = f"{type(e).__name__}: {e}"
+            continue
+        inplace = tuple(i for i, p in enumerate(k.input_params)
+                        if hasattr(p, "shape") and _writes(k.prim_func, p))
+        if allow_dtypes is not None:
+            used = {p.dtype for p in k.prim_func.params}
+            if any(dt.is_float(u) and u not in allow_dtypes for u in used):
+                continue
+        cases.append(Case(spec.name, k, (lambda spec, params: lambda rng: spec.make_inputs(rng, **params))(spec, params),
+                          inplace=inplace))
+    return cases
+
+
+def _writes(pf, buf) -> bool:
+    from .runtime import _written_globals
+
+    return (buf.alias_of or buf).uid in _written_globals(pf)

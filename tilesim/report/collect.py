@@ -1,0 +1,135 @@
+"""Simulator points for the report: every registered kernel × its LLM shapes × every device.
+
+A point is a plain dict (it goes into ``summary.json`` as is):
+
+``kernel, family, shape (label), params, device, profile, time_s, flops (useful work from the registry),
+dram_bytes (simulated DRAM traffic), min_bytes (compulsory bytes from the registry), intensity
+(flops / min_bytes), flops_per_s, bytes_per_s, roofline_time_s, fraction_of_roofline, bound, limits,
+measured (or None)``.
+
+A kernel that fails to build or simulate becomes a ``failure`` record; the rest still run.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import traceback
+
+from ..errors import TilesimError
+
+#: The lowering profile each device kind is simulated with by default.
+DEFAULT_PROFILE = {"gpu": "tensorcore", "npu-ascend": "ascend", "npu-mlu": "mlu"}
+
+
+def device_profile(model, override: str | None) -> str:
+    if override:
+        return override
+    from ..sim import default_profile
+    return default_profile(model)
+
+
+def _limits_text(rep, point) -> str:
+    parts = [f"bound by {rep.bound}"]
+    if rep.roofline_limit:
+        parts.append(f"roofline limit: {rep.roofline_limit}")
+    parts.append(f"{rep.blocks_per_core} block(s)/core limited by {rep.occupancy_limit or '—'}, "
+                 f"{rep.waves:.1f} waves")
+    frac = point.get("fraction_of_roofline")
+    if frac is not None:
+        parts.append(f"{100 * frac:.0f}% of its roofline bound")
+    return "; ".join(parts)
+
+
+def simulate_point(spec, shape: dict, model, profile: str) -> dict:
+    """Simulate one registered kernel at one shape on one device; return the point dict."""
+    from ..sim import simulate
+    params = spec.params(shape)
+    kernel = spec.build(**params)
+    hints = spec.data_hints(**params) if spec.data_hints else {}
+    rep = simulate(kernel.prim_func, model, profile, name=spec.name, **hints)
+    flops = float(spec.flops(**params))
+    min_bytes = float(spec.bytes(**params))
+    dram = float(rep.bytes.get("dram read", 0.0) + rep.bytes.get("dram write", 0.0))
+    point = {
+        "kernel": spec.name, "family": spec.family, "shape": shape.get("label", ""),
+        "params": {k: v for k, v in params.items() if isinstance(v, (int, float, str, bool))},
+        "device": model.name, "profile": profile, "time_s": rep.time_s, "flops": flops,
+        "dram_bytes": dram, "min_bytes": min_bytes,
+        "intensity": flops / min_bytes if min_bytes else None,
+        "flops_per_s": flops / rep.time_s if rep.time_s else None,
+        "bytes_per_s": dram / rep.time_s if rep.time_s else None,
+        "roofline_time_s": rep.roofline_s,
+        "fraction_of_roofline": rep.roofline_s / rep.time_s if rep.time_s else None,
+        "device_dram_bytes_per_s": model.dram_bandwidth,
+        "bound": rep.bound, "waves": rep.waves, "blocks": rep.blocks, "measured": None,
+    }
+    point["limits"] = _limits_text(rep, point)
+    return point
+
+
+def load_measurements(folder: str) -> list[dict]:
+    """Measurement records from ``folder/*.json`` that name a registered kernel, its params and a device.
+
+    Records may sit at the top level of a file (a list) or under ``"results"``/``"records"``. Each needs
+    ``kernel``, ``device`` (a hardware-model name), ``params`` (dict) and ``median_ms`` or ``time_s``.
+    """
+    out = []
+    for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
+        try:
+            with open(path) as f:
+                data = json.load(f)
+        except (OSError, json.JSONDecodeError):
+            continue
+        recs = data if isinstance(data, list) else data.get("results", data.get("records", []))
+        for r in recs if isinstance(recs, list) else []:
+            if not isinstance(r, dict) or "kernel" not in r or "params" not in r:
+                continue
+            t = r.get("time_s") or (r["median_ms"] / 1e3 if r.get("median_ms") else None)
+            if t and r.get("device") and r.get("registry", True):
+                out.append({"kernel": r["kernel"], "device": r["device"], "params": r["params"], "time_s": t,
+                            "source": os.path.basename(path)})
+    return out
+
+
+def attach_measurements(points: list[dict], measurements: list[dict]) -> None:
+    for p in points:
+        for m in measurements:
+            if m["kernel"] == p["kernel"] and m["device"] == p["device"] and all(
+                    p["params"].get(k) == v for k, v in m["params"].items()):
+                p["measured"] = {"time_s": m["time_s"], "source": m["source"],
+                                 "flops_per_s": p["flops"] / m["time_s"]}
+                break
+
+
+def collect(specs, models, profile_override=None, shapes_per_kernel=None, progress=None):
+    """Simulate ``specs`` × their shapes × ``models``. Returns (points, failures, unsupported)."""
+    jobs = []
+    for model in models:
+        prof = device_profile(model, profile_override)
+        for spec in specs:
+            shapes = spec.shapes[:shapes_per_kernel] if shapes_per_kernel else spec.shapes
+            for shape in shapes:
+                jobs.append((spec, shape, model, prof))
+    points, failures, unsupported = [], [], []
+    for i, (spec, shape, model, prof) in enumerate(jobs):
+        if progress:
+            progress(i, len(jobs), f"{model.name}: {spec.name} @ {shape.get('label', '')}")
+        try:
+            points.append(simulate_point(spec, shape, model, prof))
+        except TilesimError as e:
+            rec = {"kernel": spec.name, "shape": shape.get("label", ""), "device": model.name,
+                   "error": f"{type(e).__name__}: {e}"}
+            (unsupported if _is_unsupported(e) else failures).append(rec)
+        except Exception as e:  # noqa: BLE001 - one kernel's bug must not lose the rest of the report
+            failures.append({"kernel": spec.name, "shape": shape.get("label", ""), "device": model.name,
+                             "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc(limit=6)})
+    if progress:
+        progress(len(jobs), len(jobs), "done")
+    return points, failures, unsupported
+
+
+def _is_unsupported(e) -> bool:
+    """The device lacks the kernel's data type (e.g. fp8 on an A100): not a failure of the kernel or tool."""
+    return "has no known rate" in str(e)

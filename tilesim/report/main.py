@@ -1,0 +1,130 @@
+"""``tilesim report``: simulate the kernel library on every device and write the reports.
+
+Writes into ``--out`` (default ``reports/``): ``roofline_<device>.png`` and ``.svg`` (one point per
+kernel at its first report shape, measured points beside them), ``devices.png``, ``summary.json``
+(every number, and the display strings the Markdown uses) and ``summary.md``. A kernel that fails is
+listed under Failures and the rest of the report still completes; the exit code is then 1.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import sys
+import time
+
+from .. import __version__
+from . import io
+from .claims import all_claims
+from .collect import attach_measurements, collect, load_measurements
+from .devices import devices_figure
+from .roofline import roofline_figure
+from .summary import display_device, display_point, render_markdown
+
+#: Devices of ``--hw all``: one per built-in data file (variants such as ascend_910b3 only by name).
+ALL_DEVICES = ("a100_sxm4_80gb", "h100_sxm5_80gb", "h200_sxm_141gb", "ascend_910b2", "mlu370_x8")
+
+
+class _Progress:
+    def __init__(self, stream=sys.stderr, width=30):
+        self.stream, self.width, self.t0 = stream, width, time.perf_counter()
+
+    def __call__(self, i, n, what):
+        fill = int(self.width * i / max(n, 1))
+        elapsed = time.perf_counter() - self.t0
+        line = f"\r[{'#' * fill}{'.' * (self.width - fill)}] {i}/{n} {elapsed:5.1f}s {what[:60]:<60}"
+        self.stream.write(line)
+        if i >= n:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def device_summary(model) -> dict:
+    d = {"name": model.name, "description": getattr(model, "description", "")}
+    for dtype in ("float16", "float8", "float32", "tf32", "int8"):
+        try:
+            d[f"peak_{dtype}"] = model.peak_flops(dtype)
+        except Exception:  # noqa: BLE001 - the device lacks this dtype
+            d[f"peak_{dtype}"] = None
+    d["dram_bytes_per_s"] = model.dram_bandwidth
+    try:
+        d["ridge_float16"] = model.ridge_point("float16")
+    except Exception:  # noqa: BLE001
+        d["ridge_float16"] = None
+    d["display"] = display_device({k: v for k, v in d.items() if v is not None})
+    return d
+
+
+def build_summary(points, failures, models, profiles, claims) -> dict:
+    for p in points:
+        p["display"] = display_point(p)
+        p["row"] = f"{p['kernel']} @ {p['shape']}"
+    return {"generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "tilesim_version": __version__, "profiles": profiles,
+            "devices": [device_summary(m) for m in models], "points": points, "failures": failures,
+            "claims": claims}
+
+
+def _short_label(text: str, n: int = 44) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def write_figures(summary, models, out) -> list[str]:
+    import matplotlib.pyplot as plt
+    written = []
+    for m in models:
+        pts, seen = [], set()
+        for p in summary["points"]:
+            if p["device"] == m.name and p["kernel"] not in seen:
+                seen.add(p["kernel"])
+                q = {"label": f"{p['kernel']} ({_short_label(p['shape'])})", "intensity": p["intensity"],
+                     "flops_per_s": p["flops_per_s"]}
+                if p.get("measured"):
+                    q["measured_flops_per_s"] = p["measured"]["flops_per_s"]
+                    q["measured_intensity"] = p["intensity"]
+                pts.append(q)
+        fig = roofline_figure(m, pts, title=f"Roofline: {m.name} — simulated ● (one point per kernel at its first "
+                                             f"report shape), measured ◇")
+        written += io.save_figure(fig, os.path.join(out, f"roofline_{m.name}"), ("png", "svg"))
+        plt.close(fig)
+    rows = [{"row": p["row"], "device": p["device"], "time_s": p["time_s"], "bound": p["bound"]}
+            for p in summary["points"]]
+    first = {}
+    for p in summary["points"]:
+        first.setdefault(p["kernel"], p["shape"])
+    rows = [r for r in rows if r["row"].split(" @ ", 1)[1] == first[r["row"].split(" @ ", 1)[0]]]
+    fig = devices_figure(rows, [m.name for m in models])
+    written += io.save_figure(fig, os.path.join(out, "devices"), ("png",))
+    plt.close(fig)
+    return written
+
+
+def run_report(hw=("all",), kernels=("all",), profile=None, out="reports", quick=False, progress=True) -> int:
+    import hwmodels
+    from kernels.registry import all_specs, get
+
+    names = list(ALL_DEVICES) if "all" in hw else list(hw)
+    models = [hwmodels.load(n) for n in names]
+    specs = all_specs() if "all" in kernels else [get(k) for k in kernels]
+    prog = _Progress() if progress else None
+    points, failures, unsupported = collect(specs, models, profile, shapes_per_kernel=1 if quick else None,
+                                            progress=prog)
+    attach_measurements(points, load_measurements(os.path.join(out, "measurements")))
+    from .collect import device_profile
+    profiles = {m.name: device_profile(m, profile) for m in models}
+    claims = all_claims(points, {m.name: m for m in models}, os.path.join(out, "measurements"))
+    summary = build_summary(points, failures, models, profiles, claims)
+    summary["unsupported"] = unsupported
+    os.makedirs(out, exist_ok=True)
+    io.write_json(os.path.join(out, "summary.json"), summary)
+    io.write_text(os.path.join(out, "summary.md"), render_markdown(summary))
+    files = write_figures(summary, models, out)
+    print(f"tilesim report: {len(points)} simulated points on {len(models)} devices, {len(failures)} failure(s); "
+          f"wrote {os.path.join(out, 'summary.md')}, summary.json and {len(files)} figure files")
+    for f in failures:
+        print(f"  FAILED {f['kernel']} @ {f['shape']} on {f['device']}: {f['error'].splitlines()[0]}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def main(args) -> int:
+    return run_report(hw=args.hw, kernels=args.kernels, profile=args.profile, out=args.out, quick=args.quick)
