@@ -83,6 +83,20 @@ def _cmd_run(args):
     return run_registered(args.name, parse_kv(args.shape), target=args.target, seed=args.seed)
 
 
+def _cmd_tune(args):
+    from kernels.registry import get
+
+    from .tune import tune_spec
+    spec = get(args.name)
+    shape = dict(spec.shapes[0]) if spec.shapes else {}
+    extra = parse_kv(args.shape)
+    if extra:
+        shape = {"label": ", ".join(f"{k}={v}" for k, v in extra.items()), **{k: v for k, v in shape.items()
+                                                                                if k != "label"}, **extra}
+    print(tune_spec(spec, shape, args.hw, args.profile, budget=args.budget).table())
+    return 0
+
+
 def _cmd_bench(args):
     from .bench import main as bench_main
     return bench_main(args.which)
@@ -115,6 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--profile", default=None, help="lowering profile (default: the device's own)")
     r.add_argument("--out", default="reports", help="output folder (default: reports/)")
     r.add_argument("--quick", action="store_true", help="one shape per kernel")
+    r.add_argument("--tune-budget", type=int, default=12,
+                   help="configurations tried per kernel and device by the simulator-driven tuner (0: registry defaults)")
     r.set_defaults(fn=_cmd_report)
 
     s = sub.add_parser("sim", help="simulate one kernel: tilesim sim FILE.py::factory --hw NAME --args k=v ...",
@@ -138,6 +154,14 @@ def build_parser() -> argparse.ArgumentParser:
     rn.add_argument("--target", default="interp", help="interp (default) or cuda")
     rn.add_argument("--seed", type=int, default=0)
     rn.set_defaults(fn=_cmd_run)
+
+    t = sub.add_parser("tune", help="tune a registered kernel's tile sizes/stages on a hardware model (simulator oracle)")
+    t.add_argument("name")
+    t.add_argument("--hw", default="h200_sxm_141gb")
+    t.add_argument("--shape", nargs="*", default=[], help="KEY=VALUE (default: the kernel's first report shape)")
+    t.add_argument("--budget", type=int, default=24)
+    t.add_argument("--profile", default=None)
+    t.set_defaults(fn=_cmd_tune)
 
     i = sub.add_parser("ir", help="print a kernel's tile IR: tilesim ir FILE.py::factory [--args k=v ...]")
     i.add_argument("target")

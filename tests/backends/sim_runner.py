@@ -13,7 +13,7 @@ import time
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.append(os.path.join(ROOT, "tests"))
 
 import numpy as np  # noqa: E402
 

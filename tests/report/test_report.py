@@ -14,7 +14,8 @@ from tilesim.report.roofline import ceilings, roofline_figure
 def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("rep")
     rc = run_report(hw=["h200_sxm_141gb", "ascend_910b2"], kernels=["gemm", "layernorm_gelu",
-                    "layernorm_gelu_unfused", "rmsnorm"], out=str(out), quick=True, progress=False)
+                    "layernorm_gelu_unfused", "rmsnorm"], out=str(out), quick=True, progress=False,
+                    tune_budget=3)
     return out, rc
 
 

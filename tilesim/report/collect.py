@@ -42,10 +42,10 @@ def _limits_text(rep, point) -> str:
     return "; ".join(parts)
 
 
-def simulate_point(spec, shape: dict, model, profile: str) -> dict:
+def simulate_point(spec, shape: dict, model, profile: str, config: dict | None = None) -> dict:
     """Simulate one registered kernel at one shape on one device; return the point dict."""
     from ..sim import simulate
-    params = spec.params(shape)
+    params = spec.params(shape, **(config or {}))
     kernel = spec.build(**params)
     hints = spec.data_hints(**params) if spec.data_hints else {}
     rep = simulate(kernel.prim_func, model, profile, name=spec.name, **hints)
@@ -64,6 +64,7 @@ def simulate_point(spec, shape: dict, model, profile: str) -> dict:
         "fraction_of_roofline": rep.roofline_s / rep.time_s if rep.time_s else None,
         "device_dram_bytes_per_s": model.dram_bandwidth,
         "bound": rep.bound, "waves": rep.waves, "blocks": rep.blocks, "measured": None,
+        "config": {k: params[k] for k in spec.tunables if k in params},
     }
     point["limits"] = _limits_text(rep, point)
     return point
@@ -103,21 +104,33 @@ def attach_measurements(points: list[dict], measurements: list[dict]) -> None:
                 break
 
 
-def collect(specs, models, profile_override=None, shapes_per_kernel=None, progress=None):
-    """Simulate ``specs`` × their shapes × ``models``. Returns (points, failures, unsupported)."""
+def collect(specs, models, profile_override=None, shapes_per_kernel=None, progress=None, tune_budget=0):
+    """Simulate ``specs`` × their shapes × ``models``. Returns (points, failures, unsupported).
+
+    With ``tune_budget > 0`` each kernel is first tuned per device at its first report shape
+    (``tilesim.tune``, simulator oracle) and every shape on that device uses the tuned configuration
+    — the per-device adaptive tiling of the seeds.
+    """
     jobs = []
     for model in models:
         prof = device_profile(model, profile_override)
         for spec in specs:
             shapes = spec.shapes[:shapes_per_kernel] if shapes_per_kernel else spec.shapes
-            for shape in shapes:
-                jobs.append((spec, shape, model, prof))
+            for k, shape in enumerate(shapes):
+                jobs.append((spec, shape, model, prof, k == 0))
     points, failures, unsupported = [], [], []
-    for i, (spec, shape, model, prof) in enumerate(jobs):
+    configs: dict = {}
+    for i, (spec, shape, model, prof, first) in enumerate(jobs):
         if progress:
             progress(i, len(jobs), f"{model.name}: {spec.name} @ {shape.get('label', '')}")
         try:
-            points.append(simulate_point(spec, shape, model, prof))
+            if first and tune_budget and spec.tunables:
+                from ..tune import tune_spec
+                try:
+                    configs[(spec.name, model.name)] = tune_spec(spec, shape, model, prof, budget=tune_budget).best.config
+                except TilesimError:
+                    pass  # nothing fits: the default configuration's own error is reported below
+            points.append(simulate_point(spec, shape, model, prof, configs.get((spec.name, model.name))))
         except TilesimError as e:
             rec = {"kernel": spec.name, "shape": shape.get("label", ""), "device": model.name,
                    "error": f"{type(e).__name__}: {e}"}

@@ -99,7 +99,8 @@ def write_figures(summary, models, out) -> list[str]:
     return written
 
 
-def run_report(hw=("all",), kernels=("all",), profile=None, out="reports", quick=False, progress=True) -> int:
+def run_report(hw=("all",), kernels=("all",), profile=None, out="reports", quick=False, progress=True,
+               tune_budget=12) -> int:
     import hwmodels
     from kernels.registry import all_specs, get
 
@@ -108,7 +109,7 @@ def run_report(hw=("all",), kernels=("all",), profile=None, out="reports", quick
     specs = all_specs() if "all" in kernels else [get(k) for k in kernels]
     prog = _Progress() if progress else None
     points, failures, unsupported = collect(specs, models, profile, shapes_per_kernel=1 if quick else None,
-                                            progress=prog)
+                                            progress=prog, tune_budget=tune_budget)
     attach_measurements(points, load_measurements(os.path.join(out, "measurements")))
     from .collect import device_profile
     profiles = {m.name: device_profile(m, profile) for m in models}
@@ -127,4 +128,5 @@ def run_report(hw=("all",), kernels=("all",), profile=None, out="reports", quick
 
 
 def main(args) -> int:
-    return run_report(hw=args.hw, kernels=args.kernels, profile=args.profile, out=args.out, quick=args.quick)
+    return run_report(hw=args.hw, kernels=args.kernels, profile=args.profile, out=args.out, quick=args.quick,
+                      tune_budget=args.tune_budget)

@@ -134,7 +134,7 @@ class _State:
         return out
 
     def end(self):
-        out = _mx(self.all_t(), _mx(self.mem_free, self.pending))
+        out = _mx(self.all_t(), self.pending)
         for v in self.ready.values():
             out = _mx(out, v)
         return out
@@ -170,7 +170,8 @@ def _run_op(bm: BlockModel, op: Op, st: _State, rec: Timeline | None, off, scale
         st.t[side] = start + issue
         ms = _mx(st.t[side], st.mem_free)
         st.mem_free = ms + w * xfer
-        st.pending = _mx(st.pending, st.mem_free)
+        # the block's slot frees when its threads exit: stores drain in the background (their bytes
+        # still count against the bandwidth in the throughput bound)
         if rec:
             rec.add(op.label, f"{side} threads", off + start, off + start + issue)
             rec.add(op.label, "copy engine", off + ms, off + st.mem_free)
@@ -289,12 +290,17 @@ def _pipelined(bm: BlockModel, lp: Loop, S: int, rec: Timeline | None, off):
     return E
 
 
-def _interp_total(E, trip):
-    """Time of ``trip`` iterations from the simulated cumulative ends ``E`` (steady-state beyond)."""
+def _interp_total(E, trip, S: int = 1):
+    """Time of ``trip`` iterations from the simulated cumulative ends ``E`` (steady-state beyond).
+
+    The steady state repeats every ``S`` iterations (one per pipeline stage), so the period is the
+    mean increment over the last ``S`` simulated iterations.
+    """
     n = len(E) - 1
     if n == 0:
         return 0.0 * trip
-    period = E[n] - E[n - 1]
+    k = S if n > S else 1
+    period = (E[n] - E[n - k]) / k
     tr = trip
     total = E[n] + (tr - n) * period
     for j in range(n, 0, -1):
@@ -317,7 +323,7 @@ def _run_loop(bm: BlockModel, lp: Loop, st: _State, rec: Timeline | None, off):
         total = None
         for s_ in range(1, S + 1):  # more stages can only help: keep the best schedule
             E = _pipelined(bm, lp, s_, rec if s_ == S else None, off + start)
-            t_s = _interp_total(E, trip)
+            t_s = _interp_total(E, trip, s_)
             total = t_s if total is None else np.minimum(total, t_s)
         it_end = E[1] if len(E) > 1 else 0.0
     else:
