@@ -17,6 +17,7 @@ running: out-of-bounds access in checking mode, write conflicts, wrong tensors p
 
 from __future__ import annotations
 
+import functools
 import linecache
 from dataclasses import dataclass
 
@@ -108,3 +109,20 @@ class InternalError(TilesimError):
         if detail:
             text += "\n" + detail
         super().__init__(text)
+
+
+def user_facing(fn):
+    """Decorate a public entry point: a ``KernelError`` leaves it without tilesim's internal frames.
+
+    The error's text already points at the user's source (file:line:col, caret, hint); the Python
+    traceback then shows only the user's frames down to the tilesim call they made.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except KernelError as e:
+            raise e.with_traceback(None) from None
+
+    return wrapper

@@ -15,12 +15,13 @@ import inspect
 import numpy as np
 
 from . import dtypes as dt
-from .errors import KernelRuntimeError, KernelTypeError
+from .errors import KernelRuntimeError, KernelTypeError, user_facing
 from .interp import InterpOptions
 from .ir import nodes as N
 from .kernel import JITKernel
 
 
+@user_facing
 def compile(prim_func, out_idx=None, target="auto", target_host=None, execution_backend=None,  # noqa: A001
             verbose=False, pass_configs=None, options: InterpOptions | None = None, **_ignored) -> JITKernel:
     """Compile a ``PrimFunc`` into a callable kernel."""
@@ -53,6 +54,7 @@ class LazyJIT:
         self._cache: dict = {}
         functools.update_wrapper(self, fn)
 
+    @user_facing
     def __call__(self, *args, **kwargs):
         key = (_freeze(args), _freeze(kwargs))
         k = self._cache.get(key)
@@ -96,6 +98,7 @@ class EagerJIT:
                 tensors[name] = v
         return tensors, scalars
 
+    @user_facing
     def compile(self, **bindings) -> JITKernel:
         """Kernel for explicit ``T.const`` values and scalar parameters (no tensors needed)."""
         scalars = {k: p.default for k, p in self._sig.parameters.items() if p.default is not inspect.Parameter.empty}
@@ -114,6 +117,7 @@ class EagerJIT:
             self._cache[key] = k
         return k
 
+    @user_facing
     def __call__(self, *args, **kwargs):
         from .frontend import discover_eager
         from .kernel import _Converted

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .config import normalise_pass_configs
-from .errors import KernelRuntimeError, KernelTypeError
+from .errors import KernelRuntimeError, KernelTypeError, user_facing
 from .interp import InterpOptions
 from .interp import run as interp_run
 from .ir import nodes as N
@@ -233,9 +233,11 @@ class JITKernel:
         return f"<tilesim.JITKernel {self.prim_func.name} target={self.target}>"
 
     # -- running ---------------------------------------------------------------------------------
+    @user_facing
     def __call__(self, *args, **kwargs):
         return self.run(*args, **kwargs)
 
+    @user_facing
     def run(self, *args, options: InterpOptions | None = None, progress=None):
         pf = self.prim_func
         n_in = len(pf.params) - len(self.out_idx)
@@ -283,7 +285,8 @@ class JITKernel:
         from .profiler import Profiler
         return Profiler(self, tensor_supply_type)
 
-    def simulate(self, hw="h200_sxm_141gb", profile="tensorcore", **shapes):
+    @user_facing
+    def simulate(self, hw="h200_sxm_141gb", profile=None, **shapes):
         """Cycle-approximate simulation of this kernel (see ``tilesim.sim``)."""
         from .sim import simulate_kernel
         return simulate_kernel(self, hw=hw, profile=profile, **shapes)

@@ -19,6 +19,9 @@ def prim_func(fn=None, *, private: bool = False, check_well_formed: bool = True)
     # annotations` the parameter annotations are strings naming them, and they are not closure cells.
     caller = sys._getframe(1).f_locals if fn is not None else sys._getframe(1).f_locals
 
+    from ..errors import user_facing
+
+    @user_facing
     def wrap(f):
         return trace_prim_func(f, extra_env=dict(caller))
 
