@@ -152,6 +152,36 @@ CONFIGS = [
 ]
 
 
+#: A second set measured after the model and its calibration were frozen (predictions written first
+#: to ``tilelang_h200_<date>_holdout_predictions.json``): a clean held-out check.
+HOLDOUT = [
+    _g("h_gemm_5k_128x256x64_s3_t256_sw10", 5120, 5120, 5120, 128, 256, 64, 3, 256, sw=10, split="holdout"),
+    _g("h_gemm_4kx8kx2k_128x128x64_s4_t256", 4096, 8192, 2048, 128, 128, 64, 4, 256, split="holdout"),
+    _g("h_gemm_2kx2kx8k_128x128x32_s4_t128", 2048, 2048, 8192, 128, 128, 32, 4, 128, split="holdout"),
+    _g("h_gemm_8kx4kx4k_bf16_128x256x32_s3_t256", 8192, 4096, 4096, 128, 256, 32, 3, 256, dtype="bfloat16",
+       out="bfloat16", split="holdout"),
+    _g("h_gemm_3k_64x128x64_s3_t128", 3072, 3072, 3072, 64, 128, 64, 3, 128, split="holdout"),
+    _g("h_gemm_12kx12kx1k_128x256x64_s3_t256_sw8", 12288, 12288, 1024, 128, 256, 64, 3, 256, sw=8,
+       split="holdout"),
+    _g("h_gemm_4k_256x128x32_s3_t256", 4096, 4096, 4096, 256, 128, 32, 3, 256, split="holdout"),
+    _fa("h_fa_b2h16s4096d128_causal_128x128_s2_t256", 2, 16, 4096, 128, True, 128, 128, 2, 256, "holdout"),
+    _fa("h_fa_b1h16s16384d64_full_128x64_s2_t128", 1, 16, 16384, 64, False, 128, 64, 2, 128, "holdout"),
+    _fa("h_fa_b4h32s1024d128_full_64x64_s2_t128", 4, 32, 1024, 128, False, 64, 64, 2, 128, "holdout"),
+    _fa("h_fa_b1h64s2048d64_causal_128x64_s2_t256", 1, 64, 2048, 64, True, 128, 64, 2, 256, "holdout"),
+    dict(id="h_softmax_64kx1k_bm8_t128", family="softmax", module="core", factory="softmax", split="holdout",
+         params=dict(M=65536, N=1024, block_M=8, threads=128)),
+    dict(id="h_softmax_4kx8k_bm1_t256", family="softmax", module="core", factory="softmax", split="holdout",
+         params=dict(M=4096, N=8192, block_M=1, threads=256)),
+    dict(id="h_rmsnorm_32kx2k_bm2", family="rms_norm", module="core", factory="rms_norm", split="holdout",
+         params=dict(M=32768, N=2048, block_M=2)),
+    dict(id="h_vec_add_128M_fp32_b2048_t256", family="elementwise", module="extra", factory="vec_add",
+         split="holdout", params=dict(N=1 << 27, block=2048, threads=256, dtype="float32")),
+    dict(id="h_vec_add_4M_fp16_b1024_t128", family="elementwise", module="extra", factory="vec_add",
+         split="holdout", params=dict(N=1 << 22, block=1024, threads=128, dtype="float16")),
+]
+ALL_CONFIGS = CONFIGS + HOLDOUT
+
+
 # ------------------------------------------------------------------------------------------------
 # Building kernels with either implementation from the same source text
 # ------------------------------------------------------------------------------------------------
@@ -315,7 +345,7 @@ def _torch_ceilings(torch, bench):
         y = torch.empty_like(x)
         ms = bench(lambda: y.copy_(x))
         res["d2d_copy_2GiB_bytes_per_s"] = 2 * x.numel() * 4 / (ms * 1e-3)
-        del x, y
+        x = y = None  # free 4 GiB before the GEMM
         a = torch.randn(8192, 8192, device="cuda", dtype=torch.float16)
         b = torch.randn(8192, 8192, device="cuda", dtype=torch.float16)
         ms = bench(lambda: a @ b)
@@ -325,7 +355,7 @@ def _torch_ceilings(torch, bench):
     return res
 
 
-def run_device(out_path: str, only: list[str] | None, workers: int) -> dict:
+def run_device(out_path: str, only: list[str] | None, workers: int, config_set: str = "main") -> dict:
     import concurrent.futures
 
     import torch
@@ -339,7 +369,8 @@ def run_device(out_path: str, only: list[str] | None, workers: int) -> dict:
         return r[0] if isinstance(r, list) else r
 
     t_start = time.time()
-    cfgs = [c for c in CONFIGS if not only or c["id"] in only]
+    pool_cfgs = HOLDOUT if config_set == "holdout" else CONFIGS
+    cfgs = [c for c in pool_cfgs if not only or c["id"] in only]
     doc = {"kind": "tilelang_h200", "date": datetime.date.today().isoformat(),
            "timestamp": datetime.datetime.now().isoformat(timespec="seconds"),
            "device": torch.cuda.get_device_name(0), "versions": _versions(torch),
@@ -391,12 +422,12 @@ def run_device(out_path: str, only: list[str] | None, workers: int) -> dict:
             err = float((out.double() - ref).norm() / ref.norm())
             rec["rel_err"] = err
             rec["correct"] = bool(err < _tolerance(cfg)) and bool(torch.isfinite(out).all())
-            q = bench(lambda: kernel(*inputs))
+            q = bench(lambda k=kernel, a=inputs: k(*a))
             rec["median_ms"], rec["q20_ms"], rec["q80_ms"] = (float(x) for x in q)
             rec["compile_s"] = compile_s
             if cfg["factory"] != "elementwise_add":
                 rec["source_flags"] = _source_flags(kernel)
-            del inputs, ref, out
+            inputs = ref = out = None
         except Exception as exc:  # noqa: BLE001
             rec["error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
         doc["results"].append(rec)
@@ -425,7 +456,7 @@ def load_measurements(path):
     for r in doc["results"]:
         if "median_ms" not in r or not r.get("correct", False):
             continue
-        cfg = next((c for c in CONFIGS if c["id"] == r["id"]), r)
+        cfg = next((c for c in ALL_CONFIGS if c["id"] == r["id"]), r)
         out.append(Measurement(id=r["id"], family=r["family"], split=r["split"], kernel=build(cfg, "tilesim"),
                                shapes=sim_shapes(cfg), measured_s=r["median_ms"] * 1e-3))
     return out
@@ -436,12 +467,37 @@ def main(argv=None):
     ap.add_argument("--out", help="where the device run writes its JSON")
     ap.add_argument("--only", nargs="*", help="config ids to run")
     ap.add_argument("--workers", type=int, default=8, help="parallel TileLang compiles")
+    ap.add_argument("--set", dest="config_set", default="main", choices=["main", "holdout"],
+                    help="which config list to measure / list")
+    ap.add_argument("--predict", metavar="JSON", help="write the calibrated model's predictions for --set")
+    ap.add_argument("--calibration", metavar="JSON", help="a *_calibration.json to use with --predict/--check")
+    ap.add_argument("--check", metavar="JSON", help="error of the frozen calibration on measured results")
     ap.add_argument("--list", action="store_true", help="trace every config with tilesim and simulate it")
     ap.add_argument("--validate", metavar="JSON", help="calibrate on train, report the test error")
     ap.add_argument("--hw", default="h200_sxm_141gb")
+    ap.add_argument("--write", action="store_true", help="with --validate: write <results>_calibration.json")
     a = ap.parse_args(argv)
+    if a.predict or a.check:
+        import hwmodels
+        from tilesim.sim.validation import apply_overrides, format_validation, validate
+        cal = json.loads(Path(a.calibration).read_text())["calibration"] if a.calibration else {}
+        hw = hwmodels.load(a.hw)
+        if a.predict:
+            model = apply_overrides(hw, cal)
+            pool = HOLDOUT if a.config_set == "holdout" else CONFIGS
+            preds = [{"id": c["id"], "predicted_s": build(c, "tilesim").simulate(hw=model, profile="tensorcore").time_s}
+                     for c in pool]
+            Path(a.predict).write_text(json.dumps({"kind": "tilelang_h200_predictions", "calibration": cal,
+                                                   "made": datetime.datetime.now().isoformat(timespec="seconds"),
+                                                   "predictions": preds}, indent=1) + "\n")
+            print(f"wrote {len(preds)} predictions to {a.predict}")
+        if a.check:
+            ms = load_measurements(a.check)
+            res = validate(ms, hw, cal, split="all")
+            print(format_validation(res, cal))
+        return 0
     if a.list:
-        for cfg in CONFIGS:
+        for cfg in (HOLDOUT if a.config_set == "holdout" else CONFIGS):
             k = build(cfg, "tilesim")
             rep = k.simulate(hw=a.hw, profile="tensorcore", **sim_shapes(cfg))
             print(f"{cfg['id']:48s} {cfg['split']:5s} sim {rep.time_s * 1e3:9.4f} ms  bound: {rep.bound}")
@@ -451,14 +507,29 @@ def main(argv=None):
         from tilesim.sim.validation import calibrate, format_validation, validate
         ms = load_measurements(a.validate)
         hw = hwmodels.load(a.hw)
+        base = validate(ms, hw, {}, split="test")
         cal = calibrate(ms, hw)
-        res = validate(ms, hw, cal)
+        train = validate(ms, hw, cal, split="train")
+        res = validate(ms, hw, cal, split="test")
+        print(format_validation(train))
         print(format_validation(res, cal))
+        print(f"uncalibrated model on the test split: median {base['median_error'] * 100:.1f}%, "
+              f"worst {base['worst_error'] * 100:.1f}%")
+        if a.write:
+            out = Path(a.validate).with_name(Path(a.validate).stem + "_calibration.json")
+            doc = {"kind": "tilelang_h200_calibration", "measurements": Path(a.validate).name, "hw": hw.name,
+                   "profile": "tensorcore", "calibration": cal,
+                   "uncalibrated_test": {k: base[k] for k in ("points", "median_error", "worst_error")},
+                   "train": {k: train[k] for k in ("points", "median_error", "worst_error", "rows")},
+                   "test": {k: res[k] for k in ("points", "median_error", "worst_error", "within_2x", "rows")},
+                   "command": f"python benchmarks/tilelang_h200.py --validate {a.validate} --write"}
+            out.write_text(json.dumps(doc, indent=1) + "\n")
+            print(f"wrote {out}")
         return 0
     if not a.out:
         ap.error("give --out (device run), --list or --validate")
     os.environ.setdefault("TILELANG_PRINT_ON_COMPILATION", "0")
-    run_device(a.out, a.only, a.workers)
+    run_device(a.out, a.only, a.workers, a.config_set)
     return 0
 
 

@@ -138,10 +138,13 @@ def resolve_shapes(pf: N.PrimFunc, shapes: dict):
     hints: dict = dict(shapes.pop("hints", None) or {})
     by_name = {d.name: d for d in pf.dyn_vars}
     params = {p.name: p for p in pf.params}
+    norm = {p.name.lower().replace("_", ""): p.name for p in pf.params}
     for k, v in list(shapes.items()):
+        if k not in params and k not in by_name and k.lower().replace("_", "") in norm:
+            k = norm[k.lower().replace("_", "")]
         if k in by_name:
             dims[by_name[k].uid] = int(v)
-        elif k in params and isinstance(params[k], N.Buffer) and hasattr(v, "shape"):
+        elif k in params and isinstance(params[k], N.Buffer) and (hasattr(v, "shape") or isinstance(v, (list, tuple))):
             arr = np.asarray(v)
             tensors[params[k].uid] = arr
             for want, got in zip(params[k].shape, arr.shape):
@@ -189,6 +192,9 @@ class Analyzer:
         self.ev = Evaluator(self.space, env, self.lets, tensors)
         self.tensors = tensors
         self.threads = launch.num_threads
+        occ = hw.primary_core.occupancy
+        self.warp_size = int(occ.warp_size_count) if occ is not None and occ.warp_size_count else 1
+        self.vec_bytes = float(profile.vector_load_bytes)
         self.buffers: dict[int, N.Buffer] = {}
         self.loop_stack: list[tuple] = []  # (For, stages)
         self.pipelined_depth = 0
@@ -201,6 +207,7 @@ class Analyzer:
         self.gemm_outputs: set[int] = set()
         self.parallel_vars: set[int] = set()
         self._uniform: dict[int, bool] = {}
+        self.var_exprs: dict = self.ev.var_exprs
         self._prescan(launch.body)
 
     # ------------------------------------------------------------------ helpers
@@ -326,6 +333,15 @@ class Analyzer:
             raise InternalError(f"the cost analysis has no rule for expression {type(e).__name__}")
         fn(self, e, acc)
 
+    def set_var(self, buf: N.Buffer, value):
+        """Remember what a ``T.alloc_var`` scalar holds (for trip counts that read it)."""
+        loads: list = []
+        free_vars(value, self.lets, set(), loads)
+        if any(_root(b).uid == _root(buf).uid for b in loads) or self.loop_stack:
+            self.var_exprs[buf.uid] = None  # a counter updated in a loop: its value is run-time data
+        else:
+            self.var_exprs[buf.uid] = value
+
     def uniform(self, e) -> bool:
         """Whether ``e`` is the same for every element of the enclosing ``T.Parallel``."""
         key = id(e)
@@ -366,6 +382,8 @@ class Analyzer:
 @rule(COST_RULES, N.Alloc)
 def _alloc(a: Analyzer, s: N.Alloc):
     a.buffers[s.buffer.uid] = s.buffer
+    if s.buffer.scope == "var" and s.init is not None:
+        a.set_var(s.buffer, s.init)
     return []
 
 
@@ -414,7 +432,7 @@ def _copy(a: Analyzer, s: N.Copy):
             else:
                 a.async_dst.add(_root(dst.buffer).uid)
         else:
-            op.work["vector:float32"] = tile / 16.0
+            op.work["vector:float32"] = tile / a.vec_bytes
         a.mark_written(op, (dst.buffer,))
         return [op]
     if ds == "global":
@@ -428,7 +446,7 @@ def _copy(a: Analyzer, s: N.Copy):
             op.work["smem"] = n * _size(src.dtype)
             op.xfer["shared->global"] = gbytes
         elif ss == "reg":
-            op.work["vector:float32"] = n * _size(src.dtype) / 16.0
+            op.work["vector:float32"] = n * _size(src.dtype) / a.vec_bytes
             op.xfer["registers->global"] = gbytes
         else:  # global -> global
             ginb = a.in_bounds(src)
@@ -448,7 +466,7 @@ def _copy(a: Analyzer, s: N.Copy):
         op.xfer["on-chip"] = n * _size(dst.dtype)
     elif ss == "shared" and ds == "reg":
         op.work["smem"] = n * _size(src.dtype)
-        op.work["vector:float32"] = n * _size(src.dtype) / 16.0
+        op.work["vector:float32"] = n * _size(src.dtype) / a.vec_bytes
         op.xfer["shared->registers"] = n * _size(src.dtype)
     elif ss == "reg" and ds == "shared":
         op.work["smem"] = n * _size(dst.dtype)
@@ -494,7 +512,7 @@ def _partition(policy: str, units: int, m_units: int, n_units: int) -> tuple[int
 @rule(COST_RULES, N.Gemm)
 def _gemm(a: Analyzer, s: N.Gemm):
     p, hw = a.profile, a.hw
-    at, bt, ct = s.a.tile_shape(), s.b.tile_shape(), s.c.tile_shape()
+    at, ct = s.a.tile_shape(), s.c.tile_shape()
     if len(ct) != 2 or len(at) != 2:
         raise KernelTypeError("T.gemm operands must be 2-D tiles", s.loc)
     M, N_ = (_static(x) for x in ct)
@@ -521,16 +539,17 @@ def _gemm(a: Analyzer, s: N.Gemm):
     b_sh = _scope(s.b.buffer) == "shared"
     A_bytes = M * K * _size(s.a.dtype) if a_sh else 0.0
     B_bytes = N_ * K * _size(s.b.dtype) if b_sh else 0.0
-    warps = max(1, a.threads // 32)
+    warps = max(1, a.threads // a.warp_size)
     mode = p.gemm_operands
     if mode == "wgmma" and in_dt not in p.wgmma_dtypes:
         mode = "warps"
     if mode == "wgmma":
-        wgs = max(1, warps // 4)
-        wm, wn = _partition(s.policy, wgs, max(1, M // 64), max(1, N_ // 8))
-        smem = wn * A_bytes + max(1, math.ceil(M / 64)) * B_bytes
+        wgs = max(1, warps // max(1, p.warpgroup_warps))
+        rows, cols = p.wgmma_rows, p.mma_shape[1]
+        wm, wn = _partition(s.policy, wgs, max(1, M // rows), max(1, N_ // cols))
+        smem = wn * A_bytes + max(1, math.ceil(M / rows)) * B_bytes
     elif mode == "warps":
-        wm, wn = _partition(s.policy, warps, max(1, M // 16), max(1, N_ // 8))
+        wm, wn = _partition(s.policy, warps, max(1, M // p.mma_shape[0]), max(1, N_ // p.mma_shape[1]))
         smem = wn * A_bytes + wm * B_bytes
     elif mode == "fma":
         o = max(1.0, M * N_ / a.threads)
@@ -548,6 +567,12 @@ def _gemm(a: Analyzer, s: N.Gemm):
     return [op]
 
 
+def _vec_unit(a: Analyzer) -> str:
+    core = _core(a.hw, a.profile.vector_core or a.profile.matrix_core)
+    u = next((u for u in core.units if u.kind == "vector"), None)
+    return u.name if u else "vector"
+
+
 def _core(hw, name: str):
     return hw.core_kind(name) if name else hw.primary_core
 
@@ -563,14 +588,15 @@ def _reduce(a: Analyzer, s: N.Reduce):
     slots = E * (2.0 if s.kind in ("absmax", "abssum") else 1.0)
     if a.profile.fragment_registers and _scope(s.src.buffer) == "reg":
         per_row = max(1.0, a.threads / Ed)
-        steps = math.log2(min(32.0, per_row)) if per_row > 1 else 0.0
-        slots += Ed * 2.0 * steps
-        if per_row > 32:
+        ws = float(a.warp_size)
+        steps = math.log2(min(ws, per_row)) if per_row > 1 else 0.0
+        slots += Ed * 2.0 * steps  # a shuffle and an op per step of the warp tree
+        if per_row > ws:
             op.syncs = 1.0
     if _scope(s.src.buffer) == "shared":
         op.work["smem"] = E * _size(s.src.dtype)
     op.work[f"vector:{vd}"] = slots
-    op.flops[("vector", vd)] = E
+    op.flops[(_vec_unit(a), vd)] = E
     a.mark_written(op, (s.dst.buffer,))
     return [op]
 
@@ -583,7 +609,7 @@ def _cumsum(a: Analyzer, s: N.Cumsum):
     length = float(_static(s.src.tile_shape()[s.dim])) if s.src.tile_shape() else 1.0
     vd = _vec_dtype(s.src.dtype)
     op.work[f"vector:{vd}"] = E * max(1.0, math.log2(max(2.0, length)))
-    op.flops[("vector", vd)] = E
+    op.flops[(_vec_unit(a), vd)] = E
     op.syncs = 1.0 if a.profile.sync_per_shared_write else 0.0
     a.mark_written(op, (s.dst.buffer,))
     return [op]
@@ -711,6 +737,8 @@ def _if(a: Analyzer, s: N.If):
 @rule(COST_RULES, N.Store)
 def _store_stmt(a: Analyzer, s: N.Store):
     # a scalar store outside T.Parallel (a T.alloc_var or a single element)
+    if s.buffer.scope == "var":
+        a.set_var(s.buffer, s.value)
     acc = _Acc()
     _element_store(a, s, acc)
     return [_element_op(a, s, acc, 1.0, f"store {s.buffer.name}")]
@@ -770,6 +798,21 @@ def _element_body(a: Analyzer, stmts, acc: _Acc, f: float = 1.0):
             a.env[st.var.uid] = start if not isinstance(start, np.ndarray) else start
             _element_body(a, st.body, acc, f * tm)
             a.env.pop(st.var.uid, None)
+        elif t is N.Atomic:
+            sub = _Acc()
+            if not isinstance(st.value, N.Region):
+                a.element_cost(st.value, sub)
+            size = _size(st.dst.dtype)
+            sc = _scope(st.dst.buffer)
+            if sc == "global":
+                deps, data = a.block_deps(list(st.dst.starts))
+                r = _root(st.dst.buffer)
+                sub.gstore[r.uid] = [r, 2.0 * size, deps, data]  # read-modify-write at L2
+                sub.loads.add(st.dst.buffer)
+            elif sc == "shared":
+                sub.smem += 2.0 * size
+            sub.add_alu(st.dst.dtype, 2.0)
+            acc.merge(sub.scaled(f) if f != 1.0 else sub)
         elif t in (N.Break, N.Continue, N.Alloc):
             continue
         elif t is N.Parallel:
@@ -840,13 +883,13 @@ def _element_op(a: Analyzer, s, acc: _Acc, E: float, label: str) -> Op:
     if acc.smem:
         op.work["smem"] = acc.smem * E
     gtotal = 0.0
-    for uid, (buf, per, deps, data) in acc.gload.items():
+    for buf, per, deps, data in acc.gload.values():
         nb = per * E
         op.gaccess.append(GAccess(buf, nb, False, deps if not data else frozenset(range(3)), data))
         gtotal = gtotal + nb
         op.xfer["global->" + ("shared" if writes_shared else "registers")] = \
             op.xfer.get("global->" + ("shared" if writes_shared else "registers"), 0.0) + nb
-    for uid, (buf, per, deps, data) in acc.gstore.items():
+    for buf, per, deps, data in acc.gstore.values():
         nb = per * E
         op.gaccess.append(GAccess(buf, nb, True, deps if not data else frozenset(range(3)), data))
         gtotal = gtotal + nb

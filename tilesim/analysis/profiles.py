@@ -64,8 +64,11 @@ class LoweringProfile:
         consumer_registers_per_thread: registers a consumer thread of a warp-specialised kernel
             takes (``setmaxnreg.inc``); 0: its fragments decide.
         register_overhead_per_thread: registers a thread uses beside its share of fragments.
-        warpgroup_threads: threads of one consumer warpgroup; several warpgroups of a block overlap
+        warpgroup_warps: warps of one consumer warpgroup; several warpgroups of a block overlap
             their phases on different units (0: no such overlap).
+        wgmma_rows: rows of one warpgroup MMA instruction (operand B is re-read per row slab).
+        mma_shape: (rows, columns) of one warp-level MMA instruction (the finest warp partition).
+        vector_load_bytes: bytes one thread moves per load/store instruction in tile copies.
         fragment_registers: fragments live in registers (GPU); False: in an on-chip buffer.
         vector_flops_per_slot: FLOPs the unit's ``flops_per_cycle`` counts per element operation
             (2 on GPUs, whose FP32 peak counts an FMA as two; 1 on NPUs, which count element ops).
@@ -89,7 +92,10 @@ class LoweringProfile:
     producer_registers_per_thread: int = 0
     consumer_registers_per_thread: int = 0
     register_overhead_per_thread: int = 0
-    warpgroup_threads: int = 0
+    warpgroup_warps: int = 0
+    wgmma_rows: int = 64
+    mma_shape: tuple[int, int] = (16, 8)
+    vector_load_bytes: int = 16
     fragment_registers: bool = True
     vector_flops_per_slot: float = 2.0
     cross_unit_round_trip: bool = False
@@ -111,7 +117,7 @@ PROFILES = MappingProxyType({
         gemm_operands="wgmma", wgmma_dtypes=("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "int8"),
         async_copy=True, overlap=True, producer_threads=128, producer_registers_per_thread=24,
         consumer_registers_per_thread=240,
-        register_overhead_per_thread=32, warpgroup_threads=128,
+        register_overhead_per_thread=32, warpgroup_warps=4,
         notes=("TileLang on Hopper: TMA copies + warp-specialised producer, wgmma for 16/8-bit operands",)),
     "numba": LoweringProfile(
         name="numba", gemm_unit="vector", gemm_operands="fma", async_copy=False, overlap=False,

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..ir import nodes as N
 
-__all__ = ["GAccess", "Op", "Loop", "LaunchProgram", "compress", "walk_ops", "scale"]
+__all__ = ["GAccess", "Op", "Loop", "LaunchProgram", "compress", "walk_ops"]
 
 
 @dataclass
@@ -118,7 +118,7 @@ def _amounts(body):
             for d in (n.work, n.flops, n.xfer, n.sfu_funcs):
                 for k in list(d):
                     yield d, k, "dict"
-            for i, g in enumerate(n.gaccess):
+            for g in n.gaccess:
                 yield g, "bytes", None
 
 
@@ -160,6 +160,3 @@ def compress(prog: LaunchProgram) -> LaunchProgram:
     prog.counts = c0[:, None, None] * c1[None, :, None] * c2[None, None, :]
     return prog
 
-
-def scale(v, w):
-    return v * w

@@ -177,6 +177,8 @@ class Evaluator:
         self.env = env
         self.lets = lets
         self.tensors = tensors or {}
+        #: ``T.alloc_var`` scalars: buffer uid -> the expression last stored (None: run-time data)
+        self.var_exprs: dict = {}
         self._memo: dict[int, object] = {}
 
     def __call__(self, e):
@@ -239,6 +241,11 @@ class Evaluator:
             with np.errstate(all="ignore"):
                 return _scalarise(fn(*args))
         if t is N.Load:
+            if e.buffer.scope == "var" or e.buffer.uid in self.var_exprs:
+                src = self.var_exprs.get(e.buffer.uid)
+                if src is None:
+                    raise DataDependent(f"the run-time value of '{e.buffer.name}'", e.loc)
+                return self.ev(src)
             arr = self.tensors.get(e.buffer.uid)
             if arr is None or e.buffer.scope != "global":
                 raise DataDependent(f"data of '{e.buffer.name}'", e.loc)

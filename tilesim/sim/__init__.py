@@ -25,7 +25,8 @@ from .device import simulate_launch
 from .machine import Machine, hw_dtype
 from .report import SimReport, format_summary
 
-__all__ = ["simulate", "simulate_kernel", "simulate_programs", "SimReport", "format_summary", "load_hw"]
+__all__ = ["simulate", "simulate_kernel", "simulate_programs", "SimReport", "format_summary", "load_hw",
+           "default_profile"]
 
 
 def load_hw(hw):
@@ -119,7 +120,7 @@ def simulate_programs(programs, hw, profile, *, name="kernel", trace=False) -> S
         occupancy_limit=first.occupancy_limit, waves=sum(r.waves for r in results),
         launches=tuple({"time_s": r.time_s, "blocks": r.blocks, "waves": r.waves,
                         "blocks_per_core": r.blocks_per_core, "occupancy_limit": r.occupancy_limit,
-                        "full_waves_s": r.full_s, "tail_s": r.tail_s, "launch_s": r.launch_s,
+                        "fluid_s": r.fluid_s, "wave_quantisation_s": r.quantisation_s, "launch_s": r.launch_s,
                         "block_critical_path_s": r.block_time_s} for r in results),
         notes=tuple(notes), trace=trace_obj)
 

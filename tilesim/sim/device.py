@@ -10,10 +10,10 @@ Contract
   data. Walking the dispatch order (row-major ``bx`` fastest, or TileLang's ``T.use_swizzle`` panels)
   a re-read at distance ``D`` blocks hits L2 when ``D`` is within one wave (the blocks run together)
   or when the data touched in between fits in L2; otherwise a fraction ``1 - L2 / footprint`` misses.
-* :func:`simulate_launch`: full waves are a fluid of blocks over ``cores × k`` slots — time
-  ``max(Σ critical paths / slots, max over resources Σ busy / cores)`` — and the last partial wave
-  runs with the bandwidth shares of the cores it occupies; plus the launch latency. The work is
-  proportional to the number of block *classes*, not blocks.
+* :func:`simulate_launch`: the largest of a fluid bound (critical paths over ``cores × k`` slots;
+  each resource's busy time over the cores, DRAM/L2 shared device-wide) and a wave-quantisation
+  bound (per block class, ``ceil(blocks at least that slow / slots)`` rounds of its per-core time),
+  plus the launch latency. The work is proportional to the number of block *classes*, not blocks.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ class LaunchResult:
     name: str
     time_s: float
     launch_s: float
-    full_s: float
-    tail_s: float
+    fluid_s: float
+    quantisation_s: float
     blocks: int
     blocks_per_core: int
     occupancy_limit: str
@@ -222,8 +222,9 @@ def reuse(prog, machine, slots: int) -> dict:
     for op, mult in _walk_mult(prog.body):
         for g in op.gaccess:
             key = (g.buffer.uid, g.write)
-            ent = per.setdefault(key, {"buf": g.buffer, "R": 0.0, "deps": set(), "data": False})
+            ent = per.setdefault(key, {"buf": g.buffer, "R": 0.0, "deps": set(), "data": False, "blk": 0.0})
             ent["R"] += _sum_classes(g.bytes * mult, counts)
+            ent["blk"] = ent["blk"] + g.bytes * mult
             ent["deps"] |= set(g.deps)
             ent["data"] = ent["data"] or g.data_dependent
     axes = dispatch_axes(prog.grid, prog.swizzle)
@@ -238,7 +239,10 @@ def reuse(prog, machine, slots: int) -> dict:
     for ent in per.values():
         tb = prog.global_buffers.get(ent["buf"].uid, (None, float("inf")))[1]
         T = tiles(ent["deps"])
-        ent["F"] = min(tb, ent["R"] * T / n) if n else 0.0
+        # unique bytes: the blocks of one reuse group read (at most) what the largest of them reads
+        blk = ent["blk"]
+        biggest = float(np.max(np.where(counts > 0, blk, 0.0))) if isinstance(blk, np.ndarray) else float(blk)
+        ent["F"] = min(tb, ent["R"], biggest * T) if n else 0.0
         ent["T"] = T
 
     def footprint(dist):
@@ -294,65 +298,52 @@ def _sum_classes(v, counts):
     return float(v) * float(np.sum(counts))
 
 
-def _tail_counts(prog, n_full, n):
-    """Per-class counts of the blocks at dispatch positions [n_full, n)."""
-    counts = np.zeros_like(prog.counts)
-    if n <= n_full:
-        return counts
-    pos = np.arange(n_full, n, dtype=np.int64)
-    bx, by, bz = dispatch_coords(prog.grid, prog.swizzle, pos)
-    idx = [np.searchsorted(prog.runs[a][0], c, side="right") - 1 for a, c in enumerate((bx, by, bz))]
-    np.add.at(counts, tuple(idx), 1.0)
-    return counts
+#: Resources of one core (blocks on different cores do not share them); the rest are device-wide.
+CORE_RESOURCES = ("matrix", "vector", "sfu", "smem", "operand", "path", "roundtrip")
 
 
 def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResult:
+    """Schedule one launch (see the module docstring).
+
+    The time is the largest of three bounds, each monotone in the work and exact for uniform blocks:
+    the fluid of critical paths over all ``cores × k`` slots; per resource, its busy time summed over
+    all blocks over the cores (device-wide DRAM/L2 bandwidth is a fluid, so a short last wave gets
+    the whole bandwidth); and wave quantisation — for every block class, the blocks at least as
+    slow as it need ``ceil(count / slots)`` rounds of its per-core time ``max(critical path,
+    k × busiest per-core resource)``.
+    """
     k, limit, details = occupancy(prog, machine)
     C = machine.n_cores
     n = prog.num_blocks
     slots = C * k
     per = reuse(prog, machine, slots)
-    n_full = (n // slots) * slots
-    n_tail = n - n_full
     counts = prog.counts
-    tail_counts = _tail_counts(prog, n_full, n)
-    full_counts = counts - tail_counts
-
-    def model(active):
-        return BlockModel(machine, machine.l2_bw / active, machine.dram_bw / active, prog.threads)
-
-    full_s = 0.0
-    busy_tot: dict = {}
-    if n_full:
-        bm = model(C)
-        cp = block_time(bm, prog.body)
-        bz = busy(bm, prog.body)
-        lat_term = _sum_classes(cp, full_counts) / slots
-        res_terms = {r: _sum_classes(v, full_counts) / C for r, v in bz.items()}
-        full_s = max([lat_term] + list(res_terms.values()))
-        for r, v in res_terms.items():
-            busy_tot[r] = busy_tot.get(r, 0.0) + v
-        block_s = float(np.max(cp))
-    tail_s = 0.0
-    if n_tail:
-        ca = min(C, n_tail)
-        kt = math.ceil(n_tail / C)
-        bm_t = model(ca)
-        cp_t = block_time(bm_t, prog.body)
-        bz_t = busy(bm_t, prog.body)
-        worst = np.broadcast_to(cp_t, counts.shape).copy() if isinstance(cp_t, np.ndarray) else np.full(counts.shape, cp_t)
-        thr = np.zeros(counts.shape)
-        for r, v in bz_t.items():
-            thr = np.maximum(thr, np.broadcast_to(v, counts.shape) * kt)
-            busy_tot[r] = busy_tot.get(r, 0.0) + _sum_classes(v, tail_counts) / C
-        wave = np.maximum(worst, thr)
-        tail_s = float(np.max(np.where(tail_counts > 0, wave, 0.0)))
-        if not n_full:
-            block_s = float(np.max(cp_t))
+    if n > slots:
+        ca, ke = C, k
+    else:
+        ca = min(C, n)
+        ke = max(1, math.ceil(n / ca))
+    bm = BlockModel(machine, machine.l2_bw / ca, machine.dram_bw / ca, prog.threads)
+    cp = block_time(bm, prog.body)
+    bz = busy(bm, prog.body)
+    per_slot = _sum_classes(cp, counts) / (ca * ke)
+    res_terms = {r: _sum_classes(v, counts) / ca for r, v in bz.items()}
+    core_busy = np.zeros(counts.shape)
+    for r, v in bz.items():
+        if r in CORE_RESOURCES:
+            core_busy = np.maximum(core_busy, np.broadcast_to(v, counts.shape))
+    tq = np.maximum(np.broadcast_to(cp, counts.shape), ke * core_busy).ravel()
+    cnt = counts.ravel()
+    order = np.argsort(-tq, kind="stable")
+    cum = np.cumsum(cnt[order])
+    quant = float(np.max(np.ceil(cum / (ca * ke) - 1e-9) * tq[order])) if cum.size else 0.0
+    fluid = max([per_slot] + list(res_terms.values()))
+    body_s = max(fluid, quant)
+    block_s = float(np.max(np.broadcast_to(cp, counts.shape)))
+    busy_tot = res_terms
+    fluid_s, quant_s = fluid, max(0.0, quant - fluid)
     events = []
     if trace:
-        bm = model(C if n_full else min(C, n))
-        cp = block_time(bm, prog.body)
         cls = np.unravel_index(int(np.argmax(np.broadcast_to(cp, counts.shape) * (counts > 0))), counts.shape)
 
         def pick(v):
@@ -381,7 +372,7 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
         sfu[kkey] = _sum_classes(v, counts)
     notes = list(prog.notes)
     return LaunchResult(
-        name=name, time_s=machine.launch_s + full_s + tail_s, launch_s=machine.launch_s, full_s=full_s,
-        tail_s=tail_s, blocks=n, blocks_per_core=k, occupancy_limit=limit, waves=n / slots, slots=slots,
+        name=name, time_s=machine.launch_s + body_s, launch_s=machine.launch_s, fluid_s=fluid_s,
+        quantisation_s=quant_s, blocks=n, blocks_per_core=k, occupancy_limit=limit, waves=n / slots, slots=slots,
         busy_s=busy_tot, dram_read=dram_read, dram_write=dram_write, dram_compulsory=compulsory, l2_bytes=l2,
         flops=flops, xfer=xfer, sfu=sfu, block_time_s=block_s, trace_events=events, notes=notes)

@@ -50,6 +50,9 @@ class Machine:
         self.vec_per_block = max(1, round(self.vcore.count / self.mcore.count)) if self.vcore is not self.mcore else 1
         self.clock = hw.unit_clock_hz(self.core)
         self.separate_sides = self.vcore is not self.mcore
+        occ = self.core.occupancy
+        #: threads that issue together (1 where the model has no warps: NPUs)
+        self.warp_size = int(occ.warp_size_count) if occ is not None and occ.warp_size_count else 1
         self._rates: dict = {}
         ov = hw.overheads
         self.launch_s = ov.kernel_launch_latency_s or 0.0

@@ -1,8 +1,8 @@
 """Chrome-trace JSON (Perfetto, chrome://tracing) of one core's timeline.
 
 Tracks: the slowest block class's critical path on one core (thread timelines, copy engine, loops
-with their first iteration expanded) and, on a "device" track, the launch latency, the full waves
-and the last partial wave of each launch.
+with their first iteration expanded) and, on a "device" track, the launch latency and the blocks of
+each launch (fluid and wave-quantisation parts in its arguments).
 """
 
 from __future__ import annotations
@@ -24,13 +24,10 @@ def chrome_trace(results, machine, name: str) -> dict:
         us = 1e6
         events.append({"name": "launch latency", "ph": "X", "pid": 1, "tid": tid("device"), "ts": t0 * us,
                        "dur": r.launch_s * us, "cat": "device"})
-        if r.full_s:
-            events.append({"name": f"{int(r.blocks - (r.waves % 1) * r.slots)} blocks in full waves "
-                           f"({r.blocks_per_core}/core)", "ph": "X", "pid": 1, "tid": tid("device"),
-                           "ts": (t0 + r.launch_s) * us, "dur": r.full_s * us, "cat": "device"})
-        if r.tail_s:
-            events.append({"name": "last partial wave", "ph": "X", "pid": 1, "tid": tid("device"),
-                           "ts": (t0 + r.launch_s + r.full_s) * us, "dur": r.tail_s * us, "cat": "device"})
+        events.append({"name": f"{r.blocks} blocks, {r.blocks_per_core}/core, {r.waves:.2f} waves", "ph": "X",
+                       "pid": 1, "tid": tid("device"), "ts": (t0 + r.launch_s) * us,
+                       "dur": (r.fluid_s + r.quantisation_s) * us, "cat": "device",
+                       "args": {"fluid bound (s)": r.fluid_s, "wave quantisation (s)": r.quantisation_s}})
         for ev_name, track, s, e, args in r.trace_events:
             events.append({"name": ev_name, "ph": "X", "pid": 2, "tid": tid(track), "ts": (t0 + r.launch_s + s) * us,
                            "dur": (e - s) * us, "cat": track, "args": args})

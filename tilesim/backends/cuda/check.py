@@ -62,9 +62,18 @@ def cuda_twin(kernel, fastmath=False):
                      pass_configs={"tl.enable_fast_math": True} if fastmath else None)
 
 
+def interp_twin(kernel):
+    """The same program on the interpreter (``target="auto"`` picks the GPU where there is one)."""
+    from ...kernel import JITKernel
+
+    if getattr(kernel, "target", None) == "interp":
+        return kernel
+    return JITKernel(kernel.prim_func, out_idx=kernel.out_idx, target="interp")
+
+
 def run_case(case: Case, rng, twin=None) -> dict:
-    k = case.kernel
-    kc = twin or cuda_twin(k)
+    k = interp_twin(case.kernel)
+    kc = twin or cuda_twin(case.kernel)
     inputs = case.make_inputs(rng)
     a = [x.copy() if isinstance(x, np.ndarray) else x for x in inputs]
     b = [x.copy() if isinstance(x, np.ndarray) else x for x in inputs]
@@ -129,6 +138,12 @@ def core_cases(ck, size: str = "toy") -> list[Case]:
     rM, rN = (6, 37) if toy else (1001, 515)
     cases.append(Case("rms_norm", ck.rms_norm(rM, rN, **({"block_M": 4} if toy else {})),
                       lambda rng: (rn(rng, (rM, rN), f32), rn(rng, (rN,), f32))))
+    # rows long enough for vector (4-wide) global accesses, with a ragged edge
+    vM, vN = (5, 256) if toy else (999, 4096)
+    cases.append(Case("rms_norm_vec", ck.rms_norm(vM, vN, block_M=2),
+                      lambda rng: (rn(rng, (vM, vN), f32), rn(rng, (vN,), f32))))
+    cases.append(Case("softmax_vec", ck.softmax(vM, vN, block_M=2, threads=32 if toy else 128),
+                      lambda rng: (rn(rng, (vM, vN), f32),)))
     fb, fh, fs, fd = (1, 2, 40, 16) if toy else (2, 3, 300, 64)
     fmk = dict(block_M=16, block_N=16, threads=32) if toy else {}
     for causal in (True, False):
@@ -139,7 +154,7 @@ def core_cases(ck, size: str = "toy") -> list[Case]:
 
 
 # ------------------------------------------------------------------------------------------ library kernels
-def library_cases(specs, allow_dtypes=None, shape_index=0, overrides=None) -> list[Case]:
+def library_cases(specs, allow_dtypes=None, shape_index=0, overrides=None, check_smem=True) -> list[Case]:
     """Cases for registered kernel-library specs at their ``test_shapes[shape_index]``.
 
     ``allow_dtypes``: if given, skip specs whose inputs/outputs use other float dtypes (the simulator
@@ -155,21 +170,47 @@ def library_cases(specs, allow_dtypes=None, shape_index=0, overrides=None) -> li
         if overrides:
             params.update({k: v for k, v in (overrides.get(spec.name) or overrides.get("*") or {}).items()
                            if k in params})
+        note = None
         try:
             k = spec.build(**params)
+            if check_smem:
+                _check_smem(k)
         except Exception as e:  # noqa: BLE001
-            cases.append(Case(spec.name, None, None, rel_tol=None))
-            cases[-1].error = f"{type(e).__name__}: {e}"
-            continue
+            # over the 48 KB static shared-memory limit: retry with smaller tiles (recorded in the case name)
+            small = {k2: v for k2, v in _SMALLER.items() if k2 in params and params[k2] > v}
+            k = None
+            if small and "shared memory" in str(e):
+                try:
+                    k = spec.build(**{**params, **small})
+                    if check_smem:
+                        _check_smem(k)
+                    note = "smaller tiles " + ",".join(f"{a}={b}" for a, b in small.items())
+                except Exception as e2:  # noqa: BLE001
+                    e, k = e2, None
+            if k is None:
+                cases.append(Case(spec.name, None, None, rel_tol=None))
+                cases[-1].error = f"{type(e).__name__}: {e}"
+                continue
         inplace = tuple(i for i, p in enumerate(k.input_params)
                         if hasattr(p, "shape") and _writes(k.prim_func, p))
         if allow_dtypes is not None:
             used = {p.dtype for p in k.prim_func.params}
             if any(dt.is_float(u) and u not in allow_dtypes for u in used):
                 continue
-        cases.append(Case(spec.name, k, (lambda spec, params: lambda rng: spec.make_inputs(rng, **params))(spec, params),
+        cases.append(Case(spec.name + (f" ({note})" if note else ""), k,
+                          (lambda spec, params: lambda rng: spec.make_inputs(rng, **params))(spec, params),
                           inplace=inplace))
     return cases
+
+
+#: tile parameters tried when a library kernel's defaults exceed the 48 KB static shared-memory limit
+_SMALLER = {"block_M": 64, "block_N": 64, "block_K": 64, "num_stages": 1}
+
+
+def _check_smem(kernel):
+    from .runtime import CudaProgram
+
+    CudaProgram(kernel.prim_func, sim=False)  # raises KernelTypeError over the 48 KB limit
 
 
 def _writes(pf, buf) -> bool:

@@ -128,6 +128,16 @@ def sim_namespace() -> dict:
     for cd, t in (("f32", np.float32), ("f64", np.float64)):
         ns[f"_m_isinf_{cd}"] = lambda x: int(np.isinf(x))
         ns[f"_m_isfinite_{cd}"] = lambda x: int(np.isfinite(x))
+    for n in (2, 4, 8):
+        ns[f"_ldv{n}"] = (lambda n: (lambda a, i: tuple(a[i + k] for k in range(n))))(n)
+
+        def _st(a, i, vals):
+            for k, v in enumerate(vals):
+                a[i + k] = v
+
+        ns[f"_stv{n}"] = _st
+    ns["_aligned"] = lambda a, i, nb: (int(i) * np.dtype(a.dtype).itemsize) % int(nb) == 0
+
     def _view(x, src, dst):
         return np.array([x], dtype=src).view(dst)[0]
 
@@ -185,6 +195,78 @@ def gpu_namespace() -> dict:
             return context.get_dummy_value()
 
         return sig, codegen
+
+    def _vec_load(n):
+        @intrinsic
+        def ldv(typingctx, arr, idx):
+            if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
+                return None
+            tup = types.UniTuple(arr.dtype, n)
+            sig = tup(arr, idx)
+
+            def codegen(context, builder, sig, args):
+                aty = sig.args[0]
+                ary = context.make_array(aty)(context, builder, args[0])
+                ptr = builder.gep(ary.data, [_cast_index(context, builder, args[1], sig.args[1])], inbounds=True)
+                ety = context.get_data_type(aty.dtype)
+                vty = ir.VectorType(ety, n)
+                vptr = builder.bitcast(ptr, vty.as_pointer(ptr.type.addrspace))
+                v = builder.load(vptr, align=n * context.get_abi_sizeof(ety))
+                vals = [builder.extract_element(v, ir.Constant(ir.IntType(32), i)) for i in range(n)]
+                return context.make_tuple(builder, sig.return_type, vals)
+
+            return sig, codegen
+
+        return ldv
+
+    def _vec_store(n):
+        @intrinsic
+        def stv(typingctx, arr, idx, vals):
+            if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
+                return None
+            if not isinstance(vals, types.BaseTuple) or len(vals) != n:
+                return None
+            sig = types.none(arr, idx, vals)
+
+            def codegen(context, builder, sig, args):
+                aty = sig.args[0]
+                ary = context.make_array(aty)(context, builder, args[0])
+                ptr = builder.gep(ary.data, [_cast_index(context, builder, args[1], sig.args[1])], inbounds=True)
+                ety = context.get_data_type(aty.dtype)
+                vty = ir.VectorType(ety, n)
+                v = ir.Constant(vty, ir.Undefined)
+                for i in range(n):
+                    x = builder.extract_value(args[2], i)
+                    x = context.cast(builder, x, sig.args[2][i], aty.dtype)
+                    v = builder.insert_element(v, x, ir.Constant(ir.IntType(32), i))
+                vptr = builder.bitcast(ptr, vty.as_pointer(ptr.type.addrspace))
+                builder.store(v, vptr, align=n * context.get_abi_sizeof(ety))
+                return context.get_dummy_value()
+
+            return sig, codegen
+
+        return stv
+
+    @intrinsic
+    def _aligned(typingctx, arr, idx, nbytes):
+        if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
+            return None
+        sig = types.boolean(arr, idx, nbytes)
+
+        def codegen(context, builder, sig, args):
+            ary = context.make_array(sig.args[0])(context, builder, args[0])
+            ptr = builder.gep(ary.data, [_cast_index(context, builder, args[1], sig.args[1])], inbounds=True)
+            a = builder.ptrtoint(ptr, ir.IntType(64))
+            m = context.cast(builder, args[2], sig.args[2], types.int64)
+            m = builder.sub(m, ir.Constant(ir.IntType(64), 1))
+            return builder.icmp_unsigned("==", builder.and_(a, m), ir.Constant(ir.IntType(64), 0))
+
+        return sig, codegen
+
+    _vec = {}
+    for n in (2, 4, 8):
+        _vec[f"_ldv{n}"] = _vec_load(n)
+        _vec[f"_stv{n}"] = _vec_store(n)
 
     def _to_int(builder, val, ty, bits):
         t = ir.IntType(bits)
@@ -389,6 +471,8 @@ def gpu_namespace() -> dict:
         ns[f"_m_{name}_f32"] = getattr(libdevice, fn)
     for name, fn in _MATH_F64.items():
         ns[f"_m_{name}_f64"] = getattr(libdevice, fn)
+    ns.update(_vec)
+    ns["_aligned"] = _aligned
     ns.update(_f32_as_i32=libdevice.float_as_int, _i32_as_f32=libdevice.int_as_float,
               _f64_as_i64=libdevice.double_as_longlong, _i64_as_f64=libdevice.longlong_as_double)
     ns.update(_m_isinf_f32=libdevice.isinff, _m_isfinite_f32=libdevice.finitef,

@@ -59,10 +59,15 @@ class Layout:
     tcount: tuple[int, ...]
     tstride: tuple[int, ...]
     nthreads: int
+    #: per dimension, how many *consecutive* indices a thread owns in each round (vector width; 1: cyclic):
+    #: index of slot ``s`` = ``(s // V) * P * V + t * V + s % V``
+    vec: tuple[int, ...] | None = None
 
     def __post_init__(self):
         # a dimension spread over one thread group has no thread stride: normalise it so equal layouts compare equal
         object.__setattr__(self, "tstride", tuple(s if p > 1 else 1 for p, s in zip(self.tcount, self.tstride)))
+        v = self.vec if self.vec is not None else tuple(1 for _ in self.shape)
+        object.__setattr__(self, "vec", tuple(int(x) if p > 1 else 1 for x, p in zip(v, self.tcount)))
 
     @property
     def ndim(self) -> int:
@@ -70,7 +75,7 @@ class Layout:
 
     @property
     def slots(self) -> tuple[int, ...]:
-        return tuple(_ceil(e, p) for e, p in zip(self.shape, self.tcount))
+        return tuple(_ceil(e, p * v) * v for e, p, v in zip(self.shape, self.tcount, self.vec))
 
     @property
     def nslots(self) -> int:
@@ -100,22 +105,24 @@ class Layout:
     def restrict(self, dims) -> Layout:
         """The layout of the sub-tile on loop dimensions ``dims`` (in the sub-tile's order)."""
         return Layout(tuple(self.shape[d] for d in dims), tuple(self.tcount[d] for d in dims),
-                      tuple(self.tstride[d] if self.tcount[d] > 1 else 1 for d in dims), self.nthreads)
+                      tuple(self.tstride[d] if self.tcount[d] > 1 else 1 for d in dims), self.nthreads,
+                      tuple(self.vec[d] for d in dims))
 
     def permuted_from(self, dims, loop_shape) -> Layout:
         """Inverse of :meth:`restrict` for a full-rank access: buffer dim ``k`` is loop dim ``dims[k]``."""
         n = len(loop_shape)
-        tc, ts = [1] * n, [1] * n
+        tc, ts, vv = [1] * n, [1] * n, [1] * n
         for k, d in enumerate(dims):
-            tc[d], ts[d] = self.tcount[k], self.tstride[k]
-        return Layout(tuple(loop_shape), tuple(tc), tuple(ts), self.nthreads)
+            tc[d], ts[d], vv[d] = self.tcount[k], self.tstride[k], self.vec[k]
+        return Layout(tuple(loop_shape), tuple(tc), tuple(ts), self.nthreads, tuple(vv))
 
     def drop(self, dim: int, keep_unit: bool) -> Layout:
         """Projection without ``dim`` (a reduction's output); ``keep_unit`` keeps it as extent 1."""
         if keep_unit:
             return Layout(tuple(1 if d == dim else e for d, e in enumerate(self.shape)),
                           tuple(1 if d == dim else p for d, p in enumerate(self.tcount)),
-                          tuple(1 if d == dim else s for d, s in enumerate(self.tstride)), self.nthreads)
+                          tuple(1 if d == dim else s for d, s in enumerate(self.tstride)), self.nthreads,
+                          tuple(1 if d == dim else v for d, v in enumerate(self.vec)))
         dims = [d for d in range(self.ndim) if d != dim]
         return self.restrict(dims)
 
@@ -124,8 +131,8 @@ class Layout:
 
     def describe(self) -> str:
         parts = []
-        for e, p, s in zip(self.shape, self.tcount, self.tstride):
-            parts.append(f"{e}:{p}x{_ceil(e, p)}" + (f"@{s}" if p > 1 else ""))
+        for e, p, s, v, n in zip(self.shape, self.tcount, self.tstride, self.vec, self.slots):
+            parts.append(f"{e}:{p}x{n}" + (f"@{s}" if p > 1 else "") + (f"v{v}" if v > 1 else ""))
         return "(" + ", ".join(parts) + ")" + (" replicated" if self.replicated else "")
 
 
@@ -133,8 +140,13 @@ def full_replicated(shape, nthreads: int) -> Layout:
     return Layout(tuple(shape), tuple(1 for _ in shape), tuple(1 for _ in shape), nthreads)
 
 
-def default_layout(shape, nthreads: int) -> Layout:
-    """Coalesced cyclic layout: the last dimension over consecutive threads, then outwards."""
+#: consecutive elements a thread owns along the last dimension in default layouts (vector accesses)
+DEFAULT_VEC = 4
+
+
+def default_layout(shape, nthreads: int, vec: int | None = None) -> Layout:
+    """Coalesced layout: the last dimension over consecutive threads (``vec`` consecutive elements each,
+    when the dimension is long enough), then outwards."""
     n = len(shape)
     tc, ts = [1] * n, [1] * n
     remaining = nthreads
@@ -155,7 +167,11 @@ def default_layout(shape, nthreads: int) -> Layout:
         tc[d], ts[d] = p, stride
         stride *= p
         remaining //= p
-    return Layout(tuple(shape), tuple(tc), tuple(ts), nthreads)
+    vv = [1] * n
+    v = DEFAULT_VEC if vec is None else vec
+    if n and v > 1 and tc[-1] > 1 and shape[-1] % v == 0 and shape[-1] >= v * tc[-1]:
+        vv[-1] = v
+    return Layout(tuple(shape), tuple(tc), tuple(ts), nthreads, tuple(vv))
 
 
 def gemm_layout(M: int, N: int, nthreads: int, rows_hint: int | None = None) -> Layout:

@@ -214,6 +214,14 @@ class KernelGen:
             self.coords[key] = n
         return n
 
+    def index_code(self, lay: Layout, d: int, sv: str) -> str:
+        """Index along dim ``d`` of the thread's slot ``sv`` (code) in layout ``lay``."""
+        P, V = lay.tcount[d], lay.vec[d]
+        t = self.coord(P, lay.tstride[d])
+        if V == 1:
+            return _add(t, _mul(sv, P))
+        return f"({_mul(t, V)} + ({sv} // {V}) * {P * V} + {sv} % {V})"
+
     def primary_cond(self, lay: Layout) -> str | None:
         if not lay.replicated:
             return None
@@ -398,23 +406,58 @@ class KernelGen:
         # on-chip buffers are declared in the prologue
 
     # ----------------------------------------------------------------------------------- loops over layouts
-    def slot_loops(self, lay: Layout, body_fn, guard=True, extra_guard=None):
-        """Emit loops over a layout's slots; ``body_fn(idx_codes, slot_code)`` emits the body."""
+    def slot_loops(self, lay: Layout, body_fn, guard=True, extra_guard=None, vector_last=False):
+        """Emit loops over a layout's slots; ``body_fn(idx_codes, slot_code, slot_vars)`` emits the body.
+
+        With ``vector_last`` and a vector width V > 1 on the last dimension, the body is called once per V
+        consecutive elements (``idx``/``slot`` of the first) with the extra argument ``lanes=V``.
+        """
         slots = lay.slots
         idx, slot_vars = [], []
         opened = 0
+        lanes = 1
         for d in range(lay.ndim):
-            S, P = slots[d], lay.tcount[d]
-            if S > 1:
+            S, P, V = slots[d], lay.tcount[d], lay.vec[d]
+            t = self.coord(P, lay.tstride[d])
+            if V > 1 and vector_last and d == lay.ndim - 1:
+                cv = self.fresh("_c")
+                if S // V > 1:
+                    self.emit(f"for {cv} in range({S // V}):")
+                    self.push_indent()
+                    opened += 1
+                else:
+                    cv = "0"
+                sv = _mul(cv, V)
+                code = _add(_mul(t, V), _mul(cv, P * V))
+                lanes = V
+            elif V > 1:
+                # S // V rounds of V consecutive indices
+                cv, vv = self.fresh("_c"), self.fresh("_v")
+                if S // V > 1:
+                    self.emit(f"for {cv} in range({S // V}):")
+                    self.push_indent()
+                    opened += 1
+                else:
+                    cv = "0"
+                self.emit(f"for {vv} in range({V}):")
+                self.push_indent()
+                opened += 1
+                sv = _add(_mul(cv, V), vv)
+                code = _add(_add(_mul(t, V), _mul(cv, P * V)), vv)
+            elif S > 1:
                 sv = self.fresh("_s")
                 self.emit(f"for {sv} in range({S}):")
                 self.push_indent()
                 opened += 1
+                code = _add(t, _mul(sv, P))
             else:
                 sv = "0"
+                code = t
+            if not _IDENT.match(sv):
+                svn = self.fresh("_sl")
+                self.emit(f"{svn} = {sv}")
+                sv = svn
             slot_vars.append(sv)
-            t = self.coord(P, lay.tstride[d])
-            code = _add(t, _mul(sv, P))
             if not _IDENT.match(code):
                 iv = self.fresh("_i")
                 self.emit(f"{iv} = {code}")
@@ -432,7 +475,10 @@ class KernelGen:
         for d in range(lay.ndim):
             slot = _add(slot, _mul(slot_vars[d], _prod(slots[d + 1:])))
         n0 = self.nlines()
-        body_fn(idx, slot, slot_vars)
+        if lanes > 1:
+            body_fn(idx, slot, slot_vars, lanes=lanes)
+        else:
+            body_fn(idx, slot, slot_vars)
         if self.nlines() == n0:
             self.emit("pass")
         for _ in range(opened):
@@ -503,7 +549,7 @@ class KernelGen:
             return default_layout(tuple(ext), self.nt)
         return None
 
-    def iterate(self, dom: N.Region, body_fn, side_effects=True):
+    def iterate(self, dom: N.Region, body_fn, side_effects=True, vector_last=False):
         """Run ``body_fn(rel_codes, slot_code)`` for each element of ``dom`` this thread handles."""
         lay = self.domain_layout(dom)
         if lay is None:
@@ -528,7 +574,8 @@ class KernelGen:
                 body_fn(rel, None)
             return
         prim = self.primary_cond(lay) if side_effects else None
-        self.slot_loops(lay, lambda idx, slot, sv: body_fn(idx, slot), extra_guard=prim)
+        self.slot_loops(lay, lambda idx, slot, sv, lanes=1: body_fn(idx, slot) if lanes == 1
+                        else body_fn(idx, slot, lanes=lanes), extra_guard=prim, vector_last=vector_last)
 
     # ----------------------------------------------------------------------------------- tile ops
     def copy_internal_events(self, s: N.Copy):
@@ -559,8 +606,18 @@ class KernelGen:
         dstarts = self.region_starts(dom)
         ostarts = self.region_starts(other)
 
-        def body(rel, slot):
+        lay = self.domain_layout(dom)
+        nd, no = len(dom.extents), len(other.extents)
+        vec = (lay is not None and lay.vec[-1] > 1 and self.where(other.buffer) == "global"
+               and pairing[no - 1] == nd - 1 and other.extents[-1] != 1
+               and lay.vec[-1] * max(1, int(dt.itemsize(other.dtype))) in (4, 8, 16)
+               and other.dtype != "float4_e2m1fn" and lay.vec[-1] in (2, 4, 8))
+
+        def body(rel, slot, lanes=1):
             orel = [rel[p] if p is not None else "0" for p in pairing]
+            if lanes > 1:
+                self._copy_lanes(src, dst, dom_is_dst, dstarts, ostarts, rel, orel, slot, lanes)
+                return
             if dom_is_dst:
                 val = self._read(src, ostarts, orel, None)
                 self._write(dst, dstarts, rel, slot, val, src.dtype)
@@ -568,7 +625,64 @@ class KernelGen:
                 val = self._read(src, dstarts, rel, slot)
                 self._write(dst, ostarts, orel, None, val, src.dtype)
 
-        self.iterate(dom, body, side_effects=self.where(dst.buffer) in ("global", "shared"))
+        self.iterate(dom, body, side_effects=self.where(dst.buffer) in ("global", "shared"), vector_last=vec)
+
+    def _vector_cond(self, buf: N.Buffer, absi, lanes):
+        """(condition code, flat index code) for a ``lanes``-wide access of global ``buf`` at ``absi``."""
+        dims, strides = self.gdims(buf)
+        idx = [self.hoist(c) for c in absi]
+        parts = [f"{i} >= 0 and {i} < {d}" for i, d in zip(idx[:-1], dims[:-1])]
+        parts.append(f"{idx[-1]} >= 0 and {idx[-1]} + {lanes} <= {dims[-1]}")
+        lin = self.hoist(self.lin(strides, idx))
+        nbytes = lanes * max(1, int(dt.itemsize(buf.dtype)))
+        parts.append(f"_aligned({self.arr(buf)}, {lin}, {nbytes})")
+        return " and ".join(parts), lin
+
+    def _copy_lanes(self, src, dst, dom_is_dst, dstarts, ostarts, rel, orel, slot, lanes):
+        """One vector of ``lanes`` consecutive elements of a copy whose global side is contiguous."""
+        xs = [self.fresh("_x") for _ in range(lanes)]
+        if dom_is_dst:  # global source, vector load
+            absi = self.abs_index(ostarts, orel)
+            cond, lin = self._vector_cond(src.buffer, absi, lanes)
+            raw = [self.fresh("_w") for _ in range(lanes)]
+            self.emit(f"if {cond}:")
+            with self.indent():
+                self.emit(f"{', '.join(raw)} = _ldv{lanes}({self.arr(src.buffer)}, {lin})")
+                for x, r in zip(xs, raw):
+                    self.emit(f"{x} = {Rl.from_storage(r, src.dtype)}")
+            self.emit("else:")
+            with self.indent():
+                for k, x in enumerate(xs):
+                    ai = absi[:-1] + [_add(absi[-1], k)]
+                    self.emit(f"{x} = {self.load(src.buffer, ai)}")
+            for k, x in enumerate(xs):
+                r = rel[:-1] + [_add(rel[-1], k)]
+                self._write(dst, dstarts, r, _add(slot, k), x, src.dtype)
+            return
+        # register/shared source, vector store to global
+        for k, x in enumerate(xs):
+            r = rel[:-1] + [_add(rel[-1], k)]
+            v = self._read(src, dstarts, r, _add(slot, k))
+            self.emit(f"{x} = {Rl.convert(v, src.dtype, dst.dtype)}")
+        absi = self.abs_index(ostarts, orel)
+        cond, lin = self._vector_cond(dst.buffer, absi, lanes)
+        self.emit(f"if {cond}:")
+        with self.indent():
+            vals = ", ".join(Rl.to_storage(x, dst.dtype) for x in xs)
+            self.emit(f"_stv{lanes}({self.arr(dst.buffer)}, {lin}, ({vals},))")
+        self.emit("else:")
+        with self.indent():
+            n0 = self.nlines()
+            for k, x in enumerate(xs):
+                ai = absi[:-1] + [_add(absi[-1], k)]
+                saved = self.par
+                self.par = ParCtx(full_replicated((), self.nt), {}, [], [], None)
+                try:
+                    self.store(dst.buffer, ai, None, x, dst.dtype)
+                finally:
+                    self.par = saved
+            if self.nlines() == n0:
+                self.emit("pass")
 
     def _read(self, r: N.Region, starts, rel, slot) -> str:
         buf = r.buffer
@@ -688,6 +802,8 @@ class KernelGen:
         b_ref = self._operand(s.b, s.trans_b, rows=False)
         S0, S1 = lay.slots
         P0, P1 = lay.tcount
+        if lay.vec != (1, 1):
+            raise InternalError("gemm accumulator layout with vector slots")
         t0 = self.coord(P0, lay.tstride[0])
         t1 = self.coord(P1, lay.tstride[1])
         ra, rb = self.fresh("_ra"), self.fresh("_rb")
@@ -763,7 +879,7 @@ class KernelGen:
         if P <= 1:
             cross = "none"
         elif self._shuffle_ok(lay, s.dim):
-            cross = "shfl"
+            cross = "shfl" if P * lay.tstride[s.dim] <= 32 else "mixed"
         else:
             cross = "scratch"
         keep = dst.ndim == src.ndim
@@ -776,15 +892,18 @@ class KernelGen:
             return False
         P, st = lay.tcount[d], lay.tstride[d]
         pow2 = (lambda x: x & (x - 1) == 0)
-        return pow2(P) and pow2(st) and P * st <= 32 and (self.nt % 32 == 0 or P * st <= self.nt)
+        if not (pow2(P) and pow2(st) and st < 32):
+            return False
+        return self.nt % 32 == 0 or P * st <= self.nt
 
     def reduce_internal_events(self, s: N.Reduce):
         cross, direct = self._reduce_plan(s)
         ev = []
-        if cross == "scratch":
+        if cross in ("scratch", "mixed"):
             ev += [("W", "_scratch"), ("SYNC",), ("R", "_scratch")]
         if cross != "mem" and not direct and self.where(s.dst.buffer) == "reg":
-            ev += [("W", "_scratch"), ("SYNC",), ("R", "_scratch")]
+            ev += ([("SYNC",)] if cross in ("scratch", "mixed") else []) + [("W", "_scratch"), ("SYNC",),
+                                                                            ("R", "_scratch")]
         return ev
 
     def _red_ops(self, kind, cd):
@@ -851,7 +970,7 @@ class KernelGen:
         x = Rl.convert(Rl.from_register(f"{self.arr(src)}[{sl}]", src.dtype), src.dtype, acc_d)
         x = pre.format(x=x)
         if lay.needs_guard(r):
-            ri = _add(self.coord(lay.tcount[r], lay.tstride[r]), _mul(rv, lay.tcount[r]))
+            ri = self.index_code(lay, r, rv)
             self.emit(f"if {ri} < {lay.shape[r]}:")
             self.emit(f"    {acc} = {comb.format(a=acc, b=x)}")
         else:
@@ -863,17 +982,22 @@ class KernelGen:
             self.pop_indent()
         # 2. across the threads of the reduced dimension
         P, st = lay.tcount[r], lay.tstride[r]
-        if cross == "shfl":
+        groups, gstride = P, st  # what is left for the shared-memory round
+        if cross in ("shfl", "mixed"):
+            # butterfly over the group's lanes inside each warp
+            pw = min(P, 32 // st)
             mask = "0xffffffff" if self.nt >= 32 else hex((1 << self.nt) - 1)
             self.emit(f"for _q in range({nout}):")
             with self.indent():
                 self.emit(f"_v = {red}[_q]")
                 off = st
-                while off < P * st:
+                while off < pw * st:
                     self.emit(f"_v = {comb.format(a='_v', b=f'cuda.shfl_xor_sync({mask}, _v, {off})')}")
                     off *= 2
                 self.emit(f"{red}[_q] = _v")
-        elif cross == "scratch":
+            groups, gstride = P // pw, st * pw
+        if cross in ("scratch", "mixed") and groups > 1:
+            # one value per (warp) group through shared memory
             kind = {"f32": "f32", "f64": "f64", "int": "i64", "bool": "i64"}[cd]
             scr = self.need_scratch(kind, nout * self.nt)
             self.emit(f"for _q in range({nout}):")
@@ -883,8 +1007,8 @@ class KernelGen:
             self.emit(f"for _q in range({nout}):")
             with self.indent():
                 self.emit(f"_v = {ident}")
-                self.emit(f"for _p in range({P}):")
-                self.emit(f"    _v = {comb.format(a='_v', b=f'_ldx({scr}, _q * {self.nt} + {base} + _p * {st})')}")
+                self.emit(f"for _p in range({groups}):")
+                self.emit(f"    _v = {comb.format(a='_v', b=f'_ldx({scr}, _q * {self.nt} + {base} + _p * {gstride})')}")
                 self.emit(f"{red}[_q] = _v")
         # 3. into the destination
         if direct:
@@ -926,6 +1050,8 @@ class KernelGen:
         oshape = olay.shape
         ostr = tuple(_prod(oshape[d + 1:]) for d in range(len(oshape)))
         scr = self.need_scratch(kind, max(1, _prod(oshape)))
+        if cross in ("scratch", "mixed"):
+            self.emit("cuda.syncthreads()")  # the partials above are read from the same scratch
 
         def wr(idx, slot, sv):
             self.emit(f"_stx({scr}, {self.lin(ostr, idx)}, {red}[{slot}])")

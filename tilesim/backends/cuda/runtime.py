@@ -187,6 +187,55 @@ class CudaProgram:
                 d = self.dispatcher(k)
                 d[tuple(grid), k.threads](*args)
 
+    def launcher(self, dev: dict, scalars: dict):
+        """A closure replaying the program's launches on fixed device arrays (for timing loops).
+
+        Workspaces are allocated once; per call it only launches (numba dispatch, no binding).
+        """
+        from ...kernel import eval_dim
+
+        cuda = cuda_module()
+        scalars = dict(scalars)
+        dev = dict(dev)
+        plan = []
+        for kind, x in self.program.steps:
+            if kind == "let":
+                scalars[x.var.uid] = _host_eval(x.value, scalars)
+            elif kind == "alloc":
+                if x.alias_of is None:
+                    n = 1
+                    for d in x.shape:
+                        n *= d if isinstance(d, int) else eval_dim(d, scalars)
+                    dev[x.uid] = cuda.device_array(max(1, int(n)), dtype=_np_storage(x.dtype))
+            else:
+                grid = tuple(int(_host_eval(g, scalars)) for g in x.launch.grid)
+                if any(g <= 0 for g in grid):
+                    continue
+                args = [self._array_arg(a, dev) if k2 == "array" else _scalar_value(scalars[a.uid], a.dtype)
+                        for k2, a in x.args]
+                plan.append((self.dispatcher(x)[grid, x.threads], args))
+
+        def run():
+            for fn, args in plan:
+                fn(*args)
+
+        return run
+
+    def prepare(self, jk, args):
+        """(launch closure, outputs) for ``jk`` called with CUDA tensors ``args`` (outputs allocated once)."""
+        captured = {}
+        orig = self.launch_all
+
+        def capture(dev, scalars):
+            captured["dev"], captured["scalars"] = dict(dev), dict(scalars)
+
+        self.launch_all = capture
+        try:
+            outs = self._call_device(jk, args)
+        finally:
+            self.launch_all = orig
+        return self.launcher(captured["dev"], captured["scalars"]), outs
+
     def _array_arg(self, b: N.Buffer, dev: dict):
         root = b.alias_of or b
         arr = dev.get(root.uid)
@@ -231,7 +280,8 @@ class CudaProgram:
             if i not in outs_idx:
                 values[i] = next(it)
         scalars, dims, dev, keep = {}, {}, {}, {}
-        framework = "torch" if any(type(v).__module__.startswith("torch") for v in args) else "cupy"
+        mods = {type(v).__module__.split(".")[0] for v in args}
+        framework = "torch" if "torch" in mods else ("cupy" if "cupy" in mods else "numba")
         device = None
         for i, (p, v) in enumerate(zip(pf.params, values)):
             if i in outs_idx:
@@ -309,11 +359,16 @@ def _scalar_value(v, dtype):
     return np.int64(int(v))
 
 
+def _is_numba_device(v) -> bool:
+    mod = type(v).__module__
+    return mod.startswith("numba") and hasattr(v, "copy_to_host")
+
+
 def _is_device(v) -> bool:
     mod = type(v).__module__
     if mod.startswith("torch"):
         return getattr(getattr(v, "device", None), "type", "cpu") == "cuda"
-    return hasattr(v, "__cuda_array_interface__")
+    return hasattr(v, "__cuda_array_interface__") or _is_numba_device(v)
 
 
 _TORCH_RAW = {"bfloat16": "int16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8"}
@@ -347,18 +402,18 @@ def _device_view(v, p: N.Buffer, cuda):
         if flat.numel() == 0:
             return cuda.device_array(1, dtype=_np_storage(p.dtype)), info
         return cuda.as_cuda_array(flat), info
-    if hasattr(v, "__cuda_array_interface__"):
-        cai = v.__cuda_array_interface__
-        info["shape"] = tuple(cai["shape"])
+    if hasattr(v, "__cuda_array_interface__") or _is_numba_device(v):
+        info["shape"] = tuple(v.shape)
         want = _np_storage(p.dtype)
-        got = np.dtype(cai["typestr"])
+        got = np.dtype(v.__cuda_array_interface__["typestr"]) if hasattr(v, "__cuda_array_interface__") \
+            else np.dtype(v.dtype)
         if p.dtype in dt.NARROW_FLOATS and p.dtype != "float16":
             ok = got.itemsize == want.itemsize
         else:
             ok = got == np.dtype(dt.np_dtype(p.dtype)) or got == want
         if not ok:
             raise KernelRuntimeError(f"argument '{p.name}': expected dtype {p.dtype}, got {got}", p.loc)
-        a = cuda.as_cuda_array(v)
+        a = v if _is_numba_device(v) else cuda.as_cuda_array(v)
         if not a.is_c_contiguous():
             raise KernelRuntimeError(f"argument '{p.name}' is not C-contiguous", p.loc,
                                      hint="pass a contiguous array (e.g. cupy.ascontiguousarray)")
@@ -378,6 +433,8 @@ def _device_view(v, p: N.Buffer, cuda):
 
 
 def _alloc_like(framework, shape, dtype, device):
+    if framework == "numba":
+        return cuda_module().device_array(shape, dtype=_np_storage(dtype))
     if framework == "torch":
         import torch
 
