@@ -12,7 +12,7 @@ from ._util import ROOT, have_numba_cuda
 
 pytestmark = [pytest.mark.cudasim, pytest.mark.skipif(not have_numba_cuda(), reason="numba-cuda is not installed")]
 
-LIBRARY = ["rmsnorm", "softmax", "gelu", "gemm_splitk", "flash_attention_fwd"]
+LIBRARY = ["rmsnorm", "softmax", "gelu", "flash_attention_fwd"]
 
 
 @pytest.fixture(scope="module")

@@ -67,10 +67,11 @@ def bandwidth(points, models_by_name) -> dict:
             best[p["device"]] = max(best.get(p["device"], 0.0), p["bytes_per_s"] / p["device_dram_bytes_per_s"])
     import hwmodels
     h200 = models_by_name.get("h200_sxm_141gb") or hwmodels.load("h200_sxm_141gb")
-    eff = h200.efficiency("dram", default=None)
+    copy = (h200.calibration or {}).get("copy_bytes_per_s")
+    eff = copy / h200.dram_bandwidth if copy else None
     ev = []
     if eff:
-        ev.append(f"H200 device-to-device copy measured at {eff * h200.dram_bandwidth / 1e12:.2f} TB/s = "
+        ev.append(f"H200 device-to-device copy measured at {copy / 1e12:.2f} TB/s = "
                   f"{100 * eff:.0f}% of the {h200.dram_bandwidth / 1e12:.1f} TB/s datasheet figure")
     if best:
         ev.append("the best simulated DRAM-bound kernels reach " +
