@@ -38,10 +38,13 @@ KERNELS = [
 @pytest.mark.parametrize("make", KERNELS)
 def test_no_kernel_beats_the_device_peaks(make, hwname):
     hw = hwmodels.load(hwname)
-    try:
-        r = simulate_kernel(make(), hw=hwname)
-    except KernelError:
-        pytest.skip("does not fit this device")
+    kernel = make()
+    if hwname == "a100_sxm4_80gb" and kernel.prim_func.params[0].shape[-1] == 128 and len(kernel.prim_func.params) == 4:
+        # d=128 flash attention, 128x128 tiles, 2 stages: 192 KiB of shared memory, over the A100's 163 KiB
+        with pytest.raises(KernelError, match="bytes of shared memory"):
+            simulate_kernel(kernel, hw=hwname)
+        return
+    r = simulate_kernel(kernel, hw=hwname)
     assert r.time_s >= r.roofline_s
     for key, flops in r.flops.items():
         assert flops / r.time_s <= _peak(hw, key) * (1 + 1e-9), key
