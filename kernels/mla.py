@@ -167,7 +167,8 @@ def _bytes(batch, heads, seq_kv, dim=512, pe_dim=64, seq_lens=None, dtype="bfloa
 
 
 def _hints(batch, seq_kv, seq_lens=None, **_):
-    return {"seq_lens": _lens(batch, seq_kv, seq_lens)}
+    """Simulator inputs: the per-sequence lengths, as the ``SeqLens`` tensor the loop bounds read."""
+    return {"SeqLens": np.asarray(_lens(batch, seq_kv, seq_lens), dtype=np.int32)}
 
 
 _SHAPES = tuple(

@@ -238,7 +238,8 @@ def _bytes(batch, heads, dim, max_len, block_size=16, groups=1, q_len=1, seq_len
 
 
 def _hints(batch, max_len, q_len=1, seq_lens=None, **_):
-    return {"seq_lens": _lens_for_cost(batch, max_len, q_len, seq_lens)}
+    """Simulator inputs: the per-sequence lengths, as the ``SeqLens`` tensor the loop bounds read."""
+    return {"SeqLens": np.asarray(_lens_for_cost(batch, max_len, q_len, seq_lens), dtype=np.int32)}
 
 
 def _shapes():

@@ -18,8 +18,9 @@ A spec's callables take plain keyword parameters:
 
 * ``compare(outs, refs, params)`` (optional) — custom comparison called with the kernel's outputs, the
   reference's outputs (both lists) and the parameter dict, positionally; raises ``AssertionError``.
-* ``data_hints(**params) -> dict`` (optional) — values the simulator needs for loops whose trip counts
-  depend on tensor data, e.g. ``{"seq_lens": [...]}``.
+* ``data_hints(**params) -> dict`` (optional) — keyword arguments for ``tilesim.sim.simulate`` when trip
+  counts depend on tensor data: tensors by parameter name (``{"SeqLens": np.array([...])}``) or
+  ``{"hints": {...}}``.
 
 ``shapes`` are the LLM shapes a report uses (each a dict with a ``"label"``); ``test_shapes`` are
 small shapes that tiles do not divide, for the test-suite; ``tunables`` maps a parameter to its
