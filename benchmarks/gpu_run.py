@@ -247,7 +247,7 @@ def bench_gemm(quick):
     variants = [dict(block_M=128, block_N=128, block_K=8, num_stages=2, threads=256),
                 dict(block_M=128, block_N=128, block_K=16, num_stages=2, threads=256)]
     if not quick:
-        variants.append(dict(block_M=64, block_N=64, block_K=16, num_stages=2, threads=64))
+        variants.append(dict(block_M=128, block_N=128, block_K=32, num_stages=2, threads=256))
     best = None
     for v in variants:
         try:

@@ -130,7 +130,15 @@ def collect(specs, models, profile_override=None, shapes_per_kernel=None, progre
                     configs[(spec.name, model.name)] = tune_spec(spec, shape, model, prof, budget=tune_budget).best.config
                 except TilesimError:
                     pass  # nothing fits: the default configuration's own error is reported below
-            points.append(simulate_point(spec, shape, model, prof, configs.get((spec.name, model.name))))
+            try:
+                points.append(simulate_point(spec, shape, model, prof, configs.get((spec.name, model.name))))
+            except TilesimError:
+                if not (tune_budget and spec.tunables):
+                    raise
+                # the configuration tuned at the first shape does not fit this one: tune here
+                from ..tune import tune_spec
+                cfg = tune_spec(spec, shape, model, prof, budget=tune_budget).best.config
+                points.append(simulate_point(spec, shape, model, prof, cfg))
         except TilesimError as e:
             rec = {"kernel": spec.name, "shape": shape.get("label", ""), "device": model.name,
                    "error": f"{type(e).__name__}: {e}"}
