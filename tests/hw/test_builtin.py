@@ -112,7 +112,7 @@ def test_h200_efficiencies_come_from_measurements():
     other = hwmodels.load("h100_sxm5_80gb")
     assert other.source("efficiency.matrix_fraction.bfloat16").startswith("estimated:")
     assert other.is_estimated("efficiency.dram_fraction")
-    assert other.efficiency("l2") is None and other.efficiency("l2", default=1.0) == 1.0
+    assert other.efficiency("l2") == model.efficiency("l2") and other.is_estimated("efficiency.l2_fraction")
 
 
 def test_roofline_quantities():
