@@ -529,12 +529,13 @@ def _place_once(launch, nt, frags, forced):
 
     while True:
         propagate()
+        # when stuck, seed the largest undecided loop first: row statistics follow their tiles
         stuck = None
         for p in parallels:
             lay, accs = loop_layout(p)
-            if lay is None:
+            if lay is None and (stuck is None or (len(p.extents), _size(p.extents)) >
+                                (len(stuck.extents), _size(stuck.extents))):
                 stuck = p
-                break
         if stuck is not None:
             apply_loop(stuck, default_layout(stuck.extents, nt), _parallel_accesses(stuck, onchip_reg))
             continue
@@ -583,6 +584,13 @@ def _all_parallels(body):
         for b in sub_bodies(s):
             out.extend(_all_parallels(b))
     return out
+
+
+def _size(ext) -> int:
+    n = 1
+    for e in ext:
+        n *= e
+    return n
 
 
 def _broadcasts(c: N.Copy) -> bool:

@@ -125,6 +125,7 @@ class KernelGen:
         self._gdims: dict[int, tuple] = {}
         self.barrier_before: set[int] = set()
         self.notes: list[str] = []
+        self.unguarded: set[int] = set()
 
     # ----------------------------------------------------------------------------------- emission
     def emit(self, line: str):
@@ -336,6 +337,8 @@ class KernelGen:
         if w == "shared":
             return Rl.from_storage(f"_ldx({self.arr(buf)}, {self.lin(self.sstrides(buf), idx_codes)})", buf.dtype)
         dims, strides = self.gdims(buf)
+        if (buf.alias_of or buf).uid in self.unguarded:  # inside a copy whose whole tile is in bounds
+            return Rl.from_storage(f"_ldx({self.arr(buf)}, {self.lin(strides, idx_codes)})", buf.dtype)
         idx = [self.hoist(c) for c in idx_codes]
         cond = " and ".join(f"{i} >= 0 and {i} < {d}" for i, d in zip(idx, dims)) or "True"
         val = Rl.from_storage(f"_ldx({self.arr(buf)}, {self.lin(strides, idx)})", buf.dtype)
@@ -365,6 +368,9 @@ class KernelGen:
             guard.append(self.par.primary)
         if w == "shared":
             lin = self.lin(self.sstrides(buf), idx_codes)
+        elif (buf.alias_of or buf).uid in self.unguarded:
+            dims, strides = self.gdims(buf)
+            lin = self.lin(strides, idx_codes)
         else:
             dims, strides = self.gdims(buf)
             idx = [self.hoist(c) for c in idx_codes]
@@ -625,64 +631,75 @@ class KernelGen:
                 val = self._read(src, dstarts, rel, slot)
                 self._write(dst, ostarts, orel, None, val, src.dtype)
 
-        self.iterate(dom, body, side_effects=self.where(dst.buffer) in ("global", "shared"), vector_last=vec)
+        side = self.where(dst.buffer) in ("global", "shared")
+        globs = [(r, st) for r, st in ((src, ostarts if dom_is_dst else dstarts),
+                                       (dst, dstarts if dom_is_dst else ostarts)) if self.where(r.buffer) == "global"]
+        if lay is None or not globs:
+            self.iterate(dom, body, side_effects=side)
+            return
+        # fast path: the whole tile is inside its global tensor(s) (and aligned for vector accesses):
+        # no per-element guards; otherwise the guarded element-wise path (TileLang's edge semantics)
+        conds = []
+        for r, st in globs:
+            conds += self._tile_in_bounds(r, st)
+        if vec:
+            conds += self._tile_aligned(other, ostarts, lay.vec[-1])
+        self.emit(f"if {' and '.join(conds) if conds else 'True'}:")
+        with self.indent():
+            saved = self.unguarded
+            self.unguarded = saved | {(r.buffer.alias_of or r.buffer).uid for r, _ in globs}
+            try:
+                self.iterate(dom, body, side_effects=side, vector_last=vec)
+            finally:
+                self.unguarded = saved
+        self.emit("else:")
+        with self.indent():
+            self.iterate(dom, body, side_effects=side)
 
-    def _vector_cond(self, buf: N.Buffer, absi, lanes):
-        """(condition code, flat index code) for a ``lanes``-wide access of global ``buf`` at ``absi``."""
-        dims, strides = self.gdims(buf)
-        idx = [self.hoist(c) for c in absi]
-        parts = [f"{i} >= 0 and {i} < {d}" for i, d in zip(idx[:-1], dims[:-1])]
-        parts.append(f"{idx[-1]} >= 0 and {idx[-1]} + {lanes} <= {dims[-1]}")
-        lin = self.hoist(self.lin(strides, idx))
-        nbytes = lanes * max(1, int(dt.itemsize(buf.dtype)))
-        parts.append(f"_aligned({self.arr(buf)}, {lin}, {nbytes})")
-        return " and ".join(parts), lin
+    def _tile_in_bounds(self, r: N.Region, starts) -> list:
+        dims, _ = self.gdims(r.buffer)
+        out = []
+        for st, e, d in zip(starts, r.extents, dims):
+            ext = str(e) if isinstance(e, int) else self.hoist(self._outer_expr(e))
+            out.append(f"{st} >= 0 and {st} + {ext} <= {d}")
+        return out
+
+    def _tile_aligned(self, r: N.Region, starts, lanes) -> list:
+        """Conditions for ``lanes``-wide accesses along the last dim of global region ``r`` to be aligned."""
+        dims, strides = self.gdims(r.buffer)
+        nbytes = lanes * max(1, int(dt.itemsize(r.buffer.dtype)))
+        out = [f"_aligned({self.arr(r.buffer)}, {self.lin(strides, starts)}, {nbytes})"]
+        for k, (st, e) in enumerate(zip(strides[:-1], r.extents[:-1])):
+            if e == 1:
+                continue
+            if st.lstrip("-").isdigit():
+                if int(st) % lanes:
+                    out.append("False")
+            else:
+                out.append(f"{st} % {lanes} == 0")
+        return out
 
     def _copy_lanes(self, src, dst, dom_is_dst, dstarts, ostarts, rel, orel, slot, lanes):
-        """One vector of ``lanes`` consecutive elements of a copy whose global side is contiguous."""
+        """One vector of ``lanes`` consecutive elements (fast path: in bounds and aligned)."""
         xs = [self.fresh("_x") for _ in range(lanes)]
         if dom_is_dst:  # global source, vector load
-            absi = self.abs_index(ostarts, orel)
-            cond, lin = self._vector_cond(src.buffer, absi, lanes)
+            _, strides = self.gdims(src.buffer)
+            lin = self.lin(strides, self.abs_index(ostarts, orel))
             raw = [self.fresh("_w") for _ in range(lanes)]
-            self.emit(f"if {cond}:")
-            with self.indent():
-                self.emit(f"{', '.join(raw)} = _ldv{lanes}({self.arr(src.buffer)}, {lin})")
-                for x, r in zip(xs, raw):
-                    self.emit(f"{x} = {Rl.from_storage(r, src.dtype)}")
-            self.emit("else:")
-            with self.indent():
-                for k, x in enumerate(xs):
-                    ai = absi[:-1] + [_add(absi[-1], k)]
-                    self.emit(f"{x} = {self.load(src.buffer, ai)}")
-            for k, x in enumerate(xs):
+            self.emit(f"{', '.join(raw)} = _ldv{lanes}({self.arr(src.buffer)}, {lin})")
+            for k, (x, w) in enumerate(zip(xs, raw)):
                 r = rel[:-1] + [_add(rel[-1], k)]
-                self._write(dst, dstarts, r, _add(slot, k), x, src.dtype)
+                self._write(dst, dstarts, r, _add(slot, k), Rl.from_storage(w, src.dtype), src.dtype)
             return
         # register/shared source, vector store to global
         for k, x in enumerate(xs):
             r = rel[:-1] + [_add(rel[-1], k)]
             v = self._read(src, dstarts, r, _add(slot, k))
             self.emit(f"{x} = {Rl.convert(v, src.dtype, dst.dtype)}")
-        absi = self.abs_index(ostarts, orel)
-        cond, lin = self._vector_cond(dst.buffer, absi, lanes)
-        self.emit(f"if {cond}:")
-        with self.indent():
-            vals = ", ".join(Rl.to_storage(x, dst.dtype) for x in xs)
-            self.emit(f"_stv{lanes}({self.arr(dst.buffer)}, {lin}, ({vals},))")
-        self.emit("else:")
-        with self.indent():
-            n0 = self.nlines()
-            for k, x in enumerate(xs):
-                ai = absi[:-1] + [_add(absi[-1], k)]
-                saved = self.par
-                self.par = ParCtx(full_replicated((), self.nt), {}, [], [], None)
-                try:
-                    self.store(dst.buffer, ai, None, x, dst.dtype)
-                finally:
-                    self.par = saved
-            if self.nlines() == n0:
-                self.emit("pass")
+        _, strides = self.gdims(dst.buffer)
+        lin = self.lin(strides, self.abs_index(ostarts, orel))
+        vals = ", ".join(Rl.to_storage(x, dst.dtype) for x in xs)
+        self.emit(f"_stv{lanes}({self.arr(dst.buffer)}, {lin}, ({vals},))")
 
     def _read(self, r: N.Region, starts, rel, slot) -> str:
         buf = r.buffer
