@@ -134,6 +134,7 @@ class Occupancy:
     max_warps_count: int | None = _num()
     max_blocks_count: int | None = _num()
     registers_count: int | None = _num()
+    max_registers_per_thread_count: int | None = _num()
     warp_size_count: int | None = _num()
 
 

@@ -125,6 +125,9 @@ def tune_spec(spec, shape: dict, hw, profile=None, budget: int = 16, seed: int =
             trials.append(Trial(cfg, None, None, "", f"{type(e).__name__}: {e}"))
     ok = [t for t in trials if t.error is None]
     if not ok:
+        unsupported = next((t.error for t in trials if "has no known rate" in t.error), None)
+        if unsupported:  # the device lacks the data type: say that, not "does not fit"
+            raise KernelTypeError(unsupported.split(": ", 1)[1].splitlines()[0])
         raise KernelTypeError(f"no configuration of {spec.name} fits {model.name} at {shape.get('label', shape)}",
                               hint="first error: " + trials[0].error.splitlines()[0] if trials else None)
     best = min(ok, key=lambda t: t.time_s)

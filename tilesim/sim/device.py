@@ -119,6 +119,15 @@ def occupancy(prog, machine) -> tuple[int, str, dict]:
         if producer and p.consumer_registers_per_thread:
             regs_per_thread = max(regs_per_thread, p.consumer_registers_per_thread)
         details["registers_per_thread"] = regs_per_thread
+        cap = getattr(occ, "max_registers_per_thread_count", None)
+        if cap and regs_per_thread > cap:
+            # a thread cannot address more registers: the compiler spills fragments to local memory,
+            # which this model does not cost; treat it as not fitting (the tuner then skips it)
+            raise KernelError(
+                f"each thread needs about {regs_per_thread:.0f} registers for its fragments "
+                f"{_largest(prog.fragment_bytes)}, over the {cap} a thread can address on {hw.name}: "
+                "the fragments would spill to local memory", prog.launch.loc,
+                hint="use more threads per block or smaller fragment tiles")
         if occ.registers_count:
             need = regs_per_thread * prog.threads + producer * p.producer_registers_per_thread
             if need > occ.registers_count:
