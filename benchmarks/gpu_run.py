@@ -235,7 +235,6 @@ def bench_copy():
     bw = 2 * n / t
     RESULTS["copy_bandwidth_Bps"] = bw
     log(f"bench copy: {bw / 1e12:.3f} TB/s (read + write, 1 GiB)")
-    del x, y
     return bw
 
 
@@ -278,7 +277,6 @@ def bench_gemm(quick):
     if best:
         RESULTS["best"] = RESULTS.get("best", {})
         RESULTS["best"]["gemm_fp32_4096"] = best
-    del a, b, ref
 
 
 def bench_rows(quick):
@@ -338,7 +336,6 @@ def bench_rows(quick):
             RESULTS["errors"].append(f"softmax {v}: {type(ex).__name__}: {ex}"[:2000])
             log("softmax variant failed", v, repr(ex)[:500])
     RESULTS.setdefault("best", {})["softmax_bf16_8192"] = best
-    del x, w, xd, ref
 
 
 def bench_fp8(copy_bw, quick):
@@ -384,7 +381,6 @@ def bench_fp8(copy_bw, quick):
             RESULTS["errors"].append(f"fp8 {v}: {type(ex).__name__}: {ex}"[:2000])
             log("fp8 variant failed", v, repr(ex)[:500])
     RESULTS.setdefault("best", {})["fp8_cast_per_token_8192"] = best
-    del x, xd
 
 
 def bench_attention(quick):

@@ -96,6 +96,20 @@ def run_case(case: Case, rng, twin=None) -> dict:
 
 
 # ------------------------------------------------------------------------------------------ core kernels
+def _dyn_inputs(rn, m, n, k, trans_a, trans_b):
+    def make(rng):
+        return (rn(rng, (k, m) if trans_a else (m, k), np.float16), rn(rng, (n, k) if trans_b else (k, n), np.float16))
+
+    return make
+
+
+def _spec_inputs(spec, params):
+    def make(rng):
+        return spec.make_inputs(rng, **params)
+
+    return make
+
+
 def core_cases(ck, size: str = "toy") -> list[Case]:
     """Cases for ``tests/core_kernels.py`` (module ``ck``): ``toy`` (simulator) or ``gpu`` sizes.
 
@@ -122,8 +136,7 @@ def core_cases(ck, size: str = "toy") -> list[Case]:
         for tb in (False, True):
             cases.append(Case(f"matmul_dynamic_{'T' if ta else 'N'}{'T' if tb else 'N'}",
                               ck.matmul_dynamic(trans_A=ta, trans_B=tb, **dmk),
-                              (lambda ta, tb: lambda rng: (rn(rng, (dK, dM) if ta else (dM, dK), f16),
-                                                           rn(rng, (dN, dK) if tb else (dK, dN), f16)))(ta, tb)))
+                              _dyn_inputs(rn, dM, dN, dK, ta, tb)))
     sM, sN, sK = (20, 18, 40) if toy else (333, 290, 1000)
     smk = dict(block_M=16, block_N=16, block_K=8, split_k=2) if toy else {}
     cases.append(Case("matmul_splitk", ck.matmul_splitk(sM, sN, sK, **smk),
@@ -198,7 +211,7 @@ def library_cases(specs, allow_dtypes=None, shape_index=0, overrides=None, check
             if any(dt.is_float(u) and u not in allow_dtypes for u in used):
                 continue
         cases.append(Case(spec.name + (f" ({note})" if note else ""), k,
-                          (lambda spec, params: lambda rng: spec.make_inputs(rng, **params))(spec, params),
+                          _spec_inputs(spec, params),
                           inplace=inplace))
     return cases
 

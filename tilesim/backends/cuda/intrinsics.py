@@ -125,11 +125,17 @@ def sim_namespace() -> dict:
     for name, fn in _NP_MATH.items():
         ns[f"_m_{name}_f32"] = (lambda f: (lambda *a: np.float32(f(*[np.float32(v) for v in a]))))(fn)
         ns[f"_m_{name}_f64"] = (lambda f: (lambda *a: np.float64(f(*[np.float64(v) for v in a]))))(fn)
-    for cd, t in (("f32", np.float32), ("f64", np.float64)):
+    for cd in ("f32", "f64"):
         ns[f"_m_isinf_{cd}"] = lambda x: int(np.isinf(x))
         ns[f"_m_isfinite_{cd}"] = lambda x: int(np.isfinite(x))
+    def _ldv_of(width):
+        def ldv(a, i):
+            return tuple(a[i + k] for k in range(width))
+
+        return ldv
+
     for n in (2, 4, 8):
-        ns[f"_ldv{n}"] = (lambda n: (lambda a, i: tuple(a[i + k] for k in range(n))))(n)
+        ns[f"_ldv{n}"] = _ldv_of(n)
 
         def _st(a, i, vals):
             for k, v in enumerate(vals):

@@ -30,7 +30,7 @@ from ...errors import InternalError, KernelError, KernelTypeError
 from ...ir import nodes as N
 from . import rules as Rl
 from .caps import STATIC_SMEM_LIMIT
-from .layout import Layout, Placement, default_layout, full_replicated, is_full_region, place_buffers, sub_bodies
+from .layout import Layout, Placement, default_layout, full_replicated, place_buffers, sub_bodies
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$|^-?\d+$")
 
@@ -40,6 +40,10 @@ def _san(name: str) -> str:
     if not s or s[0].isdigit():
         s = "v_" + s
     return s
+
+
+def _pow2(x: int) -> bool:
+    return x > 0 and x & (x - 1) == 0
 
 
 def _prod(xs):
@@ -908,8 +912,7 @@ class KernelGen:
         if self.sim:
             return False
         P, st = lay.tcount[d], lay.tstride[d]
-        pow2 = (lambda x: x & (x - 1) == 0)
-        if not (pow2(P) and pow2(st) and st < 32):
+        if not (_pow2(P) and _pow2(st) and st < 32):
             return False
         return self.nt % 32 == 0 or P * st <= self.nt
 
@@ -969,7 +972,7 @@ class KernelGen:
                 v = "0"
             ov.append(v)
         oslot = "0"
-        for k, d in enumerate(other):
+        for k in range(len(other)):
             oslot = _add(oslot, _mul(ov[k], _prod([slots[x] for x in other[k + 1:]])))
         acc = self.fresh("_acc")
         self.emit(f"{acc} = {ident}")
@@ -1364,7 +1367,7 @@ class KernelGen:
             q = "_tid" if st == 1 else f"(_tid // {st})"
             out.append(ind + f"{n} = {q} % {p}" if p * st < self.nt or st > 1 else ind + f"{n} = {q}")
         out.extend(ind + line for line in self.gprolog)
-        for b, st, n, _ in items:
+        for b, _st, n, _ in items:
             out.append(ind + f"{self.arr(b)} = cuda.shared.array({n}, {Rl.storage_np(b.dtype)})")
         for kind, n in sorted(self.scratch.items()):
             t = {"f32": "float32", "f64": "float64", "i64": "int64"}[kind]
