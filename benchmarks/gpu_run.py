@@ -104,9 +104,9 @@ def environment():
 
 # ---------------------------------------------------------------------------------------------- checks
 def run_checks(quick: bool):
-    from tilesim.backends.cuda.check import core_cases, library_cases, run_case
-
     import core_kernels as ck
+
+    from tilesim.backends.cuda.check import core_cases, library_cases, run_case
 
     rng = np.random.default_rng(int(time.time()) % 100000)
     cases = core_cases(ck, "gpu")

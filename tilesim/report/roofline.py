@@ -80,7 +80,7 @@ def roofline_figure(model, points: list[dict], title: str | None = None):
         line = [min(top, b["value"] * x) for x in grid]
         ax.plot(grid, line, color="0.2" if b["label"] == "DRAM" else "0.6", lw=1.4 if b["label"] == "DRAM" else 1.0)
         # label the diagonal just below where it meets the top ceiling, clear of the points below it
-        x_lab = xmin * 1.3 * (8 ** k)
+        x_lab = xmin * 1.3 * (2.2 ** k)
         ax.text(x_lab, b["value"] * x_lab * 1.25, f"{b['label']} {b['value'] / 1e12:.2f} TB/s", ha="left",
                 va="bottom",
                 fontsize=7.5, color="0.25", bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})

@@ -181,7 +181,7 @@ class KernelGen:
             try:
                 fn(self, s)
             except KernelError as err:
-                raise err.with_loc(getattr(s, "loc", None))
+                raise err.with_loc(getattr(s, "loc", None)) from None
 
     # ----------------------------------------------------------------------------------- names
     def var_ref(self, v: N.Var) -> str:
@@ -512,21 +512,6 @@ class KernelGen:
     def region_starts(self, r: N.Region) -> list:
         return [self.hoist(self.expr(x)) for x in r.starts]
 
-    def region_extents(self, r: N.Region) -> list:
-        out = []
-        for e in r.extents:
-            out.append(e if isinstance(e, int) else None)
-        return out
-
-    def elem_load(self, r: N.Region, starts, rel, region_idx_nodes=None) -> str:
-        """Value (compute repr) of region ``r`` at relative index ``rel`` (codes)."""
-        buf = r.buffer
-        w = self.where(buf)
-        if w == "reg":
-            return Rl.from_register(f"{self.arr(buf)}[{rel}]", buf.dtype)  # rel is a slot code here
-        absi = [_add(s, i) for s, i in zip(starts, rel)]
-        return self.load(buf, absi)
-
     def abs_index(self, starts, rel):
         return [_add(s, i) for s, i in zip(starts, rel)]
 
@@ -673,7 +658,7 @@ class KernelGen:
         dims, strides = self.gdims(r.buffer)
         nbytes = lanes * max(1, int(dt.itemsize(r.buffer.dtype)))
         out = [f"_aligned({self.arr(r.buffer)}, {self.lin(strides, starts)}, {nbytes})"]
-        for k, (st, e) in enumerate(zip(strides[:-1], r.extents[:-1])):
+        for st, e in zip(strides[:-1], r.extents[:-1]):
             if e == 1:
                 continue
             if st.lstrip("-").isdigit():
@@ -685,17 +670,17 @@ class KernelGen:
 
     def _copy_lanes(self, src, dst, dom_is_dst, dstarts, ostarts, rel, orel, slot, lanes):
         """One vector of ``lanes`` consecutive elements (fast path: in bounds and aligned)."""
-        xs = [self.fresh("_x") for _ in range(lanes)]
         if dom_is_dst:  # global source, vector load
             _, strides = self.gdims(src.buffer)
             lin = self.lin(strides, self.abs_index(ostarts, orel))
             raw = [self.fresh("_w") for _ in range(lanes)]
             self.emit(f"{', '.join(raw)} = _ldv{lanes}({self.arr(src.buffer)}, {lin})")
-            for k, (x, w) in enumerate(zip(xs, raw)):
+            for k, w in enumerate(raw):
                 r = rel[:-1] + [_add(rel[-1], k)]
                 self._write(dst, dstarts, r, _add(slot, k), Rl.from_storage(w, src.dtype), src.dtype)
             return
         # register/shared source, vector store to global
+        xs = [self.fresh("_x") for _ in range(lanes)]
         for k, x in enumerate(xs):
             r = rel[:-1] + [_add(rel[-1], k)]
             v = self._read(src, dstarts, r, _add(slot, k))
@@ -733,7 +718,7 @@ class KernelGen:
         self.scratch[kind] = max(self.scratch.get(kind, 0), n)
         return f"_scr_{kind}"
 
-    def relayout(self, src: N.Region, dst: N.Region, combine=None):
+    def relayout(self, src: N.Region, dst: N.Region):
         """Register fragment → register fragment with another layout, through shared scratch."""
         ls, ld = self.layout(src.buffer), self.layout(dst.buffer)
         kind = {"f32": "f32", "f64": "f64", "int": "i64", "bool": "i64"}[Rl.ctype(src.dtype)]
@@ -741,7 +726,6 @@ class KernelGen:
         scr = self.need_scratch(kind, n)
         sshape = src.buffer.shape
         sstr = tuple(_prod(sshape[d + 1:]) for d in range(len(sshape)))
-        dshape = dst.buffer.shape
         pairing = self.pair(dst, src, True)
 
         def wr(idx, slot, sv):
@@ -759,7 +743,6 @@ class KernelGen:
             v = Rl.convert(v, src.dtype, dst.dtype)
             self.emit(f"{self.arr(dst.buffer)}[{slot}] = {Rl.to_register(v, dst.dtype)}")
 
-        del dshape
         self.slot_loops(ld, rd)
 
     # gemm ------------------------------------------------------------------------------------
