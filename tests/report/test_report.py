@@ -3,9 +3,9 @@
 import json
 import re
 
-import hwmodels
 import pytest
 
+import hwmodels
 from tilesim.report.main import run_report
 from tilesim.report.roofline import ceilings, roofline_figure
 
