@@ -1,0 +1,159 @@
+"""Element-level cost of expressions: the per-element accumulator and :data:`EXPR_RULES`.
+
+Contract
+--------
+* :class:`_Acc` is the cost of one element of element-level code (a ``T.Parallel`` body or a
+  scalar store): ALU slots and FLOPs by dtype, SFU results by function, shared-memory bytes and
+  global bytes per buffer (``[buffer, bytes/elem, block-axis deps, data-dependent]``).
+* Each rule ``rule(analyzer, expr, acc)`` adds the cost of one evaluation of ``expr`` (operands
+  through ``analyzer.element_cost``, which skips loop-invariant subexpressions) to ``acc``.
+  Every expression class of :mod:`tilesim.ir.groups` has a rule here.
+"""
+
+from __future__ import annotations
+
+from .. import dtypes as dt
+from ..ir import nodes as N
+from .node_helpers import _root, _scope, _size
+from .profiles import MATH_COST
+from .rule_tables import EXPR_RULES, rule
+
+
+class _Acc:
+    """Per-element cost of element-level code (``T.Parallel`` bodies)."""
+
+    __slots__ = ("alu", "flops", "sfu", "smem", "gload", "gstore", "loads")
+
+    def __init__(self):
+        self.alu: dict[str, float] = {}
+        self.flops: dict[str, float] = {}
+        self.sfu: dict[str, float] = {}
+        self.smem = 0.0
+        self.gload: dict[int, list] = {}  # buffer uid -> [buffer, bytes/elem, deps, data_dep]
+        self.gstore: dict[int, list] = {}
+        self.loads = set()
+
+    def add_alu(self, dtype, n, flops=0.0):
+        key = "float32" if not dt.is_float(dtype) or dtype in dt.FP8 else dtype
+        self.alu[key] = self.alu.get(key, 0.0) + n
+        if flops:
+            self.flops[key] = self.flops.get(key, 0.0) + flops
+
+    def scaled(self, f) -> _Acc:
+        out = _Acc()
+        out.alu = {k: v * f for k, v in self.alu.items()}
+        out.flops = {k: v * f for k, v in self.flops.items()}
+        out.sfu = {k: v * f for k, v in self.sfu.items()}
+        out.smem = self.smem * f
+        out.gload = {k: [v[0], v[1] * f, v[2], v[3]] for k, v in self.gload.items()}
+        out.gstore = {k: [v[0], v[1] * f, v[2], v[3]] for k, v in self.gstore.items()}
+        out.loads = set(self.loads)
+        return out
+
+    def merge(self, o: _Acc):
+        for k, v in o.alu.items():
+            self.alu[k] = self.alu.get(k, 0.0) + v
+        for k, v in o.flops.items():
+            self.flops[k] = self.flops.get(k, 0.0) + v
+        for k, v in o.sfu.items():
+            self.sfu[k] = self.sfu.get(k, 0.0) + v
+        self.smem += o.smem
+        for src, dst in ((o.gload, self.gload), (o.gstore, self.gstore)):
+            for k, v in src.items():
+                if k in dst:
+                    dst[k][1] = dst[k][1] + v[1]
+                    dst[k][2] = dst[k][2] | v[2]
+                    dst[k][3] = dst[k][3] or v[3]
+                else:
+                    dst[k] = list(v)
+        self.loads |= o.loads
+
+
+@rule(EXPR_RULES, N.Const, N.Var)
+def _e_leaf(a, e, acc):
+    return None
+
+
+def _is_mul(x) -> bool:
+    return type(x) is N.Binary and x.op == "mul" and dt.is_float(x.dtype)
+
+
+@rule(EXPR_RULES, N.Binary)
+def _e_binary(a, e, acc: _Acc):
+    a.element_cost(e.a, acc)
+    a.element_cost(e.b, acc)
+    if dt.is_float(e.dtype):
+        if e.op in ("add", "sub") and (_is_mul(e.a) or _is_mul(e.b)):
+            acc.add_alu(e.dtype, 0.0, flops=1.0)  # fused into the multiply's FMA slot
+        elif e.op == "div":
+            acc.sfu["rcp"] = acc.sfu.get("rcp", 0.0) + 1.0
+            acc.add_alu(e.dtype, 2.0, flops=1.0)
+        elif e.op == "pow":
+            s, n = MATH_COST["pow"]
+            acc.sfu["pow"] = acc.sfu.get("pow", 0.0) + s
+            acc.add_alu(e.dtype, n, flops=1.0)
+        else:
+            acc.add_alu(e.dtype, 1.0, flops=1.0)
+    else:
+        acc.add_alu(e.dtype, 1.0)
+
+
+@rule(EXPR_RULES, N.Compare, N.Logical)
+def _e_cmp(a, e, acc: _Acc):
+    a.element_cost(e.a, acc)
+    a.element_cost(e.b, acc)
+    acc.add_alu(getattr(e.a, "dtype", "float32"), 1.0)
+
+
+@rule(EXPR_RULES, N.Unary)
+def _e_unary(a, e, acc: _Acc):
+    a.element_cost(e.a, acc)
+    acc.add_alu(e.dtype, 1.0)
+
+
+@rule(EXPR_RULES, N.Call)
+def _e_call(a, e, acc: _Acc):
+    for x in e.args:
+        a.element_cost(x, acc)
+    s, n = MATH_COST.get(e.func, (0, 1))
+    if s:
+        acc.sfu[e.func] = acc.sfu.get(e.func, 0.0) + s
+    acc.add_alu(e.dtype, float(n), flops=1.0 if dt.is_float(e.dtype) else 0.0)
+
+
+@rule(EXPR_RULES, N.Select)
+def _e_select(a, e, acc: _Acc):
+    a.element_cost(e.cond, acc)
+    a.element_cost(e.a, acc)
+    a.element_cost(e.b, acc)
+    acc.add_alu(e.dtype, 1.0)
+
+
+@rule(EXPR_RULES, N.Cast)
+def _e_cast(a, e, acc: _Acc):
+    a.element_cost(e.value, acc)
+    if getattr(e.value, "dtype", e.dtype) != e.dtype:
+        acc.add_alu(e.dtype, 1.0)
+
+
+@rule(EXPR_RULES, N.Reinterpret)
+def _e_reinterpret(a, e, acc: _Acc):
+    a.element_cost(e.value, acc)
+
+
+@rule(EXPR_RULES, N.Load)
+def _e_load(a, e, acc: _Acc):
+    sc = _scope(e.buffer)
+    size = _size(e.buffer.dtype)
+    if sc == "global":
+        deps, data = a.block_deps(list(e.indices))
+        r = _root(e.buffer)
+        cur = acc.gload.get(r.uid)
+        if cur:
+            cur[1] += size
+            cur[2] |= deps
+        else:
+            acc.gload[r.uid] = [r, size, deps, data]
+        acc.loads.add(e.buffer)
+    elif sc == "shared":
+        acc.smem += size

@@ -1,0 +1,61 @@
+"""Small, stateless questions about IR buffers, regions, dtypes and the hardware model.
+
+Contract
+--------
+Pure functions shared by the cost rules: an element's byte size (``_size``), a static extent
+(``_static``, an ``InternalError`` if it is symbolic), the memory class of a buffer (``_scope``:
+``global``/``shared``/``reg``), the buffer an alias views (``_root``), a region's element count
+(``_elems``), a ``:line`` label (``_label``), the vector-unit dtype of an element dtype
+(``_vec_dtype``) and a core kind of the hardware model (``_core``). No analysis state.
+"""
+
+from __future__ import annotations
+
+from .. import dtypes as dt
+from ..errors import InternalError
+from ..ir import nodes as N
+
+
+def _size(dtype) -> float:
+    return float(dt.itemsize(dtype))
+
+
+def _static(ext) -> int:
+    if isinstance(ext, int):
+        return ext
+    if isinstance(ext, N.Const):
+        return int(ext.value)
+    raise InternalError(f"on-chip extent {ext!r} is not static")
+
+
+def _scope(buf: N.Buffer) -> str:
+    if buf.scope == "global":
+        return "global"
+    if buf.scope.startswith("shared"):
+        return "shared"
+    return "reg"
+
+
+def _root(buf: N.Buffer) -> N.Buffer:
+    while buf.alias_of is not None:
+        buf = buf.alias_of
+    return buf
+
+
+def _elems(region: N.Region) -> int:
+    n = 1
+    for e in region.extents:
+        n *= _static(e) if not isinstance(e, int) else e
+    return n
+
+
+def _label(loc) -> str:
+    return f":{loc.line}" if loc is not None else ""
+
+
+def _vec_dtype(dtype: str) -> str:
+    return dtype if dt.is_float(dtype) and dtype not in dt.FP8 else "float32"
+
+
+def _core(hw, name: str):
+    return hw.core_kind(name) if name else hw.primary_core

@@ -1,0 +1,234 @@
+"""Cost rules for element-level code: ``T.Parallel`` bodies and scalar stores.
+
+Contract
+--------
+* A ``T.Parallel`` of ``E`` elements (or a ``Store`` outside one) becomes one
+  :class:`~tilesim.analysis.program.Op` whose work is the per-element cost (an
+  :class:`~tilesim.analysis.expr_rules._Acc`) times ``E``; nested ``if``/``for``/``T.Parallel``
+  scale it by their taken fraction, trip count or extent.
+* Global accesses count every element (TileLang does not guard them) times the taken fraction of
+  enclosing ``if``s; the op's kind (``load``/``async``/``store``/``compute``) follows what it reads
+  and writes. Statements without an element-level meaning are a ``KernelTypeError``.
+* ``_collect_rw`` / ``_expr_loads`` list the buffers a statement list writes and reads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InternalError, KernelTypeError
+from ..ir import nodes as N
+from .analyzer import Analyzer
+from .expr_rules import _Acc
+from .node_helpers import _core, _root, _scope, _size
+from .program import GAccess, Op
+from .rule_tables import COST_RULES, rule
+
+
+@rule(COST_RULES, N.Store)
+def _store_stmt(a: Analyzer, s: N.Store):
+    # a scalar store outside T.Parallel (a T.alloc_var or a single element)
+    if s.buffer.scope == "var":
+        a.set_var(s.buffer, s.value)
+    acc = _Acc()
+    _element_store(a, s, acc)
+    return [_element_op(a, s, acc, 1.0, f"store {s.buffer.name}")]
+
+
+@rule(COST_RULES, N.Parallel)
+def _parallel(a: Analyzer, s: N.Parallel):
+    E = float(np.prod(s.extents)) if s.extents else 1.0
+    # bind the element variables to (small) axes so element-level conditions can be evaluated
+    pushed = 0
+    big = E > (1 << 16)
+    for v, n in zip(s.vars, s.extents):
+        ax = a.space.push(n if not big else 1)
+        a.env[v.uid] = a.space.axis_array(np.arange(n) if not big else np.zeros(1, dtype=np.int64), ax)
+        pushed += 1
+    outer = set(a.parallel_vars)
+    a.parallel_vars |= {v.uid for v in s.vars}
+    a._uniform = {}
+    try:
+        acc = _Acc()
+        _element_body(a, s.body, acc)
+    finally:
+        a.parallel_vars = outer
+        a._uniform = {}
+        for v in s.vars:
+            a.env.pop(v.uid, None)
+        for _ in range(pushed):
+            a.space.pop()
+    names = sorted({_root(b).name for b in acc.loads}) if acc.loads else []
+    label = "T.Parallel" + (f" ({', '.join(names)})" if names else "")
+    return [_element_op(a, s, acc, E, label)]
+
+
+def _element_body(a: Analyzer, stmts, acc: _Acc, f: float = 1.0):
+    for st in stmts:
+        t = type(st)
+        if t is N.Store:
+            sub = _Acc()
+            _element_store(a, st, sub)
+            acc.merge(sub.scaled(f) if f != 1.0 else sub)
+        elif t is N.Let:
+            a.lets[st.var.uid] = st.value
+            sub = _Acc()
+            a.element_cost(st.value, sub)
+            acc.merge(sub.scaled(f) if f != 1.0 else sub)
+        elif t is N.If:
+            frac = a.element_fraction(st.cond)
+            sub = _Acc()
+            a.element_cost(st.cond, sub)
+            acc.merge(sub.scaled(f))
+            _element_body(a, st.then, acc, f * frac)
+            if st.orelse:
+                _element_body(a, st.orelse, acc, f * (1.0 - frac))
+        elif t is N.For:
+            start, trip = a.trip_of(st)
+            tm = float(np.mean(trip)) if isinstance(trip, np.ndarray) else float(trip)
+            a.env[st.var.uid] = start if not isinstance(start, np.ndarray) else start
+            _element_body(a, st.body, acc, f * tm)
+            a.env.pop(st.var.uid, None)
+        elif t is N.Atomic:
+            sub = _Acc()
+            if not isinstance(st.value, N.Region):
+                a.element_cost(st.value, sub)
+            size = _size(st.dst.dtype)
+            sc = _scope(st.dst.buffer)
+            if sc == "global":
+                deps, data = a.block_deps(list(st.dst.starts))
+                r = _root(st.dst.buffer)
+                sub.gstore[r.uid] = [r, 2.0 * size, deps, data]  # read-modify-write at L2
+                sub.loads.add(st.dst.buffer)
+            elif sc == "shared":
+                sub.smem += 2.0 * size
+            sub.add_alu(st.dst.dtype, 2.0)
+            acc.merge(sub.scaled(f) if f != 1.0 else sub)
+        elif t in (N.Break, N.Continue, N.Alloc):
+            continue
+        elif t is N.Parallel:
+            inner = float(np.prod(st.extents))
+            _element_body(a, st.body, acc, f * inner)
+        else:
+            fn = COST_RULES.get(t)
+            if fn is None:
+                raise InternalError(f"the cost analysis has no rule for {t.__name__}")
+            raise KernelTypeError(f"{t.__name__} inside T.Parallel is not supported by the cost analysis",
+                                  st.loc)
+
+
+def _element_store(a: Analyzer, st: N.Store, acc: _Acc):
+    a.element_cost(st.value, acc)
+    sc = _scope(st.buffer)
+    size = _size(st.buffer.dtype)
+    if sc == "global":
+        deps, data = a.block_deps(list(st.indices))
+        r = _root(st.buffer)
+        cur = acc.gstore.get(r.uid)
+        if cur:
+            cur[1] += size
+            cur[2] |= deps
+        else:
+            acc.gstore[r.uid] = [r, size, deps, data]
+    elif sc == "shared":
+        acc.smem += size
+    if sc == "global":
+        acc.loads.add(st.buffer)
+
+
+def _element_op(a: Analyzer, s, acc: _Acc, E: float, label: str) -> Op:
+    p = a.profile
+    has_load = bool(acc.gload)
+    has_store = bool(acc.gstore)
+    writes_shared = False
+    writes = set()
+    reads = set()
+    body = getattr(s, "body", (s,)) if not isinstance(s, N.Store) else (s,)
+    _collect_rw(body, reads, writes)
+    writes_shared = any(_scope(b) == "shared" for b in writes)
+    kind = "compute"
+    if has_load:
+        kind = "load"
+        if p.async_copy and a.pipelined_depth and writes_shared and not has_store and \
+                all(_scope(b) == "shared" for b in writes):
+            kind = "async"
+    elif has_store:
+        kind = "store" if not acc.alu and not acc.sfu else "compute"
+    side = "vector"
+    op = Op(kind=kind, label=label, node=type(s).__name__, loc=s.loc, side=side,
+            reads=frozenset(_root(b).uid for b in reads), writes=frozenset(_root(b).uid for b in writes))
+    a.round_trip(op, [b for b in reads if b.scope != "global"])
+    for d, n in acc.alu.items():
+        op.work[f"vector:{d}"] = op.work.get(f"vector:{d}", 0.0) + n * E
+    core = _core(a.hw, p.vector_core or p.matrix_core)
+    vunit = next((u for u in core.units if u.kind == "vector"), None)
+    for d, n in acc.flops.items():
+        key = (vunit.name if vunit else "vector", d)
+        op.flops[key] = op.flops.get(key, 0.0) + n * E
+    sfu_n = sum(acc.sfu.values())
+    if sfu_n:
+        op.work["sfu"] = sfu_n * E
+        sunit = next((u for u in core.units if u.kind == "sfu"), None)
+        op.flops[(sunit.name if sunit else "sfu", "float32")] = sfu_n * E
+        op.sfu_funcs = {k: v * E for k, v in acc.sfu.items()}
+    if acc.smem:
+        op.work["smem"] = acc.smem * E
+    gtotal = 0.0
+    for buf, per, deps, data in acc.gload.values():
+        nb = per * E
+        op.gaccess.append(GAccess(buf, nb, False, deps if not data else frozenset(range(3)), data))
+        gtotal = gtotal + nb
+        op.xfer["global->" + ("shared" if writes_shared else "registers")] = \
+            op.xfer.get("global->" + ("shared" if writes_shared else "registers"), 0.0) + nb
+    for buf, per, deps, data in acc.gstore.values():
+        nb = per * E
+        op.gaccess.append(GAccess(buf, nb, True, deps if not data else frozenset(range(3)), data))
+        gtotal = gtotal + nb
+        op.xfer["registers->global"] = op.xfer.get("registers->global", 0.0) + nb
+    if gtotal:
+        op.work["global"] = gtotal
+        op.latency = "global" if has_load else ""
+    if writes_shared and p.sync_per_shared_write:
+        op.syncs = 1.0
+    if kind == "async":
+        a.async_dst |= {_root(b).uid for b in writes}
+    a.mark_written(op, [b for b in writes if b.scope != "global"])
+    return op
+
+
+def _collect_rw(stmts, reads: set, writes: set):
+    for st in stmts:
+        t = type(st)
+        if t is N.Store:
+            writes.add(st.buffer)
+            _expr_loads(st.value, reads)
+            for i in st.indices:
+                _expr_loads(i, reads)
+        elif t is N.Let:
+            _expr_loads(st.value, reads)
+        elif t is N.If:
+            _expr_loads(st.cond, reads)
+            _collect_rw(st.then, reads, writes)
+            _collect_rw(st.orelse, reads, writes)
+        elif t in (N.For, N.Parallel, N.While):
+            _collect_rw(st.body, reads, writes)
+
+
+def _expr_loads(e, out: set):
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        t = type(x)
+        if t is N.Load:
+            out.add(x.buffer)
+            stack.extend(x.indices)
+        elif t in (N.Binary, N.Compare, N.Logical):
+            stack.extend((x.a, x.b))
+        elif t is N.Unary:
+            stack.append(x.a)
+        elif t is N.Select:
+            stack.extend((x.cond, x.a, x.b))
+        elif t in (N.Cast, N.Reinterpret):
+            stack.append(x.value)
+        elif t is N.Call:
+            stack.extend(x.args)

@@ -1,0 +1,271 @@
+"""Cost rules for tile operations: ``T.copy``, ``T.gemm``, reductions, ``T.cumsum``, ``T.fill``
+and tile atomics.
+
+Contract
+--------
+Each rule returns one :class:`~tilesim.analysis.program.Op` with its work by resource, FLOPs by
+(unit, dtype), bytes by level pair and global accesses, under the launch's lowering profile.
+Copies with edges count only in-bounds global bytes; ``T.gemm`` operand traffic follows the
+profile's operand mode (``wgmma``, ``warps``, ``fma`` or an NPU data ``path``). Rules also record
+which core side wrote each on-chip buffer (for NPU round trips) and async-copy destinations.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import KernelTypeError
+from ..ir import nodes as N
+from .analyzer import Analyzer
+from .node_helpers import _core, _elems, _root, _scope, _size, _static, _vec_dtype
+from .rule_tables import COST_RULES, rule
+
+
+@rule(COST_RULES, N.Copy)
+def _copy(a: Analyzer, s: N.Copy):
+    p = a.profile
+    src, dst = s.src, s.dst
+    ss, ds = _scope(src.buffer), _scope(dst.buffer)
+    n = float(_elems(dst) if ds != "global" else _elems(src))
+    if ss == "global" and ds != "global":
+        inb = a.in_bounds(src)
+        gbytes = inb * _size(src.dtype)
+        tile = n * _size(dst.dtype)
+        side = a.side_for("copy", dst=dst.buffer)
+        asyn = p.async_copy and ds == "shared"
+        op = a.new_op("async" if asyn else "load", s, side, (src.buffer,), (dst.buffer,),
+                      f"copy {src.buffer.name}→{dst.buffer.name}")
+        op.work["global"] = gbytes
+        op.gaccess.append(a.gaccess(src, gbytes, False))
+        op.latency = "global"
+        level = "global->shared" if ds == "shared" else "global->registers"
+        op.xfer[level] = gbytes
+        if ds == "shared":
+            op.work["smem"] = tile
+            if not asyn:
+                op.work["vector:float32"] = 2.0 * n  # a load and a store per element, by the threads
+                if p.sync_per_shared_write:
+                    op.syncs = 1.0
+            else:
+                a.async_dst.add(_root(dst.buffer).uid)
+        else:
+            op.work["vector:float32"] = tile / a.vec_bytes
+        a.mark_written(op, (dst.buffer,))
+        return [op]
+    if ds == "global":
+        inb = a.in_bounds(dst)
+        gbytes = inb * _size(dst.dtype)
+        side = a.side_for("store", src=src.buffer)
+        op = a.new_op("store", s, side, (src.buffer,), (), f"copy {src.buffer.name}→{dst.buffer.name}")
+        op.work["global"] = gbytes
+        op.gaccess.append(a.gaccess(dst, gbytes, True))
+        if ss == "shared":
+            op.work["smem"] = n * _size(src.dtype)
+            op.xfer["shared->global"] = gbytes
+        elif ss == "reg":
+            op.work["vector:float32"] = n * _size(src.dtype) / a.vec_bytes
+            op.xfer["registers->global"] = gbytes
+        else:  # global -> global
+            ginb = a.in_bounds(src)
+            op.work["global"] = gbytes + ginb * _size(src.dtype)
+            op.gaccess.append(a.gaccess(src, ginb * _size(src.dtype), False))
+            op.kind = "load"
+            op.latency = "global"
+            op.xfer["global->global"] = gbytes
+        a.round_trip(op, (src.buffer,))
+        return [op]
+    # on-chip copies
+    side = a.side_for("copy", dst=dst.buffer)
+    op = a.new_op("compute", s, side, (src.buffer,), (dst.buffer,), f"copy {src.buffer.name}→{dst.buffer.name}")
+    a.round_trip(op, (src.buffer,))
+    if not p.fragment_registers:
+        op.work["vector:" + _vec_dtype(dst.dtype)] = n
+        op.xfer["on-chip"] = n * _size(dst.dtype)
+    elif ss == "shared" and ds == "reg":
+        op.work["smem"] = n * _size(src.dtype)
+        op.work["vector:float32"] = n * _size(src.dtype) / a.vec_bytes
+        op.xfer["shared->registers"] = n * _size(src.dtype)
+    elif ss == "reg" and ds == "shared":
+        op.work["smem"] = n * _size(dst.dtype)
+        op.work["vector:float32"] = n
+        op.xfer["registers->shared"] = n * _size(dst.dtype)
+        op.syncs = 1.0 if p.sync_per_shared_write else 0.0
+    elif ss == "shared" and ds == "shared":
+        op.work["smem"] = n * (_size(src.dtype) + _size(dst.dtype))
+        op.work["vector:float32"] = n / 4.0
+        op.syncs = 1.0 if p.sync_per_shared_write else 0.0
+    else:  # registers -> registers (a cast)
+        op.work["vector:float32"] = n if src.dtype != dst.dtype else n / 2.0
+    a.mark_written(op, (dst.buffer,))
+    return [op]
+
+
+def _partition(policy: str, units: int, m_units: int, n_units: int) -> tuple[int, int]:
+    """(units along M, units along N) of a warp/warpgroup partition (TileLang's policies)."""
+    units = max(1, units)
+    if policy == "FullRow":
+        wm = max(1, min(units, m_units))
+        return wm, max(1, units // wm)
+    if policy == "FullCol":
+        wn = max(1, min(units, n_units))
+        return max(1, units // wn), wn
+    best = (1, units)
+    for wm in range(1, units + 1):
+        if units % wm or wm > max(1, m_units):
+            continue
+        wn = units // wm
+        if wn > max(1, n_units):
+            continue
+        if abs(m_units / wm - n_units / wn) < abs(m_units / best[0] - n_units / best[1]) or \
+                (best[1] > max(1, n_units)):
+            best = (wm, wn)
+    return best
+
+
+@rule(COST_RULES, N.Gemm)
+def _gemm(a: Analyzer, s: N.Gemm):
+    p, hw = a.profile, a.hw
+    at, ct = s.a.tile_shape(), s.c.tile_shape()
+    if len(ct) != 2 or len(at) != 2:
+        raise KernelTypeError("T.gemm operands must be 2-D tiles", s.loc)
+    M, N_ = (_static(x) for x in ct)
+    K = _static(at[0] if s.trans_a else at[1])
+    flops = 2.0 * M * N_ * K
+    op = a.new_op("compute", s, "matrix", (s.a.buffer, s.b.buffer, s.c.buffer), (s.c.buffer,),
+                  f"gemm {M}x{N_}x{K}")
+    a.round_trip(op, (s.a.buffer, s.b.buffer, s.c.buffer))
+    in_dt = s.a.dtype
+    if p.gemm_unit == "matrix":
+        mdt = p.matrix_dtype(in_dt)
+        core = _core(hw, p.matrix_core)
+        unit = next((u for u in core.units if u.kind == "matrix"), None)
+        if unit is None:
+            raise KernelTypeError(f"{hw.name} has no matrix unit on core kind '{core.name}' for T.gemm", s.loc)
+        op.work[f"matrix:{mdt}"] = flops
+        op.flops[(unit.name, mdt)] = flops
+    else:
+        core = _core(hw, p.vector_core or p.matrix_core)
+        unit = next((u for u in core.units if u.kind == "vector"), None)
+        op.work["vector:float32"] = flops / p.vector_flops_per_slot
+        op.flops[(unit.name if unit else "vector", "float32")] = flops
+    a_sh = _scope(s.a.buffer) == "shared"
+    b_sh = _scope(s.b.buffer) == "shared"
+    A_bytes = M * K * _size(s.a.dtype) if a_sh else 0.0
+    B_bytes = N_ * K * _size(s.b.dtype) if b_sh else 0.0
+    warps = max(1, a.threads // a.warp_size)
+    mode = p.gemm_operands
+    if mode == "wgmma" and in_dt not in p.wgmma_dtypes:
+        mode = "warps"
+    if mode == "wgmma":
+        wgs = max(1, warps // max(1, p.warpgroup_warps))
+        rows, cols = p.wgmma_rows, p.mma_shape[1]
+        wm, wn = _partition(s.policy, wgs, max(1, M // rows), max(1, N_ // cols))
+        smem = wn * A_bytes + max(1, math.ceil(M / rows)) * B_bytes
+    elif mode == "warps":
+        wm, wn = _partition(s.policy, warps, max(1, M // p.mma_shape[0]), max(1, N_ // p.mma_shape[1]))
+        smem = wn * A_bytes + wm * B_bytes
+    elif mode == "fma":
+        o = max(1.0, M * N_ / a.threads)
+        r = math.sqrt(o)
+        per = max(4.0, _size(s.a.dtype))
+        smem = a.threads * K * 2.0 * r * per if (a_sh or b_sh) else 0.0
+    else:  # "path": operands cross a data path once (NPU L1 -> L0A/L0B)
+        smem = 0.0
+        op.work["operand"] = A_bytes + B_bytes
+        op.xfer["L1->L0 (matrix operands)"] = A_bytes + B_bytes
+    if smem:
+        op.work["smem"] = smem
+        op.xfer["shared->matrix unit" if p.gemm_unit == "matrix" else "shared->registers"] = smem
+    a.mark_written(op, (s.c.buffer,))
+    return [op]
+
+
+def _vec_unit(a: Analyzer) -> str:
+    core = _core(a.hw, a.profile.vector_core or a.profile.matrix_core)
+    u = next((u for u in core.units if u.kind == "vector"), None)
+    return u.name if u else "vector"
+
+
+@rule(COST_RULES, N.Reduce)
+def _reduce(a: Analyzer, s: N.Reduce):
+    side = "vector"
+    op = a.new_op("compute", s, side, (s.src.buffer, s.dst.buffer), (s.dst.buffer,), f"reduce_{s.kind}")
+    a.round_trip(op, (s.src.buffer,))
+    E = float(_elems(s.src))
+    Ed = float(max(1, _elems(s.dst)))
+    vd = _vec_dtype(s.src.dtype)
+    slots = E * (2.0 if s.kind in ("absmax", "abssum") else 1.0)
+    if a.profile.fragment_registers and _scope(s.src.buffer) == "reg":
+        per_row = max(1.0, a.threads / Ed)
+        ws = float(a.warp_size)
+        steps = math.log2(min(ws, per_row)) if per_row > 1 else 0.0
+        slots += Ed * 2.0 * steps  # a shuffle and an op per step of the warp tree
+        if per_row > ws:
+            op.syncs = 1.0
+    if _scope(s.src.buffer) == "shared":
+        op.work["smem"] = E * _size(s.src.dtype)
+    op.work[f"vector:{vd}"] = slots
+    op.flops[(_vec_unit(a), vd)] = E
+    a.mark_written(op, (s.dst.buffer,))
+    return [op]
+
+
+@rule(COST_RULES, N.Cumsum)
+def _cumsum(a: Analyzer, s: N.Cumsum):
+    op = a.new_op("compute", s, "vector", (s.src.buffer,), (s.dst.buffer,), "cumsum")
+    a.round_trip(op, (s.src.buffer,))
+    E = float(_elems(s.src))
+    length = float(_static(s.src.tile_shape()[s.dim])) if s.src.tile_shape() else 1.0
+    vd = _vec_dtype(s.src.dtype)
+    op.work[f"vector:{vd}"] = E * max(1.0, math.log2(max(2.0, length)))
+    op.flops[(_vec_unit(a), vd)] = E
+    op.syncs = 1.0 if a.profile.sync_per_shared_write else 0.0
+    a.mark_written(op, (s.dst.buffer,))
+    return [op]
+
+
+@rule(COST_RULES, N.Fill)
+def _fill(a: Analyzer, s: N.Fill):
+    ds = _scope(s.dst.buffer)
+    if ds == "global":
+        inb = a.in_bounds(s.dst)
+        gbytes = inb * _size(s.dst.dtype)
+        op = a.new_op("store", s, "vector", (), (), f"fill {s.dst.buffer.name}")
+        op.work["global"] = gbytes
+        op.gaccess.append(a.gaccess(s.dst, gbytes, True))
+        op.xfer["registers->global"] = gbytes
+        return [op]
+    side = a.side_for("fill", dst=s.dst.buffer)
+    op = a.new_op("compute", s, side, (), (s.dst.buffer,), f"fill {s.dst.buffer.name}")
+    E = float(_elems(s.dst))
+    if ds == "shared":
+        op.work["smem"] = E * _size(s.dst.dtype)
+        op.syncs = 1.0 if a.profile.sync_per_shared_write else 0.0
+    op.work[f"vector:{_vec_dtype(s.dst.dtype)}"] = E if not a.profile.fragment_registers else E / 2.0
+    a.mark_written(op, (s.dst.buffer,))
+    return [op]
+
+
+@rule(COST_RULES, N.Atomic)
+def _atomic(a: Analyzer, s: N.Atomic):
+    dst = s.dst
+    val_buf = s.value.buffer if isinstance(s.value, N.Region) else None
+    reads = (val_buf,) if val_buf is not None else ()
+    if _scope(dst.buffer) == "global":
+        inb = a.in_bounds(dst)
+        gbytes = inb * _size(dst.dtype)
+        op = a.new_op("store", s, a.side_for("store", src=val_buf), reads, (), f"atomic_{s.kind} {dst.buffer.name}")
+        op.work["global"] = 2.0 * gbytes  # read-modify-write at L2
+        op.gaccess.append(a.gaccess(dst, gbytes, True))
+        op.work["vector:float32"] = float(_elems(dst))
+        op.xfer["registers->global (atomic)"] = gbytes
+        if val_buf is not None:
+            a.round_trip(op, (val_buf,))
+        return [op]
+    op = a.new_op("compute", s, "vector", reads, (dst.buffer,), f"atomic_{s.kind} {dst.buffer.name}")
+    E = float(_elems(dst))
+    op.work["vector:float32"] = 2.0 * E
+    if _scope(dst.buffer) == "shared":
+        op.work["smem"] = 2.0 * E * _size(dst.dtype)
+    a.mark_written(op, (dst.buffer,))
+    return [op]
