@@ -7,7 +7,8 @@ Kernels (registry names):
 * ``gemm_nt`` — ``C = A @ B.T`` with ``B`` stored (N, K), the ``nn.Linear`` weight layout.
 * ``gemm_epilogue`` — ``C = act(A @ op(B) + bias)``: optional bias (N,), activation ``None``, ``"relu"``,
   ``"gelu_tanh"`` or ``"silu"``, applied on the fp32 accumulator before the single rounding to ``C``.
-* ``gemm_splitk`` — split-K: the K loop is cut into ``split_k`` slices, each slice a block of a 3-D grid
+* ``gemm_splitk`` — split-K: the K loop is cut into ``split_k`` slices of ``ceil(nk / split_k)`` K blocks
+  (a constant trip count; blocks past K read as zeros), each slice a block of a 3-D grid
   that adds its partial tile into ``C`` (fp32) with ``T.atomic_add``. Outputs are uninitialised, so the
   program is two launches: the first zeroes ``C``, the second accumulates.
 
@@ -106,14 +107,17 @@ def matmul_splitk(M, N, K, block_M=128, block_N=128, block_K=64, split_k=4, num_
                   dtype="bfloat16", accum_dtype="float32", trans_B=False):
     """Split-K GEMM into an fp32 ``C``: launch 1 zeroes ``C``, launch 2 adds each K slice atomically.
 
-    The K blocks (``ceil(K / block_K)`` of them) are dealt out in runs of ``ceil(nk / split_k)``, so each
-    slice covers whole K blocks and only the last one crosses the tensor edge (zero-filled by ``T.copy``).
+    The K blocks (``nk = ceil(K / block_K)``) are dealt out in runs of ``k_per_split = ceil(nk / split_k)``:
+    every slice runs the same constant trip count, and K blocks at or past ``nk`` (the tail of the last
+    slices when ``split_k`` does not divide ``nk``) read as zeros through ``T.copy``'s edge fill, so they
+    add nothing. A constant trip count keeps every loop bound and region extent a compile-time constant
+    (TileLang's software pipeliner needs one to emit its ``cp.async`` waits).
     """
     _check(None, dtype)
     B_shape = (N, K) if trans_B else (K, N)
     B_tile = (block_N, block_K) if trans_B else (block_K, block_N)
-    nk = T.ceildiv(K, block_K)
-    k_per_split = T.ceildiv(nk, split_k)
+    nk = -(-K // block_K)
+    k_per_split = -(-nk // split_k)
 
     @T.prim_func
     def main(A: T.Tensor((M, K), dtype), B: T.Tensor(B_shape, dtype), C: T.Tensor((M, N), accum_dtype)):
@@ -126,13 +130,13 @@ def matmul_splitk(M, N, K, block_M=128, block_N=128, block_K=64, split_k=4, num_
             B_shared = T.alloc_shared(B_tile, dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
             T.clear(C_local)
-            k0 = bz * k_per_split
-            for ko in T.Pipelined(T.max(T.min(k_per_split, nk - k0), 0), num_stages=num_stages):
-                T.copy(A[by * block_M, (k0 + ko) * block_K], A_shared)
+            for ko in T.Pipelined(k_per_split, num_stages=num_stages):
+                kb = bz * k_per_split + ko  # K block; kb >= nk reads zeros
+                T.copy(A[by * block_M, kb * block_K], A_shared)
                 if trans_B:
-                    T.copy(B[bx * block_N, (k0 + ko) * block_K], B_shared)
+                    T.copy(B[bx * block_N, kb * block_K], B_shared)
                 else:
-                    T.copy(B[(k0 + ko) * block_K, bx * block_N], B_shared)
+                    T.copy(B[kb * block_K, bx * block_N], B_shared)
                 T.gemm(A_shared, B_shared, C_local, transpose_B=trans_B)
             T.atomic_add(C[by * block_M, bx * block_N], C_local)
 

@@ -12,8 +12,11 @@ Kernel (registry name ``moe_topk_route``), per token (DeepSeek-V3 recipe; its de
 DeepSeek-V3: 256 experts, top-8, 8 groups of 32, top-4 groups, sigmoid, factor 2.5. ``n_groups=1``
 is plain top-k (Mixtral / Qwen-MoE style, usually with softmax scoring).
 
-The kernel holds ``block_T`` tokens × all experts in registers (the unbiased scores also in shared
-memory, for the data-dependent gather of the selected experts' weights). Each top-k round is tile code: a row
+The kernel holds ``block_T`` tokens × all experts in registers. Fragments are only ever indexed by their
+own ``T.Parallel`` variables; every other access goes through shared memory: the unbiased scores (the
+data-dependent gather of the selected experts' weights), the ``(block_T, G, E/G)`` regrouping of the
+biased scores, the kept-group flags looked up per expert (``e // (E/G)``), and the selected indices and
+weights written per round. Each top-k round is tile code: a row
 max (``T.reduce_max``), the smallest index attaining it (``T.reduce_min`` over the index where the score
 equals the max, ``E`` elsewhere), then that expert is masked to ``-inf``. Group scores use the same
 trick inside each group (max, first arg-max masked, max again — so tied maxima count twice, as in a
@@ -64,15 +67,18 @@ def moe_route(num_tokens, num_experts=256, topk=8, n_groups=8, topk_groups=4, sc
              Idx: T.Tensor((num_tokens, topk), "int32"), W: T.Tensor((num_tokens, topk), "float32")):
         with T.Kernel(T.ceildiv(num_tokens, block_T), threads=threads) as bx:
             s = T.alloc_fragment((block_T, E), "float32")  # unbiased scores
-            s_shared = T.alloc_shared((block_T, E), "float32")
             b = T.alloc_fragment((block_T, E), "float32")  # biased scores, masked as experts are taken
             bias = T.alloc_fragment((E,), "float32")
             cand = T.alloc_fragment((block_T, E), "int32")
             row_max = T.alloc_fragment((block_T,), "float32")
             row_sum = T.alloc_fragment((block_T,), "float32")
             first = T.alloc_fragment((block_T,), "int32")
-            idx = T.alloc_fragment((block_T, topk), "int32")
             w = T.alloc_fragment((block_T, topk), "float32")
+            # data-dependent or loop-indexed accesses go through shared memory; fragments are indexed
+            # by their own T.Parallel variables only (what TileLang's layout inference can map to threads)
+            s_shared = T.alloc_shared((block_T, E), "float32")
+            idx_shared = T.alloc_shared((block_T, topk), "int32")
+            w_shared = T.alloc_shared((block_T, topk), "float32")
 
             T.copy(Logits[bx * block_T, 0], s)
             T.copy(Bias, bias)
@@ -88,9 +94,11 @@ def moe_route(num_tokens, num_experts=256, topk=8, n_groups=8, topk_groups=4, sc
                     s[i, e] = s[i, e] / row_sum[i]
             for i, e in T.Parallel(block_T, E):
                 b[i, e] = s[i, e] + bias[e]
-            T.copy(s, s_shared)  # the weights gather s[i, idx]: a data-dependent index wants shared memory
+            T.copy(s, s_shared)
 
             if G > 1:
+                b_shared = T.alloc_shared((block_T, E), "float32")
+                keep_shared = T.alloc_shared((block_T, G), "int32")
                 bg = T.alloc_fragment((block_T, G, Eg), "float32")
                 gcand = T.alloc_fragment((block_T, G, Eg), "int32")
                 m1 = T.alloc_fragment((block_T, G), "float32")
@@ -99,9 +107,11 @@ def moe_route(num_tokens, num_experts=256, topk=8, n_groups=8, topk_groups=4, sc
                 gscore = T.alloc_fragment((block_T, G), "float32")
                 gkeep = T.alloc_fragment((block_T, G), "int32")
                 gcand2 = T.alloc_fragment((block_T, G), "int32")
-                # group score: top-2 sum = max + max of the rest (first arg-max removed)
+                # the (block_T, G, E/G) view of b, regrouped through shared memory
+                T.copy(b, b_shared)
                 for i, g, e in T.Parallel(block_T, G, Eg):
-                    bg[i, g, e] = b[i, g * Eg + e]
+                    bg[i, g, e] = b_shared[i, g * Eg + e]
+                # group score: top-2 sum = max + max of the rest (first arg-max removed)
                 T.reduce_max(bg, m1, dim=2)
                 for i, g, e in T.Parallel(block_T, G, Eg):
                     gcand[i, g, e] = T.if_then_else(bg[i, g, e] == m1[i, g], e, Eg)
@@ -118,27 +128,28 @@ def moe_route(num_tokens, num_experts=256, topk=8, n_groups=8, topk_groups=4, sc
                         gcand2[i, g] = T.if_then_else(gscore[i, g] == row_max[i], g, G)
                     T.reduce_min(gcand2, first, dim=1)
                     for i, g in T.Parallel(block_T, G):
-                        if g == first[i]:
-                            gkeep[i, g] = 1
-                            gscore[i, g] = NEG_INF
-                for i, e in T.Parallel(block_T, E):
-                    b[i, e] = T.if_then_else(gkeep[i, e // Eg] != 0, b[i, e], NEG_INF)
+                        gkeep[i, g] = T.if_then_else(g == first[i], 1, gkeep[i, g])
+                        gscore[i, g] = T.if_then_else(g == first[i], NEG_INF, gscore[i, g])
+                T.copy(gkeep, keep_shared)
+                for i, e in T.Parallel(block_T, E):  # experts of dropped groups are out
+                    b[i, e] = T.if_then_else(keep_shared[i, e // Eg] != 0, b[i, e], NEG_INF)
 
+            T.clear(row_sum)
             for r in T.serial(topk):
                 T.reduce_max(b, row_max, dim=1)
                 for i, e in T.Parallel(block_T, E):
                     cand[i, e] = T.if_then_else(b[i, e] == row_max[i], e, E)
                 T.reduce_min(cand, first, dim=1)
                 for i in T.Parallel(block_T):
-                    idx[i, r] = first[i]
-                    w[i, r] = s_shared[i, first[i]]
+                    idx_shared[i, r] = first[i]
+                    w_shared[i, r] = s_shared[i, first[i]]
+                    row_sum[i] = row_sum[i] + s_shared[i, first[i]]
                 for i, e in T.Parallel(block_T, E):
                     b[i, e] = T.if_then_else(e == first[i], NEG_INF, b[i, e])
 
-            T.reduce_sum(w, row_sum, dim=1)
             for i, k in T.Parallel(block_T, topk):
-                w[i, k] = w[i, k] / row_sum[i] * routed_scaling_factor
-            T.copy(idx, Idx[bx * block_T, 0])
+                w[i, k] = w_shared[i, k] / row_sum[i] * routed_scaling_factor
+            T.copy(idx_shared, Idx[bx * block_T, 0])
             T.copy(w, W[bx * block_T, 0])
 
     return main

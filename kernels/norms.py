@@ -3,22 +3,32 @@ its two-kernel version, and row softmax.
 
 Kernels (registry names):
 
-* ``layernorm`` — ``y = (x - mean) · rsqrt(var + eps) · w + b`` per row (biased variance, two-pass in
-  registers: mean first, then the mean of squared deviations);
+* ``layernorm`` — ``y = (x - mean) · rsqrt(var + eps) · w + b`` per row (biased variance);
 * ``rmsnorm`` — ``y = x · rsqrt(mean(x²) + eps) · w``;
 * ``gelu`` — ``y = 0.5 · x · (1 + tanh(sqrt(2/π) · (x + 0.044715 · x³)))`` elementwise, 2-D tiles;
-* ``layernorm_gelu`` — ``gelu(layernorm(x))`` in one kernel: the normalised row stays in registers;
+* ``layernorm_gelu`` — ``gelu(layernorm(x))`` in one kernel: the normalised row is never stored;
 * ``layernorm_gelu_unfused`` — the same as a program of two launches, the LayerNorm kernel writing
   ``h`` (rounded to the input dtype) to a global workspace and the GELU kernel reading it back — what
   two separate library calls do. Simulating both shows the fusion gain (one round trip of ``h``
   through DRAM and one launch);
-* ``softmax`` — row softmax. With ``block_N`` ≥ N (the default ``block_N=None``) the row is held in
-  registers and read once; a smaller ``block_N`` streams the row in chunks with an online (running
-  max / rescaled sum) first pass and a normalising second pass, for rows that do not fit (vocabulary).
+* ``softmax`` — row softmax. When one ``block_N`` chunk covers the row (``block_N`` ≥ N; ``None`` means
+  N rounded up to a power of two) the row is read once and normalised in registers; otherwise an online
+  (running max / rescaled sum) first pass over the chunks and a normalising second pass, for long rows
+  (vocabulary).
+
+Row tiling (all row kernels): ``block_M`` rows per block, the row walked in ``block_N``-column chunks
+(``block_M``, ``block_N`` powers of two — TileLang's reductions split a row over a power-of-two number of
+threads, so hidden sizes such as 7168 are never a fragment extent; a chunk is at most N rounded up to a
+power of two). Pass 1 accumulates per-row statistics in ``(block_M,)`` fragments: the sum of squares
+(RMSNorm; the zero fill past N adds nothing and the mean divides by the true N), or for LayerNorm each
+chunk's mean and sum of squared deviations (padding masked out, divided by the chunk's valid count),
+merged into the running mean/M2 with Chan's pairwise update — as accurate as a two-pass variance while
+reading the row once. Pass 2 reads the row again (mostly from L2), normalises and writes; columns and
+rows past the edge are never written.
 
 Dtypes: inputs and outputs bf16 / fp16 / fp32 (weights in the input dtype); all math in fp32, one
-rounding at the store. Rows are whole tiles (``block_M`` rows per block); sizes that ``block_M`` does
-not divide work through ``T.copy``'s zero fill (padded rows compute finite junk that is never stored).
+rounding at the store. Sizes that ``block_M`` / ``block_N`` do not divide work through ``T.copy``'s zero
+fill (padded rows compute finite junk that is never stored).
 
 NaN/Inf policy: IEEE propagation within a row — a NaN anywhere in a row makes that row's LayerNorm /
 RMSNorm / softmax output NaN, as in the float64 NumPy references. Softmax accepts ``-inf`` entries
@@ -44,33 +54,73 @@ def gelu_tanh(x):
 
 
 @T.macro
-def layernorm_tile(X, W, B, bx, x, block_M, N, eps):
-    """Load ``block_M`` rows of ``X`` into the fp32 fragment ``x`` and layer-normalise them in place."""
-    w = T.alloc_fragment((N,), "float32")
-    b = T.alloc_fragment((N,), "float32")
-    sq = T.alloc_fragment((block_M, N), "float32")
-    mean = T.alloc_fragment((block_M,), "float32")
-    rstd = T.alloc_fragment((block_M,), "float32")
-    T.copy(X[bx * block_M, 0], x)
-    T.copy(W, w)
-    T.copy(B, b)
-    T.reduce_sum(x, mean, dim=1)
+def layernorm_stats(X, bx, mean, rstd, block_M, block_N, N, eps):
+    """Row mean and ``1/sqrt(var + eps)`` of ``block_M`` rows of ``X`` into ``(block_M,)`` fragments.
+
+    One pass over ``block_N``-column chunks: each chunk's mean and sum of squared deviations (columns
+    past N masked out, so the zero fill counts for nothing) are merged into the running pair with Chan's
+    update — numerically a two-pass variance, with one read of the row."""
+    x = T.alloc_fragment((block_M, block_N), "float32")
+    d = T.alloc_fragment((block_M, block_N), "float32")
+    c_sum = T.alloc_fragment((block_M,), "float32")
+    c_m2 = T.alloc_fragment((block_M,), "float32")
+    m2 = T.alloc_fragment((block_M,), "float32")
+    T.clear(mean)
+    T.clear(m2)
+    for c in T.serial(T.ceildiv(N, block_N)):
+        T.copy(X[bx * block_M, c * block_N], x)
+        T.reduce_sum(x, c_sum, dim=1)
+        n_done = T.cast(c * block_N, "float32")  # columns merged so far
+        n_c = T.cast(T.min(block_N, N - c * block_N), "float32")  # valid columns of this chunk
+        for i, j in T.Parallel(block_M, block_N):
+            d[i, j] = T.if_then_else(c * block_N + j < N, x[i, j] - c_sum[i] / n_c, 0.0)
+            d[i, j] = d[i, j] * d[i, j]
+        T.reduce_sum(d, c_m2, dim=1)
+        for i in T.Parallel(block_M):
+            delta = c_sum[i] / n_c - mean[i]
+            mean[i] = mean[i] + delta * (n_c / (n_done + n_c))
+            m2[i] = m2[i] + c_m2[i] + delta * delta * (n_done * n_c / (n_done + n_c))
     for i in T.Parallel(block_M):
-        mean[i] = mean[i] / N
-    for i, j in T.Parallel(block_M, N):
-        x[i, j] = x[i, j] - mean[i]
-        sq[i, j] = x[i, j] * x[i, j]
-    T.reduce_sum(sq, rstd, dim=1)
-    for i in T.Parallel(block_M):
-        rstd[i] = T.rsqrt(rstd[i] / N + eps)
-    for i, j in T.Parallel(block_M, N):
-        x[i, j] = x[i, j] * rstd[i] * w[j] + b[j]
+        rstd[i] = T.rsqrt(m2[i] / N + eps)
 
 
 @T.macro
-def gelu_tile(X, Y, bx, by, block_M, block_N):
+def layernorm_apply(X, W, B, Y, bx, mean, rstd, block_M, block_N, N, with_gelu, bf16_bits=False):
+    """Second pass: ``Y = (x - mean) · rstd · w + b`` (then GELU if ``with_gelu``), chunk by chunk.
+    ``bf16_bits``: ``Y`` is a uint16 buffer receiving the bits of the bf16-rounded values."""
     x = T.alloc_fragment((block_M, block_N), "float32")
-    T.copy(X[by * block_M, bx * block_N], x)
+    w = T.alloc_fragment((block_N,), "float32")
+    b = T.alloc_fragment((block_N,), "float32")
+    if bf16_bits:
+        y_bits = T.alloc_fragment((block_M, block_N), "uint16")
+    for c in T.serial(T.ceildiv(N, block_N)):
+        T.copy(X[bx * block_M, c * block_N], x)
+        T.copy(W[c * block_N], w)
+        T.copy(B[c * block_N], b)
+        for i, j in T.Parallel(block_M, block_N):
+            x[i, j] = (x[i, j] - mean[i]) * rstd[i] * w[j] + b[j]
+        if with_gelu:
+            for i, j in T.Parallel(block_M, block_N):
+                x[i, j] = gelu_tanh(x[i, j])
+        if bf16_bits:
+            for i, j in T.Parallel(block_M, block_N):
+                y_bits[i, j] = T.reinterpret("uint16", T.cast(x[i, j], "bfloat16"))
+            T.copy(y_bits, Y[bx * block_M, c * block_N])
+        else:
+            T.copy(x, Y[bx * block_M, c * block_N])  # columns/rows past the edge are not written
+
+
+@T.macro
+def gelu_tile(X, Y, bx, by, block_M, block_N, bf16_bits=False):
+    """GELU of one tile; ``bf16_bits``: ``X`` is a uint16 buffer holding bf16 bit patterns."""
+    x = T.alloc_fragment((block_M, block_N), "float32")
+    if bf16_bits:
+        x_bits = T.alloc_fragment((block_M, block_N), "uint16")
+        T.copy(X[by * block_M, bx * block_N], x_bits)
+        for i, j in T.Parallel(block_M, block_N):
+            x[i, j] = T.cast(T.reinterpret("bfloat16", x_bits[i, j]), "float32")
+    else:
+        T.copy(X[by * block_M, bx * block_N], x)
     for i, j in T.Parallel(block_M, block_N):
         x[i, j] = gelu_tanh(x[i, j])
     T.copy(x, Y[by * block_M, bx * block_N])
@@ -81,43 +131,64 @@ def _check_dtype(dtype):
         raise ValueError(f"dtype must be one of {_FLOATS}, got {dtype!r}")
 
 
+def _pow2_ceil(n):
+    return 1 << max(int(n) - 1, 0).bit_length()
+
+
+def _row_tiles(N, block_M, block_N):
+    """Validated ``(block_M, chunk width)``: both powers of two (TileLang's reductions split a row over a
+    power-of-two number of threads); the chunk is never wider than N rounded up to a power of two."""
+    for name, v in (("block_M", block_M), ("block_N", block_N)):
+        if v < 1 or v & (v - 1):
+            raise ValueError(f"{name} must be a power of two, got {v}")
+    return block_M, min(block_N, _pow2_ceil(N))
+
+
 # ------------------------------------------------------------------------------------------ kernels
 @tilelang.jit(out_idx=[-1])
-def layer_norm(M, N, block_M=1, eps=1e-5, dtype="bfloat16", threads=256):
+def layer_norm(M, N, block_M=1, block_N=1024, eps=1e-5, dtype="bfloat16", threads=256):
     _check_dtype(dtype)
+    block_M, block_N = _row_tiles(N, block_M, block_N)
 
     @T.prim_func
     def main(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype),
              Y: T.Tensor((M, N), dtype)):
         with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
-            x = T.alloc_fragment((block_M, N), "float32")
-            layernorm_tile(X, W, B, bx, x, block_M, N, eps)
-            T.copy(x, Y[bx * block_M, 0])
+            mean = T.alloc_fragment((block_M,), "float32")
+            rstd = T.alloc_fragment((block_M,), "float32")
+            layernorm_stats(X, bx, mean, rstd, block_M, block_N, N, eps)
+            layernorm_apply(X, W, B, Y, bx, mean, rstd, block_M, block_N, N, False)
 
     return main
 
 
 @tilelang.jit(out_idx=[-1])
-def rms_norm(M, N, block_M=1, eps=1e-6, dtype="bfloat16", threads=256):
+def rms_norm(M, N, block_M=1, block_N=1024, eps=1e-6, dtype="bfloat16", threads=256):
     _check_dtype(dtype)
+    block_M, block_N = _row_tiles(N, block_M, block_N)
+    n_chunks = -(-N // block_N)
 
     @T.prim_func
     def main(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype), Y: T.Tensor((M, N), dtype)):
         with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
-            x = T.alloc_fragment((block_M, N), "float32")
-            sq = T.alloc_fragment((block_M, N), "float32")
-            w = T.alloc_fragment((N,), "float32")
+            x = T.alloc_fragment((block_M, block_N), "float32")
+            sq = T.alloc_fragment((block_M, block_N), "float32")
+            w = T.alloc_fragment((block_N,), "float32")
             rstd = T.alloc_fragment((block_M,), "float32")
-            T.copy(X[bx * block_M, 0], x)
-            T.copy(W, w)
-            for i, j in T.Parallel(block_M, N):
-                sq[i, j] = x[i, j] * x[i, j]
-            T.reduce_sum(sq, rstd, dim=1)
+            T.clear(rstd)
+            for c in T.serial(n_chunks):  # sum of squares; the zero fill past N adds nothing
+                T.copy(X[bx * block_M, c * block_N], x)
+                for i, j in T.Parallel(block_M, block_N):
+                    sq[i, j] = x[i, j] * x[i, j]
+                T.reduce_sum(sq, rstd, dim=1, clear=False)
             for i in T.Parallel(block_M):
                 rstd[i] = T.rsqrt(rstd[i] / N + eps)
-            for i, j in T.Parallel(block_M, N):
-                x[i, j] = x[i, j] * rstd[i] * w[j]
-            T.copy(x, Y[bx * block_M, 0])
+            for c in T.serial(n_chunks):
+                T.copy(X[bx * block_M, c * block_N], x)
+                T.copy(W[c * block_N], w)
+                for i, j in T.Parallel(block_M, block_N):
+                    x[i, j] = x[i, j] * rstd[i] * w[j]
+                T.copy(x, Y[bx * block_M, c * block_N])
 
     return main
 
@@ -135,68 +206,78 @@ def gelu(M, N, block_M=32, block_N=256, dtype="bfloat16", threads=128):
 
 
 @tilelang.jit(out_idx=[-1])
-def layer_norm_gelu(M, N, block_M=1, eps=1e-5, dtype="bfloat16", threads=256):
-    """Fused: one read of ``x``, one write of ``gelu(layernorm(x))``."""
+def layer_norm_gelu(M, N, block_M=1, block_N=1024, eps=1e-5, dtype="bfloat16", threads=256):
+    """Fused: ``gelu(layernorm(x))`` written once; ``h`` never leaves registers."""
     _check_dtype(dtype)
+    block_M, block_N = _row_tiles(N, block_M, block_N)
 
     @T.prim_func
     def main(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype),
              Y: T.Tensor((M, N), dtype)):
         with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
-            x = T.alloc_fragment((block_M, N), "float32")
-            layernorm_tile(X, W, B, bx, x, block_M, N, eps)
-            for i, j in T.Parallel(block_M, N):
-                x[i, j] = gelu_tanh(x[i, j])
-            T.copy(x, Y[bx * block_M, 0])
+            mean = T.alloc_fragment((block_M,), "float32")
+            rstd = T.alloc_fragment((block_M,), "float32")
+            layernorm_stats(X, bx, mean, rstd, block_M, block_N, N, eps)
+            layernorm_apply(X, W, B, Y, bx, mean, rstd, block_M, block_N, N, True)
 
     return main
 
 
 @tilelang.jit(out_idx=[-1])
-def layer_norm_gelu_unfused(M, N, block_M=1, gelu_block_M=32, gelu_block_N=256, eps=1e-5, dtype="bfloat16",
-                            threads=256):
-    """Two launches: the LayerNorm kernel writes ``h`` (in ``dtype``) to DRAM, the GELU kernel reads it."""
+def layer_norm_gelu_unfused(M, N, block_M=1, block_N=1024, gelu_block_M=32, gelu_block_N=256, eps=1e-5,
+                            dtype="bfloat16", threads=256):
+    """Two launches: the LayerNorm kernel writes ``h`` (in ``dtype``) to DRAM, the GELU kernel reads it.
+
+    A bf16 ``h`` is kept in a uint16 workspace as its bit pattern (rounded to bf16, then bit-cast):
+    TileLang 0.1.15 cannot allocate a bf16 ``T.alloc_global`` (the host-side bf16 storage legaliser
+    fails on it: "Cannot find var remap"). Same bytes, same values."""
     _check_dtype(dtype)
+    block_M, block_N = _row_tiles(N, block_M, block_N)
+    bits = _dt.canon(dtype) == "bfloat16"
 
     @T.prim_func
     def main(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype),
              Y: T.Tensor((M, N), dtype)):
-        H = T.alloc_global((M, N), dtype)
+        H = T.alloc_global((M, N), "uint16" if bits else dtype)
         with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
-            x = T.alloc_fragment((block_M, N), "float32")
-            layernorm_tile(X, W, B, bx, x, block_M, N, eps)
-            T.copy(x, H[bx * block_M, 0])
+            mean = T.alloc_fragment((block_M,), "float32")
+            rstd = T.alloc_fragment((block_M,), "float32")
+            layernorm_stats(X, bx, mean, rstd, block_M, block_N, N, eps)
+            layernorm_apply(X, W, B, H, bx, mean, rstd, block_M, block_N, N, False, bits)
         with T.Kernel(T.ceildiv(N, gelu_block_N), T.ceildiv(M, gelu_block_M), threads=threads) as (bx, by):
-            gelu_tile(H, Y, bx, by, gelu_block_M, gelu_block_N)
+            gelu_tile(H, Y, bx, by, gelu_block_M, gelu_block_N, bits)
 
     return main
 
 
 @tilelang.jit(out_idx=[-1])
-def softmax(M, N, block_M=1, block_N=None, dtype="bfloat16", threads=256):
-    """Row softmax in fp32: one pass from registers when a row fits (``block_N`` None or ≥ N), else
-    an online max/sum pass over ``block_N`` chunks and a second, normalising pass."""
+def softmax(M, N, block_M=1, block_N=1024, dtype="bfloat16", threads=256):
+    """Row softmax in fp32. When one ``block_N`` chunk covers the row (``block_N`` ≥ N, or ``None``: the
+    row rounded up to a power of two) it is read once and normalised in registers; otherwise an online
+    max/sum pass over the chunks and a second, normalising pass."""
     _check_dtype(dtype)
     NEG_INF = float("-inf")
-    if block_N is None or block_N >= N:
+    block_M, block_N = _row_tiles(N, block_M, _pow2_ceil(N) if block_N is None else block_N)
+    n_chunks = -(-N // block_N)
+    if n_chunks == 1:
         @T.prim_func
         def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
             with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
-                x = T.alloc_fragment((block_M, N), "float32")
+                x = T.alloc_fragment((block_M, block_N), "float32")
                 row_max = T.alloc_fragment((block_M,), "float32")
                 row_sum = T.alloc_fragment((block_M,), "float32")
                 T.copy(X[bx * block_M, 0], x)
+                for i, j in T.Parallel(block_M, block_N):  # padding columns do not take part
+                    x[i, j] = T.if_then_else(j < N, x[i, j], NEG_INF)
                 T.reduce_max(x, row_max, dim=1)
-                for i, j in T.Parallel(block_M, N):
+                for i, j in T.Parallel(block_M, block_N):
                     x[i, j] = T.exp(x[i, j] - row_max[i])
                 T.reduce_sum(x, row_sum, dim=1)
-                for i, j in T.Parallel(block_M, N):
+                for i, j in T.Parallel(block_M, block_N):
                     x[i, j] = x[i, j] / row_sum[i]
                 T.copy(x, Y[bx * block_M, 0])
 
         return main
-
-    n_chunks = T.ceildiv(N, block_N)
 
     @T.prim_func
     def main_chunked(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
@@ -291,28 +372,29 @@ def _isz(dtype):
     return _dt.itemsize(_dt.canon(dtype))
 
 
-def _build_ln(M, N, block_M, threads, dtype="bfloat16", eps=1e-5, **_):
-    return layer_norm(M, N, block_M=block_M, eps=eps, dtype=dtype, threads=threads)
+def _build_ln(M, N, block_M, block_N, threads, dtype="bfloat16", eps=1e-5, **_):
+    return layer_norm(M, N, block_M=block_M, block_N=block_N, eps=eps, dtype=dtype, threads=threads)
 
 
-def _build_rms(M, N, block_M, threads, dtype="bfloat16", eps=1e-6, **_):
-    return rms_norm(M, N, block_M=block_M, eps=eps, dtype=dtype, threads=threads)
+def _build_rms(M, N, block_M, block_N, threads, dtype="bfloat16", eps=1e-6, **_):
+    return rms_norm(M, N, block_M=block_M, block_N=block_N, eps=eps, dtype=dtype, threads=threads)
 
 
 def _build_gelu(M, N, block_M, block_N, threads, dtype="bfloat16", **_):
     return gelu(M, N, block_M=block_M, block_N=block_N, dtype=dtype, threads=threads)
 
 
-def _build_ln_gelu(M, N, block_M, threads, dtype="bfloat16", eps=1e-5, **_):
-    return layer_norm_gelu(M, N, block_M=block_M, eps=eps, dtype=dtype, threads=threads)
+def _build_ln_gelu(M, N, block_M, block_N, threads, dtype="bfloat16", eps=1e-5, **_):
+    return layer_norm_gelu(M, N, block_M=block_M, block_N=block_N, eps=eps, dtype=dtype, threads=threads)
 
 
-def _build_ln_gelu_unfused(M, N, block_M, gelu_block_M, gelu_block_N, threads, dtype="bfloat16", eps=1e-5, **_):
-    return layer_norm_gelu_unfused(M, N, block_M=block_M, gelu_block_M=gelu_block_M, gelu_block_N=gelu_block_N,
-                                   eps=eps, dtype=dtype, threads=threads)
+def _build_ln_gelu_unfused(M, N, block_M, block_N, gelu_block_M, gelu_block_N, threads, dtype="bfloat16", eps=1e-5,
+                           **_):
+    return layer_norm_gelu_unfused(M, N, block_M=block_M, block_N=block_N, gelu_block_M=gelu_block_M,
+                                   gelu_block_N=gelu_block_N, eps=eps, dtype=dtype, threads=threads)
 
 
-def _build_softmax(M, N, block_M, threads, block_N=None, dtype="bfloat16", **_):
+def _build_softmax(M, N, block_M, threads, block_N=1024, dtype="bfloat16", **_):
     return softmax(M, N, block_M=block_M, block_N=block_N, dtype=dtype, threads=threads)
 
 
@@ -325,10 +407,10 @@ _ROW_SHAPES = (
 _ROW_TEST = (
     {"label": "edges bf16", "M": 13, "N": 200, "block_M": 4},
     {"label": "edges fp16", "M": 7, "N": 96, "dtype": "float16", "block_M": 2},
-    {"label": "edges fp32", "M": 5, "N": 130, "dtype": "float32", "block_M": 3},
+    {"label": "edges fp32, 3 chunks", "M": 5, "N": 130, "dtype": "float32", "block_M": 2, "block_N": 64},
 )
-_ROW_TUNABLES = {"block_M": [1, 2, 4, 8], "threads": [128, 256, 512]}
-_ROW_DEFAULTS = {"block_M": 1, "threads": 256, "dtype": "bfloat16"}
+_ROW_TUNABLES = {"block_M": [1, 2, 4, 8], "block_N": [256, 512, 1024, 2048, 4096], "threads": [128, 256, 512]}
+_ROW_DEFAULTS = {"block_M": 1, "block_N": 1024, "threads": 256, "dtype": "bfloat16"}
 _ELT_TUNABLES = {"block_M": [8, 16, 32, 64], "block_N": [128, 256, 512, 1024], "threads": [128, 256]}
 _ELT_TEST = (
     {"label": "edges bf16", "M": 45, "N": 300},
@@ -339,7 +421,8 @@ _TOL = {"rtol": 1.6e-2, "atol": 1.6e-2}  # bf16 outputs; fp16/fp32 tests use tig
 
 register(KernelSpec(
     name="layernorm", family="norms",
-    description="LayerNorm over the hidden dim, fp32 two-pass mean/variance in registers, affine w, b",
+    description="LayerNorm over the hidden dim in power-of-two column chunks: fp32 mean/variance (chunk "
+                "statistics merged with Chan's update), then a normalising pass with affine w, b",
     build=_build_ln, make_inputs=_inputs_ln, reference=ref_layernorm,
     flops=lambda M, N, **_: 8 * M * N, bytes=lambda M, N, dtype="bfloat16", **_: int((2 * M * N + 2 * N) * _isz(dtype)),
     shapes=_ROW_SHAPES, test_shapes=_ROW_TEST, tunables=_ROW_TUNABLES, defaults={**_ROW_DEFAULTS, "eps": 1e-5},
@@ -348,7 +431,8 @@ register(KernelSpec(
 
 register(KernelSpec(
     name="rmsnorm", family="norms",
-    description="RMSNorm over the hidden dim (fp32 sum of squares, rsqrt, weight)",
+    description="RMSNorm over the hidden dim in power-of-two column chunks (fp32 sum of squares, rsqrt, "
+                "weight; second pass normalises)",
     build=_build_rms, make_inputs=_inputs_rms, reference=ref_rmsnorm,
     flops=lambda M, N, **_: 4 * M * N, bytes=lambda M, N, dtype="bfloat16", **_: int((2 * M * N + N) * _isz(dtype)),
     shapes=_ROW_SHAPES, test_shapes=_ROW_TEST, tunables=_ROW_TUNABLES, defaults={**_ROW_DEFAULTS, "eps": 1e-6},
@@ -371,7 +455,8 @@ register(KernelSpec(
 
 register(KernelSpec(
     name="layernorm_gelu", family="norms",
-    description="fused LayerNorm + GELU(tanh): one read of x, one write of y, h stays in registers",
+    description="fused LayerNorm + GELU(tanh): statistics pass, then one normalise+GELU pass writing y; "
+                "h never leaves registers",
     build=_build_ln_gelu, make_inputs=_inputs_ln, reference=ref_layernorm_gelu,
     flops=lambda M, N, **_: 18 * M * N,
     bytes=lambda M, N, dtype="bfloat16", **_: int((2 * M * N + 2 * N) * _isz(dtype)),
@@ -395,7 +480,8 @@ register(KernelSpec(
 
 register(KernelSpec(
     name="softmax", family="norms",
-    description="row softmax, fp32 math; whole row in registers, or online max/sum over block_N chunks",
+    description="row softmax, fp32 math; one power-of-two chunk covering the row (read once), or online "
+                "max/sum over block_N chunks and a normalising pass",
     build=_build_softmax, make_inputs=_inputs_x, reference=ref_softmax,
     flops=lambda M, N, **_: 5 * M * N, bytes=lambda M, N, dtype="bfloat16", **_: int(2 * M * N * _isz(dtype)),
     shapes=(
@@ -408,9 +494,10 @@ register(KernelSpec(
     test_shapes=(
         {"label": "edges bf16 row in registers", "M": 13, "N": 200, "block_M": 4},
         {"label": "edges fp32 chunked", "M": 7, "N": 300, "block_M": 2, "block_N": 128, "dtype": "float32"},
+        {"label": "edges bf16 row in one chunk", "M": 6, "N": 96, "block_M": 2, "block_N": None},
         {"label": "edges fp16 chunked", "M": 5, "N": 70, "block_M": 2, "block_N": 32, "dtype": "float16"},
     ),
     tunables={"block_M": [1, 2, 4, 8], "block_N": [None, 1024, 2048, 4096, 8192], "threads": [128, 256, 512]},
-    defaults={"block_M": 1, "block_N": None, "threads": 256, "dtype": "bfloat16"},
+    defaults={"block_M": 1, "block_N": 1024, "threads": 256, "dtype": "bfloat16"},
     tolerance=_TOL,
 ))

@@ -28,10 +28,29 @@ import numpy as np
 
 import tilesim as tilelang
 import tilesim.language as T
-from kernels.fp8_cast import FP8, group_scale, scales_from_amax, to_e4m3
+from kernels.fp8_cast import AMAX_FLOOR, FP8, FP8_MAX, scales_from_amax, to_e4m3
 from kernels.registry import KernelSpec, register
 from tilesim import dtypes as _dt
 from tilesim.testing.compare import compare_arrays
+
+
+@T.macro
+def group_scale(amax, use_ue8m0):
+    """(scale, quant multiplier) of one group from its fp32 absolute maximum — the recipe of
+    ``kernels.fp8_cast.group_scale`` (amax floor; ``amax / 448`` and ``448 / amax``, or the UE8M0 power of
+    two from the bits). Defined here rather than imported: a ``T.macro`` belongs to the language module
+    it was made with, and this module is also loaded against real TileLang (benchmarks/), where a macro
+    imported from a tilesim-loaded module would be foreign."""
+    a = T.max(amax, AMAX_FLOOR)
+    if use_ue8m0:
+        bits = T.reinterpret("int32", a / FP8_MAX)  # 2^ceil(log2(a / 448)): exponent, +1 if mantissa != 0
+        e = ((bits >> 23) & 0xFF) + T.if_then_else((bits & 0x7FFFFF) != 0, 1, 0)
+        s = T.reinterpret("float32", e << 23)
+        inv = 1.0 / s
+    else:
+        s = a / FP8_MAX
+        inv = FP8_MAX / a
+    return s, inv
 
 
 @tilelang.jit(out_idx=[1, 2])

@@ -5,6 +5,7 @@ fp32 reductions over ≤ 300 elements). NaN policy (module docstring): a NaN sta
 """
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,13 +34,13 @@ def _w(seed, N, dtype, offset):
 
 
 rows = dict(M=st.integers(1, 20), N=st.integers(1, 300), dtype=st.sampled_from(DTYPES),
-            block_M=st.sampled_from([1, 2, 4]))
+            block_M=st.sampled_from([1, 2, 4]), block_N=st.sampled_from([16, 64, 1024]))
 
 
 @settings(max_examples=8)
 @given(**rows)
-def test_layernorm(M, N, dtype, block_M):
-    k = norms.layer_norm(M, N, block_M=block_M, dtype=dtype)
+def test_layernorm(M, N, dtype, block_M, block_N):
+    k = norms.layer_norm(M, N, block_M=block_M, block_N=block_N, dtype=dtype)
     ins = (_x(M, M, N, dtype), _w(1, N, dtype, 1.0), _w(2, N, dtype, 0.0))
     Y = assert_matches_reference(k, ins, norms.ref_layernorm)[0]
     if M > 1:
@@ -48,8 +49,8 @@ def test_layernorm(M, N, dtype, block_M):
 
 @settings(max_examples=8)
 @given(**rows)
-def test_rmsnorm(M, N, dtype, block_M):
-    k = norms.rms_norm(M, N, block_M=block_M, dtype=dtype)
+def test_rmsnorm(M, N, dtype, block_M, block_N):
+    k = norms.rms_norm(M, N, block_M=block_M, block_N=block_N, dtype=dtype)
     ins = (_x(N, M, N, dtype), _w(1, N, dtype, 1.0))
     Y = assert_matches_reference(k, ins, norms.ref_rmsnorm)[0]
     if M > 1:
@@ -69,10 +70,11 @@ def test_gelu(M, N, dtype, tiles):
 
 @settings(max_examples=6)
 @given(**rows)
-def test_layernorm_gelu_fused_and_unfused(M, N, dtype, block_M):
+def test_layernorm_gelu_fused_and_unfused(M, N, dtype, block_M, block_N):
     ins = (_x(M * N, M, N, dtype), _w(1, N, dtype, 1.0), _w(2, N, dtype, 0.0))
-    fused = norms.layer_norm_gelu(M, N, block_M=block_M, dtype=dtype)
-    unfused = norms.layer_norm_gelu_unfused(M, N, block_M=block_M, gelu_block_M=8, gelu_block_N=64, dtype=dtype)
+    fused = norms.layer_norm_gelu(M, N, block_M=block_M, block_N=block_N, dtype=dtype)
+    unfused = norms.layer_norm_gelu_unfused(M, N, block_M=block_M, block_N=block_N, gelu_block_M=8, gelu_block_N=64,
+                                            dtype=dtype)
     yf = assert_matches_reference(fused, ins, norms.ref_layernorm_gelu)[0]
     yu = assert_matches_reference(unfused, ins, norms.ref_layernorm_gelu_unfused)[0]
     # the two differ only by the rounding of h between the kernels
@@ -93,7 +95,7 @@ def test_fusion_structure():
 
 @settings(max_examples=8)
 @given(M=st.integers(1, 12), N=st.integers(1, 300), dtype=st.sampled_from(DTYPES),
-       block_M=st.sampled_from([1, 4]), block_N=st.sampled_from([None, 16, 64, 1000]))
+       block_M=st.sampled_from([1, 4]), block_N=st.sampled_from([None, 16, 64, 512]))
 def test_softmax(M, N, dtype, block_M, block_N):
     x = _x(M + 3 * N, M, N, dtype, edges=False)
     if M > 1:
@@ -104,6 +106,28 @@ def test_softmax(M, N, dtype, block_M, block_N):
     k = norms.softmax(M, N, block_M=block_M, block_N=block_N, dtype=dtype)
     Y = assert_matches_reference(k, (x,), norms.ref_softmax)[0]
     assert np.allclose(Y.astype(np.float64).sum(axis=1), 1.0, atol=N * 1e-2 if dtype != "float32" else 1e-5)
+
+
+def test_chunked_variance_is_accurate():
+    """Rows with a large common offset: per-chunk statistics merged with Chan's update keep the fp32
+    variance accurate (a one-pass E[x²] - mean² would lose every digit here), over 5 uneven chunks."""
+    M, N = 3, 300
+    rng = np.random.default_rng(9)
+    x = (1e4 + rng.standard_normal((M, N))).astype(np.float32)
+    ins = (x, _w(1, N, "float32", 1.0), _w(2, N, "float32", 0.0))
+    y = norms.layer_norm(M, N, block_M=2, block_N=64, dtype="float32")(*ins)
+    assert np.allclose(y, norms.ref_layernorm(*ins), rtol=1e-3, atol=1e-3)
+
+
+def test_tiles_must_be_powers_of_two():
+    """Real TileLang reduces a row over a power-of-two number of threads: other tile sizes are refused."""
+    for kw in (dict(block_M=3), dict(block_N=1000)):
+        for f in (norms.layer_norm, norms.rms_norm, norms.layer_norm_gelu, norms.layer_norm_gelu_unfused,
+                  norms.softmax):
+            with pytest.raises(ValueError):
+                f(8, 7168, **kw)
+    # a chunk never exceeds the row rounded up to a power of two (N = 200 -> 256)
+    assert norms._row_tiles(200, 2, 4096) == (2, 256)
 
 
 def test_nan_policy():
