@@ -68,6 +68,19 @@ def _cmd_ir(args):
     return 0
 
 
+def _cmd_lint(args):
+    from .ir.nodes import PrimFunc
+    from .lint import lint
+    obj = _load_factory(args.target)
+    kernel = obj(**parse_kv(args.args)) if callable(obj) and not hasattr(obj, "prim_func") else obj
+    pf = kernel if isinstance(kernel, PrimFunc) else kernel.prim_func
+    findings = lint(pf)
+    for f in findings:
+        print(f, end="\n\n")
+    print(f"{len(findings)} TileLang-compatibility finding(s) in {pf.name}")
+    return 1 if findings else 0
+
+
 def _cmd_kernels(args):
     from kernels.registry import all_specs
     specs = all_specs()
@@ -162,6 +175,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--budget", type=int, default=24)
     t.add_argument("--profile", default=None)
     t.set_defaults(fn=_cmd_tune)
+
+    li = sub.add_parser("lint", help="constructs tilesim runs but real TileLang 0.1.15 rejects: "
+                                     "tilesim lint FILE.py::factory [--args k=v ...]")
+    li.add_argument("target")
+    li.add_argument("--args", nargs="*", default=[])
+    li.set_defaults(fn=_cmd_lint)
 
     i = sub.add_parser("ir", help="print a kernel's tile IR: tilesim ir FILE.py::factory [--args k=v ...]")
     i.add_argument("target")

@@ -281,6 +281,11 @@ class JITKernel:
             return None
         return outs[0] if len(outs) == 1 else outs
 
+    def lint(self):
+        """TileLang-compatibility findings (``tilesim.lint``): constructs real TileLang rejects."""
+        from .lint import lint
+        return lint(self.prim_func)
+
     def get_profiler(self, tensor_supply_type=None):
         from .profiler import Profiler
         return Profiler(self, tensor_supply_type)

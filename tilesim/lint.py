@@ -1,0 +1,149 @@
+"""TileLang-compatibility lint: constructs tilesim runs but real TileLang 0.1.15 rejects.
+
+tilesim's interpreter accepts a superset of what TileLang's compiler can lower. These checks catch,
+before a GPU run, the patterns that real TileLang 0.1.15 refused on the H200 (2026-11-29, see
+docs/simulator.md §5 and docs/kernels-1.md):
+
+* ``pow2``: a fragment or shared tile, or a reduction, whose extent is not a power of two (layout
+  inference fails, e.g. a whole 7168-wide row in registers);
+* ``fragment-index``: a fragment element indexed inside ``T.Parallel`` by something other than the
+  enclosing parallel loop variables and constants (layout inference cannot invert it);
+* ``data-dependent-pipeline``: a ``T.Pipelined`` loop whose bounds read tensor data (the async-copy
+  wait counts become symbolic and code generation fails);
+* ``global-narrow-workspace``: a ``T.alloc_global`` workspace of a narrow float type (bf16 workspaces
+  failed to allocate).
+
+``lint(prim_func) -> list[Finding]``; ``JITKernel.lint()``; ``tilesim lint FILE.py::factory --args``.
+A finding is advice, not an error: tilesim itself runs all of these correctly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import dtypes as dt
+from .errors import Loc, render_snippet
+from .ir import nodes as N
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    message: str
+    loc: Loc | None
+    hint: str
+
+    def __str__(self) -> str:
+        parts = [f"[{self.rule}] {self.message}"]
+        if self.loc is not None:
+            parts.append(render_snippet(self.loc))
+        parts.append(f"hint: {self.hint}")
+        return "\n".join(parts)
+
+
+def _pow2(n) -> bool:
+    return isinstance(n, int) and n > 0 and (n & (n - 1)) == 0
+
+
+def _has_load(e) -> bool:
+    if isinstance(e, N.Load):
+        return True
+    for f in ("a", "b", "value", "cond"):
+        sub = getattr(e, f, None)
+        if isinstance(sub, N.Expr) and _has_load(sub):
+            return True
+    return any(_has_load(x) for x in getattr(e, "args", ()) or ())
+
+
+class _Linter:
+    def __init__(self):
+        self.out: list[Finding] = []
+        self.lets: dict[int, N.Expr] = {}
+
+    def add(self, rule, message, loc, hint):
+        self.out.append(Finding(rule, message, loc, hint))
+
+    def body(self, stmts, pvars):
+        for s in stmts:
+            self.stmt(s, pvars)
+
+    def stmt(self, s, pvars):
+        t = type(s)
+        if t is N.Alloc:
+            b = s.buffer
+            if b.scope in ("fragment", "shared") and b.alias_of is None:
+                bad = [d for d in b.shape if not _pow2(d)]
+                if bad and b.ndim:
+                    self.add("pow2", f"{b.scope} buffer {b.name} {tuple(b.shape)} has a dimension that is not a power "
+                                     "of two", b.loc, "use power-of-two tiles and loop over the rest "
+                                                      "(tiles may overhang the tensor edge)")
+            if b.scope == "global" and b.alias_of is None and b.dtype in dt.NARROW_FLOATS:
+                self.add("global-narrow-workspace", f"T.alloc_global workspace {b.name} is {b.dtype}", b.loc,
+                         "allocate the workspace as float32 (or as uint16 bit patterns and T.reinterpret)")
+        elif t is N.Reduce:
+            ext = s.src.extents[s.dim]
+            if not _pow2(ext):
+                self.add("pow2", f"T.reduce_{s.kind} over an extent of {ext}, not a power of two", s.loc,
+                         "reduce power-of-two chunks and combine them with clear=False")
+        elif t is N.For:
+            if s.kind == "pipelined" and (_has_load(s.start) or _has_load(s.stop) or self._let_loads(s.stop)):
+                self.add("data-dependent-pipeline", f"T.Pipelined loop '{s.var.name}' has bounds read from a tensor",
+                         s.loc, "use T.serial for data-dependent trip counts, or a fixed trip count with masked tiles")
+            self.body(s.body, pvars)
+        elif t is N.Parallel:
+            self.body(s.body, pvars | {v.uid for v in s.vars})
+        elif t in (N.If, N.While):
+            self.body(getattr(s, "then", getattr(s, "body", ())), pvars)
+            self.body(getattr(s, "orelse", ()), pvars)
+        elif t is N.Launch:
+            self.body(s.body, pvars)
+        elif t is N.Let:
+            self.lets[s.var.uid] = s.value
+            self.expr(s.value, pvars, s.loc)
+        elif t is N.Store:
+            if pvars and s.buffer.scope in ("fragment", "local"):
+                self.index(s.buffer, s.indices, pvars, s.loc)
+            for i in s.indices:
+                self.expr(i, pvars, s.loc)
+            self.expr(s.value, pvars, s.loc)
+
+    def _let_loads(self, e) -> bool:
+        if isinstance(e, N.Var) and e.uid in self.lets:
+            return _has_load(self.lets[e.uid]) or self._let_loads(self.lets[e.uid])
+        return any(self._let_loads(getattr(e, f)) for f in ("a", "b", "value") if isinstance(getattr(e, f, None), N.Expr))
+
+    def index(self, buf, indices, pvars, loc):
+        for i in indices:
+            if isinstance(i, N.Const) or (isinstance(i, N.Var) and i.uid in pvars):
+                continue
+            self.add("fragment-index", f"fragment {buf.name} is indexed by a computed expression inside T.Parallel",
+                     loc, "index fragments only by the T.Parallel loop variables; route computed indices through "
+                          "shared or global memory")
+            return
+
+    def expr(self, e, pvars, loc):
+        if isinstance(e, N.Load):
+            if pvars and e.buffer.scope in ("fragment", "local") and e.buffer.ndim:
+                self.index(e.buffer, e.indices, pvars, e.loc or loc)
+            for i in e.indices:
+                self.expr(i, pvars, loc)
+            return
+        for f in ("a", "b", "value", "cond"):
+            sub = getattr(e, f, None)
+            if isinstance(sub, N.Expr):
+                self.expr(sub, pvars, loc)
+        for sub in getattr(e, "args", ()) or ():
+            self.expr(sub, pvars, loc)
+
+
+def lint(pf: N.PrimFunc) -> list[Finding]:
+    """TileLang-compatibility findings of ``pf`` (empty when nothing known to fail was found)."""
+    li = _Linter()
+    li.body(pf.body, frozenset())
+    seen, out = set(), []
+    for f in li.out:
+        key = (f.rule, f.loc)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
