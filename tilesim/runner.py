@@ -20,7 +20,7 @@ class ProgressBar:
         self.drawn = False
 
     def __call__(self, launch, done, total):
-        if time.perf_counter() - self.t0 < self.delay:
+        if time.perf_counter() - self.t0 < self.delay or not self.out.isatty():
             return
         frac = done / max(total, 1)
         fill = int(self.width * frac)

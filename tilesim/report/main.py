@@ -30,6 +30,11 @@ class _Progress:
         self.stream, self.width, self.t0 = stream, width, time.perf_counter()
 
     def __call__(self, i, n, what):
+        if not self.stream.isatty():  # a log file: one line per tenth of the work, no carriage returns
+            step = max(1, n // 10)
+            if i % step == 0 or i >= n:
+                self.stream.write(f"  {i}/{n} ({time.perf_counter() - self.t0:.1f}s) {what}\n")
+            return
         fill = int(self.width * i / max(n, 1))
         elapsed = time.perf_counter() - self.t0
         line = f"\r[{'#' * fill}{'.' * (self.width - fill)}] {i}/{n} {elapsed:5.1f}s {what[:60]:<60}"
