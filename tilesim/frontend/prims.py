@@ -11,6 +11,7 @@ Contract
 
 from __future__ import annotations
 
+import ast
 import inspect
 import math
 
@@ -99,7 +100,7 @@ def launch(tr, node, call_node, target):
     names = ("bx", "by", "bz")
     bvars = tuple(N.Var(names[i], "int32", kind="block", loc=loc) for i in range(len(grid)))
     if target is not None:
-        if isinstance(target, ast_Name()):
+        if isinstance(target, ast.Name):
             tr.bind(target.id, bvars[0] if len(bvars) == 1 else bvars, target)
         else:
             elts = target.elts
@@ -118,11 +119,6 @@ def launch(tr, node, call_node, target):
     stmt = N.Launch(tuple(gexprs), bvars, threads, tuple(info["allocs"]) + tuple(body),
                     tuple(info["annotations"]), loc)
     tr.emit(stmt)
-
-
-def ast_Name():  # noqa: N802
-    import ast
-    return ast.Name
 
 
 # ---------------------------------------------------------------------------------------- loops
@@ -166,7 +162,6 @@ def _tup(v):
 
 def _serial(tr, node, kind, start, stop, step, ann):
     loc = tr.loc(node)
-    import ast
     if not isinstance(node.target, ast.Name):
         raise KernelSyntaxError("a serial loop binds one name", loc)
     if not isinstance(step, int) or step == 0:
@@ -179,7 +174,6 @@ def _serial(tr, node, kind, start, stop, step, ann):
 
 
 def _parallel(tr, node, extents):
-    import ast
     loc = tr.loc(node)
     if not tr.in_launch():
         raise KernelSyntaxError("T.Parallel outside `with T.Kernel(...)`", loc)
@@ -211,7 +205,6 @@ def _parallel(tr, node, extents):
 
 
 def _grid(tr, node, extents):
-    import ast
     loc = tr.loc(node)
     tgt = node.target
     names = [tgt] if isinstance(tgt, ast.Name) else list(getattr(tgt, "elts", []))
