@@ -246,6 +246,12 @@ class JITKernel:
             raise KernelRuntimeError(f"kernel {pf.name} takes {n_in} argument(s) ({names}), got {len(args)}", pf.loc,
                                      hint="outputs listed in out_idx are allocated and returned, not passed")
         if self._cuda is not None:
+            from .backends.cuda.caps import available, simulator
+            if not (available() or simulator()):
+                raise KernelRuntimeError(
+                    f"kernel {pf.name} was compiled for target='cuda' but this machine has no usable CUDA GPU",
+                    pf.loc, hint="run it with target='interp' (or 'auto'), or on a machine with an NVIDIA GPU; "
+                                 "get_kernel_source() still shows the generated CUDA code")
             # CUDA tensors (torch/cupy, __cuda_array_interface__) run in place on their device
             res = self._cuda.call(self, args, options or self.options)
             if res is not NotImplemented:

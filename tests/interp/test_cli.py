@@ -39,3 +39,12 @@ def test_run_with_a_bad_parameter_is_a_clear_error():
 
 def test_parse_kv_types():
     assert parse_kv(["a=1", "b=2.5", "c=true", "d=float16"]) == {"a": 1, "b": 2.5, "c": True, "d": "float16"}
+
+
+def test_cuda_target_without_a_gpu_is_a_clear_error():
+    from tilesim.backends.cuda import available
+    if available():
+        return  # on a GPU machine the run succeeds; tests/backends/test_gpu.py covers it
+    r = run("run", "rmsnorm", "--target", "cuda")
+    assert r.returncode == 2
+    assert "no usable CUDA GPU" in r.stderr and "Traceback" not in r.stderr

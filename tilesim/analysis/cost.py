@@ -44,7 +44,7 @@ from .analyzer import Analyzer
 from .footprint import _footprint
 from .node_helpers import _size
 from .profiles import get_profile
-from .program import LaunchProgram, compress
+from .program import LaunchProgram, Loop, compress
 from .rule_tables import COST_RULES, EXPR_RULES, rule  # noqa: F401  (re-exported)
 from .symbolic import DataDependent
 
@@ -82,6 +82,16 @@ def resolve_shapes(pf: N.PrimFunc, shapes: dict):
     return dims, tensors, hints
 
 
+def _scale_element_slots(body, factor):
+    """Non-gemm ops' vector issue slots times the profile's ``element_slot_factor``."""
+    for n in body:
+        if isinstance(n, Loop):
+            _scale_element_slots(n.body, factor)
+        elif not n.label.startswith("gemm"):
+            for k in [k for k in n.work if k.startswith("vector:")]:
+                n.work[k] *= factor
+
+
 def analyze(pf: N.PrimFunc, hw, profile="tensorcore", **shapes) -> list[LaunchProgram]:
     """The per-block cost program of every launch of ``pf`` (see the module docstring).
 
@@ -102,6 +112,8 @@ def analyze(pf: N.PrimFunc, hw, profile="tensorcore", **shapes) -> list[LaunchPr
         elif isinstance(s, N.Launch):
             a = Analyzer(pf, s, hw, prof, dims, tensors, hints, top_lets)
             body = a.body(s.body)
+            if prof.element_slot_factor != 1.0:
+                _scale_element_slots(body, prof.element_slot_factor)
             shared, frag, local, side = _footprint(a, s, body)
             gbufs = {}
             for p in pf.params:

@@ -77,6 +77,13 @@ class LoweringProfile:
         sync_per_shared_write: a barrier after threads write shared memory that others read.
         sync_per_pipelined_iteration: barrier/mbarrier waits per pipelined iteration.
         max_shared_bytes_per_block: a backend limit below the hardware's (Numba static shared memory).
+        gemm_operand_issue: ``"fma"`` gemms: each operand element a thread loads from shared memory
+            (and its conversion to fp32 when narrower) takes an issue slot beside the FMAs (Numba's
+            micro-tile loop: per k, S0 + S1 ``ld.shared`` (+ ``cvt``) and S0·S1 FMAs).
+        gemm_issue_fraction: achieved fraction of the FMA/load issue rate of such a gemm loop (1 = all
+            issue slots used; below 1: loop control, address arithmetic and scheduling stalls).
+        element_slot_factor: issue slots per element operation of non-gemm tile code, relative to the
+            rule tables' count (Numba's int64 flat-index arithmetic, per-element guards and loops).
     """
 
     name: str
@@ -102,6 +109,9 @@ class LoweringProfile:
     sync_per_shared_write: bool = True
     sync_per_pipelined_iteration: int = 1
     max_shared_bytes_per_block: int | None = None
+    gemm_operand_issue: bool = False
+    gemm_issue_fraction: float = 1.0
+    element_slot_factor: float = 1.0
     notes: tuple[str, ...] = field(default=())
 
     def matrix_dtype(self, dtype: str) -> str:
@@ -122,6 +132,10 @@ PROFILES = MappingProxyType({
     "numba": LoweringProfile(
         name="numba", gemm_unit="vector", gemm_operands="fma", async_copy=False, overlap=False,
         producer_threads=0, register_overhead_per_thread=32, max_shared_bytes_per_block=48 * 1024,
+        gemm_operand_issue=True,
+        # fitted (benchmarks/numba_profile_validation.py --fit) on the TRAIN split of the Numba
+        # backend's H200 runs (reports/measurements/numba_h200_*.json); see docs/simulator.md §6
+        gemm_issue_fraction=0.88, element_slot_factor=2.75,
         notes=("Numba CUDA: static shared memory is limited to 48 KiB per block (no dynamic opt-in API)",)),
     "ascend": LoweringProfile(
         name="ascend", matrix_core="aic", vector_core="aiv", gemm_unit="matrix", gemm_operands="path",

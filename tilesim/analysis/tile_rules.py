@@ -169,6 +169,10 @@ def _gemm(a: Analyzer, s: N.Gemm):
         r = math.sqrt(o)
         per = max(4.0, _size(s.a.dtype))
         smem = a.threads * K * 2.0 * r * per if (a_sh or b_sh) else 0.0
+        if p.gemm_operand_issue and smem:
+            loads = a.threads * K * 2.0 * r
+            cvt = loads if in_dt != "float32" else 0.0
+            op.work["vector:float32"] = (flops / p.vector_flops_per_slot + loads + cvt) / p.gemm_issue_fraction
     else:  # "path": operands cross a data path once (NPU L1 -> L0A/L0B)
         smem = 0.0
         op.work["operand"] = A_bytes + B_bytes
