@@ -88,3 +88,16 @@ def test_roofline_has_ceilings_and_points():
     dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
     assert len(dashed) == len([c for c in cs if c["kind"] == "compute"])
     assert "FLOP per DRAM byte" in ax.get_xlabel() and "FLOP/s" in ax.get_ylabel()
+
+
+def test_atomic_write_leaves_ordinary_permissions(tmp_path):
+    import os
+    import stat
+
+    from tilesim.report.io import write_text
+    p = tmp_path / "x.md"
+    write_text(p, "hello")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert p.read_text() == "hello"
+    assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~umask

@@ -15,6 +15,9 @@ def write_bytes(path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; reports are ordinary files
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
