@@ -41,3 +41,24 @@ def test_torch_outputs_written_in_place():
     c = torch.zeros(32, 16, dtype=torch.float32)
     matmul_splitk(32, 16, 64, 32, 16, 16, split_k=2)(a, b, c)
     assert float((c - a.float() @ b.float()).abs().max()) < 1e-3
+
+
+class DLPackOnly:
+    """Only the DLPack protocol (no __array__): tilesim imports it with numpy.from_dlpack."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, *args, **kwargs):
+        return self.a.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+def test_dlpack_inputs():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((17, 12)).astype(np.float32)
+    b = rng.standard_normal((12, 9)).astype(np.float32)
+    k = matmul(17, 9, 12, 16, 16, 16, dtype="float32")
+    np.testing.assert_allclose(k(DLPackOnly(a), DLPackOnly(b)), a @ b, rtol=1e-5, atol=1e-5)
