@@ -161,3 +161,34 @@ def test_launch_overhead_bounds_tiny_kernels():
 def test_mlu_profile_runs_on_a_gpu_model_without_gpu_isms():
     r = simulate_kernel(K.matmul_relu(2048, 2048, 2048), hw=H200, profile="mlu")
     assert "shared->matrix unit" not in r.bytes
+
+
+def test_numba_sync_loads_bound_dram_by_littles_law():
+    """Synchronous loads (numba profile): DRAM throughput ≤ bytes in flight × resident threads ×
+    cores / DRAM latency; the tensorcore profile (async copies) ignores the field."""
+    import dataclasses
+
+    from tilesim.analysis.profiles import get_profile
+    from tilesim.sim.machine import Machine
+    hw = hwmodels.load(H200)
+    k = K.elementwise_add.compile(M=16384, N=16384, block=1024, threads=256)
+    nb = get_profile("numba")
+    assert nb.sync_load_bytes_in_flight_per_thread == 8
+    assert get_profile("tensorcore").sync_load_bytes_in_flight_per_thread is None
+    r = simulate_kernel(k, hw=H200, profile="numba")
+    tc = simulate_kernel(k, hw=H200, profile="tensorcore")
+    m = Machine(hw, nb)
+    threads = r.blocks_per_core * 256 * m.n_cores
+    assert r.achieved_dram_bytes_per_s <= min(m.dram_bw, 8 * threads / m.dram_lat_s) * 1.001
+    assert r.time_s >= tc.time_s
+    # fewer bytes in flight: the bound binds and the DRAM time scales by the Little's-law factor
+    free = simulate_kernel(k, hw=H200, profile=dataclasses.replace(nb, sync_load_bytes_in_flight_per_thread=None))
+    r4 = simulate_kernel(k, hw=H200, profile=dataclasses.replace(nb, sync_load_bytes_in_flight_per_thread=4))
+    bound = 4 * threads / m.dram_lat_s
+    assert bound < m.dram_bw
+    assert r4.achieved_dram_bytes_per_s <= bound * 1.001
+    assert r4.time_s == pytest.approx(free.time_s * m.dram_bw / bound, rel=0.05)
+    assert r4.time_s > 1.2 * tc.time_s
+    tc1 = simulate_kernel(k, hw=H200, profile=dataclasses.replace(get_profile("tensorcore"),
+                                                                   sync_load_bytes_in_flight_per_thread=1))
+    assert tc1.time_s == tc.time_s

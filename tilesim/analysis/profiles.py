@@ -84,6 +84,10 @@ class LoweringProfile:
             issue slots used; below 1: loop control, address arithmetic and scheduling stalls).
         element_slot_factor: issue slots per element operation of non-gemm tile code, relative to the
             rule tables' count (Numba's int64 flat-index arithmetic, per-element guards and loops).
+        sync_load_bytes_in_flight_per_thread: bytes one thread has outstanding from global memory
+            when copies are synchronous loads (no cp.async/TMA); bounds DRAM throughput by Little's
+            law: ``bytes in flight × resident threads per core × active cores / DRAM latency``.
+            None: not limited (asynchronous copies, modelled by their data path).
     """
 
     name: str
@@ -112,6 +116,7 @@ class LoweringProfile:
     gemm_operand_issue: bool = False
     gemm_issue_fraction: float = 1.0
     element_slot_factor: float = 1.0
+    sync_load_bytes_in_flight_per_thread: float | None = None
     notes: tuple[str, ...] = field(default=())
 
     def matrix_dtype(self, dtype: str) -> str:
@@ -136,6 +141,10 @@ PROFILES = MappingProxyType({
         # fitted (benchmarks/numba_profile_validation.py --fit) on the TRAIN split of the Numba
         # backend's H200 runs (reports/measurements/numba_h200_*.json); see docs/simulator.md §6
         gemm_issue_fraction=0.88, element_slot_factor=2.75,
+        # derived from the backend's copies: a thread's loads before first use are one _ldv4 group
+        # (DEFAULT_VEC = 4 consecutive elements as 4 scalar loads) = 4 x 2 B for bf16 tiles; the
+        # TRAIN-only 1-D fit (--fit) lands on the same 8 B. docs/simulator.md §6
+        sync_load_bytes_in_flight_per_thread=8,
         notes=("Numba CUDA: static shared memory is limited to 48 KiB per block (no dynamic opt-in API)",)),
     "ascend": LoweringProfile(
         name="ascend", matrix_core="aic", vector_core="aiv", gemm_unit="matrix", gemm_operands="path",

@@ -189,6 +189,8 @@ def unary(op: str, a, loc):
     e = to_expr(a, loc)
     if op == "pos":
         return e
+    if op == "neg" and isinstance(e, N.Const) and not isinstance(e.value, bool):
+        return N.Const(-e.value, e.dtype, e.loc)  # fold: -T.infinity(...) stays a constant
     if op == "not":
         return N.Unary("not", to_bool(e, loc), "bool", loc)
     return N.Unary(op, e, e.dtype, loc)

@@ -525,8 +525,65 @@ def _b_swizzle(tr, loc, panel_size, order, enable):
 
 @builder("annotate_safe_value")
 def _b_safe(tr, loc, safe_value_map):
-    raise KernelSyntaxError("T.annotate_safe_value is not supported yet", loc,
-                            hint="out-of-range reads give 0; apply your fill value with T.if_then_else")
+    if not tr.in_launch():
+        raise KernelSyntaxError("T.annotate_safe_value outside `with T.Kernel(...)`", loc)
+    if not isinstance(safe_value_map, dict):
+        raise KernelTypeError("T.annotate_safe_value takes a dict {tensor: value}", loc)
+    pairs = []
+    for buf, value in safe_value_map.items():
+        if not isinstance(buf, N.Buffer) or buf.scope != "global":
+            raise KernelTypeError("T.annotate_safe_value: keys must be global tensors (kernel parameters)", loc)
+        if isinstance(value, N.Const):
+            value = value.value
+        if X.is_ir(value) or not isinstance(value, (int, float)):
+            raise KernelTypeError("T.annotate_safe_value: values must be compile-time numbers", loc,
+                                  hint="e.g. T.annotate_safe_value({A: -T.infinity('float32')})")
+        pairs.append((buf.uid, float(value) if dt.is_float(buf.dtype) else int(value)))
+    tr.launch["annotations"].append(("safe_value", tuple(pairs)))
+
+
+@builder("im2col", "c2d_im2col")
+def _b_im2col(tr, loc, img, col, nhw_step, c_step, kernel, stride, dilation, pad, eviction_policy=None,
+              annotations=None):
+    """Desugared into one ``T.Parallel`` over the tile with guarded loads: every consumer already knows it."""
+    _tile_op_context(tr, loc, "im2col")
+    if not isinstance(img, N.Buffer) or img.scope != "global" or img.ndim != 4:
+        raise KernelTypeError("T.im2col: img must be a 4-D global tensor (N, H, W, C)", loc)
+    if not isinstance(col, N.Buffer) or col.scope == "global" or col.ndim != 2:
+        raise KernelTypeError("T.im2col: col must be a 2-D shared or fragment tile (block_M, block_K)", loc)
+    for name, v in (("kernel", kernel), ("stride", stride), ("dilation", dilation), ("pad", pad)):
+        if not isinstance(v, int) or v < 0 or (name != "pad" and v == 0):
+            raise KernelTypeError(f"T.im2col: {name} must be a positive Python int, got {v!r}", loc)
+    bm, bk = col.shape
+    n_, h_, w_, c_ = img.shape
+    oh = X.binop("add", X.binop("floordiv", X.binop("sub", X.binop("add", h_, 2 * pad, loc),
+                                                      dilation * (kernel - 1) + 1, loc), stride, loc), 1, loc)
+    ow = X.binop("add", X.binop("floordiv", X.binop("sub", X.binop("add", w_, 2 * pad, loc),
+                                                      dilation * (kernel - 1) + 1, loc), stride, loc), 1, loc)
+    i = N.Var("i", "int32", kind="parallel", loc=loc)
+    j = N.Var("j", "int32", kind="parallel", loc=loc)
+    r = X.binop("add", X.binop("mul", nhw_step, bm, loc), i, loc)
+    q = X.binop("add", X.binop("mul", c_step, bk, loc), j, loc)
+    n = X.binop("floordiv", r, X.binop("mul", oh, ow, loc), loc)
+    ohi = X.binop("floormod", X.binop("floordiv", r, ow, loc), oh, loc)
+    owi = X.binop("floormod", r, ow, loc)
+    kh = X.binop("floordiv", q, kernel * c_, loc) if isinstance(c_, int) else \
+        X.binop("floordiv", q, X.binop("mul", kernel, c_, loc), loc)
+    kw = X.binop("floormod", X.binop("floordiv", q, c_, loc), kernel, loc)
+    cc = X.binop("floormod", q, c_, loc)
+    hh = X.binop("sub", X.binop("add", X.binop("mul", ohi, stride, loc), X.binop("mul", kh, dilation, loc), loc),
+                 pad, loc)
+    ww = X.binop("sub", X.binop("add", X.binop("mul", owi, stride, loc), X.binop("mul", kw, dilation, loc), loc),
+                 pad, loc)
+    conds = [X.compare("lt", n, n_, loc), X.compare("lt", kh, kernel, loc), X.compare("ge", hh, 0, loc),
+             X.compare("lt", hh, h_, loc), X.compare("ge", ww, 0, loc), X.compare("lt", ww, w_, loc)]
+    valid = conds[0]
+    for c in conds[1:]:
+        valid = X.logical("and", valid, c, loc)
+    value = X.select(valid, N.Load(img, tuple(X.index_expr(x, loc) for x in (n, hh, ww, cc)), img.dtype, loc),
+                     0, loc)
+    store = N.Store(col, (i, j), X.cast_to(X.to_expr(value, loc, like=col.dtype), col.dtype, loc), loc)
+    tr.emit(N.Parallel((i, j), (bm, bk), (store,), loc))
 
 
 # ---------------------------------------------------------------------------------------- expressions

@@ -143,15 +143,16 @@ def _guard(buf, st, idx, ctx, loc, what):
 
 def _load_global(e, buf, st, idx, ctx):
     idx, valid = _guard(buf, st, idx, ctx, e.loc, "read")
+    fill = ctx.safe.get(buf.uid, 0)
     if all(type(i) is int for i in idx):
         if valid is False:
-            return _scalar(0, buf.dtype)
+            return _scalar(fill, buf.dtype)
         return _scalar(to_compute(st[tuple(idx)], buf.dtype), buf.dtype)
     vals = to_compute(st[tuple(idx)], buf.dtype)
     if vals.ndim < 1 + ctx.rank:
         vals = lift(vals, ctx.rank)
     if valid is not None:
-        vals = np.where(valid, vals, vals.dtype.type(0))
+        vals = np.where(valid, vals, vals.dtype.type(fill))
     return vals
 
 
@@ -340,9 +341,10 @@ def read_region(r: N.Region, ctx: Ctx, ev, where=None):
     starts, exts = where or region_starts(r, ctx, ev)
     if r.buffer.scope != "global":
         return _onchip_window(r, st, starts, exts, ctx, write=None)
+    fill = ctx.safe.get(r.buffer.uid, 0)
     uniform = all(type(s) is int for s in starts)
     if uniform:
-        return _global_window_uniform(st, starts, exts)[None]
+        return _global_window_uniform(st, starts, exts, fill)[None]
     nb = ctx.nb
     if _all_inside(starts, exts, st.shape):
         # the common case: one gather of whole windows, no per-block bookkeeping
@@ -359,13 +361,13 @@ def read_region(r: N.Region, ctx: Ctx, ev, where=None):
     if inb.all() and all(e <= n for e, n in zip(exts, st.shape)):
         win = _window(ctx, r.buffer.uid, st, exts)
         return win[tuple(sts[:, d] for d in range(len(exts)))]
-    out = np.zeros((nb,) + exts, dtype=st.dtype)
+    out = np.full((nb,) + exts, fill, dtype=st.dtype)
     if inb.any() and all(e <= n for e, n in zip(exts, st.shape)):
         win = _window(ctx, r.buffer.uid, st, exts)
         sel = sts[inb]
         out[inb] = win[tuple(sel[:, d] for d in range(len(exts)))]
     for b in np.nonzero(~inb)[0]:
-        out[b] = _global_window_uniform(st, [int(x) for x in sts[b]], exts)
+        out[b] = _global_window_uniform(st, [int(x) for x in sts[b]], exts, fill)
     return out
 
 
@@ -389,11 +391,11 @@ def _clip_slices(starts, exts, shape):
     return tuple(src), tuple(dst)
 
 
-def _global_window_uniform(st, starts, exts):
+def _global_window_uniform(st, starts, exts, fill=0):
     src, dst = _clip_slices(starts, exts, st.shape)
     if src is not None and all(d.start == 0 and d.stop == e for d, e in zip(dst, exts)):
         return st[src]
-    out = np.zeros(exts, dtype=st.dtype)
+    out = np.full(exts, fill, dtype=st.dtype)
     if src is not None:
         out[dst] = st[src]
     return out

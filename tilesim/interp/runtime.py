@@ -129,6 +129,7 @@ def _launch(s: N.Launch, top: Ctx, options: InterpOptions, progress=None, index=
         chunk = max(1, min(total, options.chunk_bytes // per_block))
     writers: dict = {}
     aliased = frozenset(_alias_roots(s.body))
+    safe = dict(s.annotation("safe_value", ()))
     for start in range(0, total, chunk):
         ids = np.arange(start, min(total, start + chunk), dtype=np.int64)
         nb = len(ids)
@@ -141,6 +142,7 @@ def _launch(s: N.Launch, top: Ctx, options: InterpOptions, progress=None, index=
         ctx = Ctx(nb, options, env, dict(top.storage), ids)
         ctx.writers = writers
         ctx.aliased = aliased
+        ctx.safe = safe
         run_body(s.body, ctx)
         if progress is not None:
             progress(index, int(ids[-1]) + 1, total)

@@ -47,6 +47,7 @@ class Ctx:
         self.writers: dict[int, np.ndarray] = {}  # race detection: buffer uid -> writer block id
         self.windows: dict = {}  # (global buffer uid, extents) -> sliding-window view
         self.aliased: frozenset = frozenset()  # uids of on-chip buffers that have views (never re-bound)
+        self.safe: dict = {}  # global buffer uid -> value out-of-range reads give (T.annotate_safe_value)
 
 
 def lift(v, rank: int):

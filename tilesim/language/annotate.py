@@ -22,7 +22,22 @@ def annotate_padding(padding_map):
 
 @marker()
 def annotate_safe_value(safe_value_map):
-    """Not supported yet: out-of-range reads give 0."""
+    """``T.annotate_safe_value({A: -inf})``: out-of-range reads of global ``A`` in this launch give the value
+    instead of 0 (tile copies and element loads)."""
+
+
+@marker()
+def im2col(img, col, nhw_step, c_step, kernel, stride, dilation, pad, eviction_policy=None, annotations=None):
+    """Fill tile ``col`` (block_M, block_K) with block (``nhw_step``, ``c_step``) of the im2col matrix of the
+    NHWC image ``img`` for a square ``kernel`` × ``kernel`` 2-D convolution.
+
+    Row ``r`` of the matrix is output pixel ``(n, oh, ow)`` (row-major over N, OH, OW); column ``q`` is
+    ``(kh, kw, c)`` (row-major over kernel, kernel, C, matching HWIO weights). Entries outside the image
+    (padding) or past the matrix are 0. ``OH = (H + 2 pad - dilation (kernel - 1) - 1) // stride + 1``.
+    """
+
+
+c2d_im2col = im2col
 
 
 @marker()
@@ -83,7 +98,5 @@ UNSUPPORTED = {
     "ws": "warp specialisation is a scheduling detail; write the plain tile program",
     "call_extern": "external device functions cannot run in the NumPy interpreter",
     "tcgen05_gemm": "use T.gemm (Blackwell tcgen05 is a lowering detail)",
-    "im2col": "T.im2col is not implemented yet; copy the patches with T.copy/T.Parallel",
-    "c2d_im2col": "T.im2col is not implemented yet; copy the patches with T.copy/T.Parallel",
     "Persistent": "persistent tile scheduling is not implemented yet",
 }

@@ -332,7 +332,7 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
     else:
         ca = min(C, n)
         ke = max(1, math.ceil(n / ca))
-    bm = BlockModel(machine, machine.l2_bw / ca, machine.dram_bw / ca, prog.threads)
+    bm = BlockModel(machine, machine.l2_bw / ca, machine.dram_bw_for(ke * prog.threads, ca) / ca, prog.threads)
     cp = block_time(bm, prog.body)
     bz = busy(bm, prog.body)
     per_slot = _sum_classes(cp, counts) / (ca * ke)

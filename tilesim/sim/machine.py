@@ -92,6 +92,18 @@ class Machine:
                 return rate, lat, dp.name
         return INF, None, None
 
+    def dram_bw_for(self, resident_threads: float, cores: float) -> float:
+        """Device DRAM bandwidth reachable by ``resident_threads`` per core on ``cores`` cores.
+
+        Profiles without asynchronous copies issue synchronous loads, so at most
+        ``sync_load_bytes_in_flight_per_thread`` bytes per thread are outstanding; by Little's law
+        the achieved rate is at most ``bytes in flight × threads × cores / DRAM latency``.
+        """
+        bif = self.profile.sync_load_bytes_in_flight_per_thread
+        if bif is None or self.profile.async_copy or self.dram_lat_s <= 0:
+            return self.dram_bw
+        return min(self.dram_bw, bif * resident_threads * cores / self.dram_lat_s)
+
     def path_rate(self, side: str) -> float:
         if side == "matrix":
             return self.load_path[0]

@@ -15,8 +15,9 @@ from .caps import available, ensure_numpy_compat, simulator  # noqa: F401
 
 
 def compile_cuda(pf, fastmath: bool = False, sim: bool | None = None):
-    from .runtime import CudaProgram
+    from .runtime import CudaProgram, reject_unsupported
 
+    reject_unsupported(pf)
     return CudaProgram(pf, fastmath=fastmath, sim=sim)
 
 

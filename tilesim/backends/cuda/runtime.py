@@ -448,3 +448,12 @@ def _alloc_like(framework, shape, dtype, device):
 
 def compile_cuda(pf: N.PrimFunc, fastmath: bool = False, sim: bool | None = None) -> CudaProgram:
     return CudaProgram(pf, fastmath=fastmath, sim=sim)
+
+
+def reject_unsupported(pf: N.PrimFunc) -> None:
+    """Constructs the CUDA lowering does not implement: a clear error instead of a different answer."""
+    from ...errors import KernelSyntaxError
+    for launch in pf.launches:
+        if launch.annotation("safe_value"):
+            raise KernelSyntaxError("T.annotate_safe_value is not lowered by the CUDA backend yet", launch.loc,
+                                    hint="run this kernel with target='interp', or fill with T.if_then_else")
