@@ -124,13 +124,6 @@ def complete(c, other_extents, loc, what):
     return N.Region(c.buffer, c.starts, tuple(ext), c.loc)
 
 
-def region_elems(extents):
-    n = 1
-    for e in extents:
-        n *= e if isinstance(e, int) else 1
-    return n
-
-
 def pair_shapes(src_ext, dst_ext):
     """True if a copy from extents ``src_ext`` to ``dst_ext`` pairs (or broadcasts)."""
     s = [e for e in src_ext if e != 1]

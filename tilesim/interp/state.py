@@ -107,14 +107,6 @@ def none_active(m) -> bool:
     return not bool(m)
 
 
-def all_active(m) -> bool:
-    if m is None or m is True:
-        return True
-    if m is False:
-        return False
-    if isinstance(m, np.ndarray):
-        return bool(m.all())
-    return bool(m)
 
 
 def block_mask(m, nb: int):
@@ -133,6 +125,3 @@ def block_mask(m, nb: int):
         m = m[:, 0]
     return np.broadcast_to(m, (nb,))
 
-
-def is_uniform(v) -> bool:
-    return not isinstance(v, np.ndarray) or v.ndim == 0
