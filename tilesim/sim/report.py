@@ -89,6 +89,9 @@ class SimReport:
             d["trace"] = dict(self.trace)
         return d
 
+    def __str__(self) -> str:
+        return self.summary()
+
     def summary(self) -> str:
         return format_summary(self)
 
