@@ -144,9 +144,25 @@ def full_replicated(shape, nthreads: int) -> Layout:
 DEFAULT_VEC = 4
 
 
-def default_layout(shape, nthreads: int, vec: int | None = None) -> Layout:
+def default_layout(shape, nthreads: int, vec: int | None = None, fallback: bool = False) -> Layout:
     """Coalesced layout: the last dimension over consecutive threads (``vec`` consecutive elements each,
-    when the dimension is long enough), then outwards."""
+    when the dimension is long enough), then outwards. ``fallback``: when ``vec`` does not fit, halve it
+    (down to ``DEFAULT_VEC``) — and for a wide ``vec`` give the last dimension fewer threads if the outer dimensions can
+    take the rest (16-byte accesses for a 128-wide bf16 tile)."""
+    v0 = DEFAULT_VEC if vec is None else vec
+    cands = [v0]
+    if fallback:  # halve down to DEFAULT_VEC only: the 2-lane fallback of run 4 is off (see docs, run 4)
+        while cands[-1] > max(2, DEFAULT_VEC):
+            cands.append(cands[-1] // 2)
+    lay = None
+    for v in cands:
+        lay = _default_layout_v(shape, nthreads, v, shrink=fallback and v > DEFAULT_VEC)
+        if lay.vec and lay.vec[-1] == v or v <= 1:
+            return lay
+    return lay
+
+
+def _default_layout_v(shape, nthreads: int, v: int, shrink: bool = False) -> Layout:
     n = len(shape)
     tc, ts = [1] * n, [1] * n
     remaining = nthreads
@@ -156,19 +172,24 @@ def default_layout(shape, nthreads: int, vec: int | None = None) -> Layout:
         if remaining <= 1 or e <= 1:
             continue
         p = min(remaining, _pow2_ceil(e))
+        outer = 1
+        for x in shape[:d]:
+            outer *= x
+        q = 1
+        while q * 2 <= outer:
+            q *= 2
         if p > 32:  # leave threads to the outer dims so that a row stays within a warp where it can
-            outer = 1
-            for x in shape[:d]:
-                outer *= x
-            q = 1
-            while q * 2 <= outer:
-                q *= 2
             p = max(32, p // q)
+        if shrink and d == n - 1 and e % v == 0 and e < v * p:
+            p2 = 1
+            while p2 * 2 * v <= e:
+                p2 *= 2
+            if p2 >= 2 and p2 * q >= remaining:  # the outer dims absorb the other threads
+                p = p2
         tc[d], ts[d] = p, stride
         stride *= p
         remaining //= p
     vv = [1] * n
-    v = DEFAULT_VEC if vec is None else vec
     if n and v > 1 and tc[-1] > 1 and shape[-1] % v == 0 and shape[-1] >= v * tc[-1]:
         vv[-1] = v
     return Layout(tuple(shape), tuple(tc), tuple(ts), nthreads, tuple(vv))
@@ -465,6 +486,7 @@ def _place_once(launch, nt, frags, forced):
                 scan(b, in_par or isinstance(s, N.Parallel))
 
     scan(launch.body, False)
+    vpref = _preferred_vec(copies, frags)
 
     # 2. gemm accumulators
     rows_for_m: dict[int, int] = {}
@@ -491,7 +513,7 @@ def _place_once(launch, nt, frags, forced):
             return assign[a.buf.uid].permuted_from(a.dims, p.extents), accs
         if any(a.aligned and len(a.dims) == len(p.extents) and assign.get(a.buf.uid) is None for a in accs):
             return None, accs
-        return default_layout(p.extents, nt), accs
+        return default_layout(p.extents, nt, vpref, True), accs
 
     def apply_loop(p, lay, accs):
         changed = False
@@ -537,12 +559,12 @@ def _place_once(launch, nt, frags, forced):
                                 (len(stuck.extents), _size(stuck.extents))):
                 stuck = p
         if stuck is not None:
-            apply_loop(stuck, default_layout(stuck.extents, nt), _parallel_accesses(stuck, onchip_reg))
+            apply_loop(stuck, default_layout(stuck.extents, nt, vpref, True), _parallel_accesses(stuck, onchip_reg))
             continue
         left = [b for uid, b in frags.items() if assign.get(uid) is None]
         if not left:
             break
-        assign[left[0].uid] = default_layout(left[0].shape, nt)
+        assign[left[0].uid] = default_layout(left[0].shape, nt, vpref, True)
 
     for uid, a in assign.items():
         if isinstance(a, Layout):
@@ -551,6 +573,21 @@ def _place_once(launch, nt, frags, forced):
         lay, _ = loop_layout(p)
         pl.loop_layouts[id(p)] = lay
     return pl
+
+
+def _preferred_vec(copies, frags) -> int:
+    """8 lanes (16-byte bf16/fp16 loads, 8-byte fp8 stores) when every global <-> fragment copy of the
+    launch has a global dtype of at most 2 bytes; else ``DEFAULT_VEC``."""
+    from ... import dtypes as dt
+    seen = False
+    for c in copies:
+        for g, f in ((c.src, c.dst), (c.dst, c.src)):
+            if g.buffer.scope == "global" and f.buffer.uid in frags:
+                sz = dt.itemsize(g.buffer.dtype)
+                if g.buffer.dtype == "float4_e2m1fn" or not sz or sz > 2:
+                    return DEFAULT_VEC
+                seen = True
+    return 8 if seen else DEFAULT_VEC
 
 
 def _validate(launch, pl: Placement, frags) -> dict:

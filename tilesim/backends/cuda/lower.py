@@ -69,6 +69,7 @@ class KernelGen(CopyLowering, GemmLowering, ReduceLowering, BarrierPlanner, Memo
         self.sstride = {b.uid: st for b, st, _, _ in items}
         for v in L.block_vars:
             self.names[v.uid] = f"{_san(v.name)}_{v.uid}"
+        self.plan_deferred()
         self.plan_barriers()
         self.body(L.body)
         return self._assemble()

@@ -386,9 +386,11 @@ def _if(g, s):
 @_rule(STMT_RULES, N.For)
 def _for(g, s):
     name = g.bind_loop(s.var)
+    g.defer_begin(s)
     g.emit(f"for {name} in range({_as(g, s.start, 'int64')}, {_as(g, s.stop, 'int64')}, {int(s.step)}):")
     with g.indent():
         _body(g, s.body)
+    g.defer_end(s)
 
 
 @_rule(STMT_RULES, N.While)

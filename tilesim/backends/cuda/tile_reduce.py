@@ -9,6 +9,8 @@ barriers a reduction contains, for the barrier pass.
 
 from __future__ import annotations
 
+import dataclasses
+
 from ... import dtypes as dt
 from ...errors import KernelTypeError
 from ...ir import nodes as N
@@ -16,6 +18,11 @@ from . import rules as Rl
 from .codestr import _add, _mul, _pow2, _prod
 from .emitter import ParCtx
 from .layout import default_layout, full_replicated
+
+#: defer the cross-thread part of `clear=False` reductions in loops to after the loop (see plan_deferred).
+#: Off: the one H200 run with it on (run 4, docs/cuda-backend.md) could not attribute its RMSNorm
+#: numbers (identical softmax code also measured 1.5-6x slower there); re-measure A/B before enabling.
+DEFER_LOOP_REDUCTIONS = False
 
 
 class ReduceLowering:
@@ -47,6 +54,8 @@ class ReduceLowering:
         return self.nt % 32 == 0 or P * st <= self.nt
 
     def reduce_internal_events(self, s: N.Reduce):
+        if id(s) in self.deferred:
+            return []  # register-only inside the loop; the cross-thread part runs after it, fenced
         cross, direct = self._reduce_plan(s)
         ev = []
         if cross in ("scratch", "mixed"):
@@ -55,6 +64,76 @@ class ReduceLowering:
             ev += ([("SYNC",)] if cross in ("scratch", "mixed") else []) + [("W", "_scratch"), ("SYNC",),
                                                                             ("R", "_scratch")]
         return ev
+
+    # ---- deferred cross-thread reductions: `for c: ...; T.reduce_*(x, acc, clear=False)` keeps one
+    # per-thread partial per output across the iterations and reduces across threads once, after the loop
+    # (no shuffles, shared round or barriers per iteration: the next chunk's loads are not held back)
+    def plan_deferred(self):
+        self.deferred = {}
+        self.deferred_by_loop = {}
+        if not DEFER_LOOP_REDUCTIONS:
+            return
+
+        def refs(node, uid):
+            if isinstance(node, N.Buffer):
+                return int(node.uid == uid or (node.alias_of is not None and node.alias_of.uid == uid))
+            if isinstance(node, (list, tuple)):
+                return sum(refs(x, uid) for x in node)
+            if dataclasses.is_dataclass(node) and not isinstance(node, type):
+                return sum(refs(getattr(node, f.name), uid) for f in dataclasses.fields(node))
+            return 0
+
+        def walk(body):
+            for st in body:
+                if isinstance(st, N.For):
+                    for r in st.body:
+                        if self._deferrable(r) and refs(st.body, r.dst.buffer.uid) == 1:
+                            lay = self.layout(r.src.buffer)
+                            nout = lay.restrict([d for d in range(lay.ndim) if d != r.dim]).nslots
+                            self.deferred[id(r)] = (self.fresh("_dpart"), nout)
+                            self.deferred_by_loop.setdefault(id(st), []).append(r)
+                    walk(st.body)
+                elif isinstance(st, N.If):
+                    walk(st.then)
+                    walk(st.orelse)
+                elif isinstance(st, N.While):
+                    walk(st.body)
+
+        walk(self.launch.body)
+
+    def _deferrable(self, r) -> bool:
+        if not isinstance(r, N.Reduce) or r.clear or r.kind not in ("sum", "abssum", "max", "min", "absmax"):
+            return False
+        if self.where(r.src.buffer) != "reg" or self.where(r.dst.buffer) != "reg":
+            return False
+        cross, direct = self._reduce_plan(r)
+        return bool(direct) and cross in ("shfl", "mixed", "scratch")
+
+    def _defer_acc(self, r):
+        src, dst = r.src.buffer, r.dst.buffer
+        acc_d = "float64" if "float64" in (src.dtype, dst.dtype) and r.kind in ("sum", "abssum") else (
+            src.dtype if dt.is_float(src.dtype) else ("float32" if dt.is_float(dst.dtype) else "int64"))
+        return acc_d, Rl.ctype(acc_d)
+
+    def defer_begin(self, loop):
+        for r in self.deferred_by_loop.get(id(loop), ()):
+            name, nout = self.deferred[id(r)]
+            acc_d, cd = self._defer_acc(r)
+            ident, _, _ = self._red_ops(r.kind, cd)
+            self.local_decl(name, nout, {"f32": "float32", "f64": "float64", "int": "int64", "bool": "int64"}[cd])
+            self.emit(f"for _q in range({nout}):")
+            self.emit(f"    {name}[_q] = {ident}")
+
+    def defer_end(self, loop):
+        for r in self.deferred_by_loop.get(id(loop), ()):
+            name, _ = self.deferred[id(r)]
+            cross, _ = self._reduce_plan(r)
+            fence = cross in ("scratch", "mixed")
+            if fence:
+                self.emit("cuda.syncthreads()")
+            self.tile_reduce(r, finish_from=name)
+            if fence:
+                self.emit("cuda.syncthreads()")
 
     def _red_ops(self, kind, cd):
         ident = {"sum": "0", "abssum": "0", "absmax": "0",
@@ -70,7 +149,7 @@ class ReduceLowering:
         pre = "abs({x})" if kind in ("abssum", "absmax") else "{x}"
         return ident, comb, pre
 
-    def tile_reduce(self, s: N.Reduce):
+    def tile_reduce(self, s: N.Reduce, finish_from: str | None = None):
         src, dst = s.src.buffer, s.dst.buffer
         acc_d = "float64" if "float64" in (src.dtype, dst.dtype) and s.kind in ("sum", "abssum") else (
             src.dtype if dt.is_float(src.dtype) else ("float32" if dt.is_float(dst.dtype) else "int64"))
@@ -85,51 +164,59 @@ class ReduceLowering:
         other = [d for d in range(lay.ndim) if d != r]
         olay = lay.restrict(other)
         nout = olay.nslots
-        red = self.fresh("_red")
-        acc_np = {"f32": "float32", "f64": "float64", "int": "int64", "bool": "int64"}[cd]
-        self.local_decl(red, nout, acc_np)
-        slots = lay.slots
-        # 1. per-thread partials
-        ov = []
-        opened = 0
-        for d in other:
-            if slots[d] > 1:
-                v = self.fresh("_o")
-                self.emit(f"for {v} in range({slots[d]}):")
-                self.push_indent()
-                opened += 1
-            else:
-                v = "0"
-            ov.append(v)
-        oslot = "0"
-        for k in range(len(other)):
-            oslot = _add(oslot, _mul(ov[k], _prod([slots[x] for x in other[k + 1:]])))
-        acc = self.fresh("_acc")
-        self.emit(f"{acc} = {ident}")
-        rv = self.fresh("_rs") if slots[r] > 1 else "0"
-        if slots[r] > 1:
-            self.emit(f"for {rv} in range({slots[r]}):")
-            self.push_indent()
-        full = {}
-        for k, d in enumerate(other):
-            full[d] = ov[k]
-        full[r] = rv
-        sl = "0"
-        for d in range(lay.ndim):
-            sl = _add(sl, _mul(full[d], _prod(slots[d + 1:])))
-        x = Rl.convert(Rl.from_register(f"{self.arr(src)}[{sl}]", src.dtype), src.dtype, acc_d)
-        x = pre.format(x=x)
-        if lay.needs_guard(r):
-            ri = self.index_code(lay, r, rv)
-            self.emit(f"if {ri} < {lay.shape[r]}:")
-            self.emit(f"    {acc} = {comb.format(a=acc, b=x)}")
+        if finish_from is not None:  # after a loop: the partials accumulated by the deferred reduction
+            red = finish_from
         else:
-            self.emit(f"{acc} = {comb.format(a=acc, b=x)}")
-        if slots[r] > 1:
-            self.pop_indent()
-        self.emit(f"{red}[{oslot}] = {acc}")
-        for _ in range(opened):
-            self.pop_indent()
+            red = self.fresh("_red")
+            acc_np = {"f32": "float32", "f64": "float64", "int": "int64", "bool": "int64"}[cd]
+            self.local_decl(red, nout, acc_np)
+            slots = lay.slots
+            # 1. per-thread partials
+            ov = []
+            opened = 0
+            for d in other:
+                if slots[d] > 1:
+                    v = self.fresh("_o")
+                    self.emit(f"for {v} in range({slots[d]}):")
+                    self.push_indent()
+                    opened += 1
+                else:
+                    v = "0"
+                ov.append(v)
+            oslot = "0"
+            for k in range(len(other)):
+                oslot = _add(oslot, _mul(ov[k], _prod([slots[x] for x in other[k + 1:]])))
+            acc = self.fresh("_acc")
+            self.emit(f"{acc} = {ident}")
+            rv = self.fresh("_rs") if slots[r] > 1 else "0"
+            if slots[r] > 1:
+                self.emit(f"for {rv} in range({slots[r]}):")
+                self.push_indent()
+            full = {}
+            for k, d in enumerate(other):
+                full[d] = ov[k]
+            full[r] = rv
+            sl = "0"
+            for d in range(lay.ndim):
+                sl = _add(sl, _mul(full[d], _prod(slots[d + 1:])))
+            x = Rl.convert(Rl.from_register(f"{self.arr(src)}[{sl}]", src.dtype), src.dtype, acc_d)
+            x = pre.format(x=x)
+            if lay.needs_guard(r):
+                ri = self.index_code(lay, r, rv)
+                self.emit(f"if {ri} < {lay.shape[r]}:")
+                self.emit(f"    {acc} = {comb.format(a=acc, b=x)}")
+            else:
+                self.emit(f"{acc} = {comb.format(a=acc, b=x)}")
+            if slots[r] > 1:
+                self.pop_indent()
+            self.emit(f"{red}[{oslot}] = {acc}")
+            for _ in range(opened):
+                self.pop_indent()
+            dp = self.deferred.get(id(s))
+            if dp is not None:  # inside the loop: only fold this thread's partials (see plan_deferred)
+                self.emit(f"for _q in range({nout}):")
+                self.emit(f"    {dp[0]}[_q] = {comb.format(a=f'{dp[0]}[_q]', b=f'{red}[_q]')}")
+                return
         # 2. across the threads of the reduced dimension
         P, st = lay.tcount[r], lay.tstride[r]
         groups, gstride = P, st  # what is left for the shared-memory round
