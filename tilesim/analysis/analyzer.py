@@ -163,9 +163,6 @@ class Analyzer:
         deps, data = self.block_deps(list(region.starts))
         return GAccess(_root(region.buffer), nbytes, write, deps, data)
 
-    def sync_amount(self, n=1.0) -> float:
-        return float(n)
-
     def new_op(self, kind, s, side, reads=(), writes=(), label=None) -> Op:
         return Op(kind=kind, label=label or type(s).__name__, node=type(s).__name__, loc=s.loc, side=side,
                   reads=frozenset(_root(b).uid for b in reads), writes=frozenset(_root(b).uid for b in writes))

@@ -79,11 +79,6 @@ class Space:
         self.sizes.pop()
         self.inner.pop()
 
-    def block_axes_of(self, v) -> tuple[int, ...]:
-        if not isinstance(v, np.ndarray):
-            return ()
-        return tuple(a for a in range(min(3, v.ndim)) if v.shape[a] > 1)
-
     def mean(self, v):
         """Average ``v`` over the inner axes (sample weights, loop validity); block axes remain."""
         if not isinstance(v, np.ndarray) or v.ndim <= 3:

@@ -48,14 +48,6 @@ def simulator() -> bool:
         return False
 
 
-def numba_cuda_importable() -> bool:
-    try:
-        cuda_module()
-        return True
-    except Exception:  # noqa: BLE001
-        return False
-
-
 def available() -> bool:
     """A usable CUDA GPU and numba-cuda (the CUDA simulator does not count)."""
     if simulator():

@@ -313,45 +313,6 @@ def gpu_namespace() -> dict:
 
     _f2bf = _asm_f2h("cvt.rn.bf16.f32 $0, $1;")
 
-    def _asm_f2fp8(kind):
-        @intrinsic
-        def conv(typingctx, x):
-            if not isinstance(x, types.Float):
-                return None
-            sig = types.uint8(x)
-
-            def codegen(context, builder, sig, args):
-                f = context.cast(builder, args[0], sig.args[0], types.float32)
-                fty = ir.FunctionType(ir.IntType(16), [ir.FloatType()])
-                asm = ir.InlineAsm(fty, "{ .reg .f32 z; mov.f32 z, 0f00000000; "
-                                   f"cvt.rn.satfinite.{kind}x2.f32 $0, z, $1; }}", "=h,f")
-                h = builder.call(asm, [f])
-                return builder.trunc(h, ir.IntType(8))
-
-            return sig, codegen
-
-        return conv
-
-    def _asm_fp8_2f(kind):
-        @intrinsic
-        def conv(typingctx, u):
-            if not isinstance(u, types.Integer):
-                return None
-            sig = types.float32(u)
-
-            def codegen(context, builder, sig, args):
-                h = _to_int(builder, args[0], sig.args[0], 16)
-                h = builder.and_(h, ir.Constant(ir.IntType(16), 0xFF))
-                fty = ir.FunctionType(ir.FloatType(), [ir.IntType(16)])
-                asm = ir.InlineAsm(fty, "{ .reg .b32 t; .reg .b16 lo, hi; "
-                                   f"cvt.rn.f16x2.{kind}x2 t, $1; mov.b32 {{lo, hi}}, t; cvt.f32.f16 $0, lo; }}",
-                                   "=f,h")
-                return builder.call(asm, [h])
-
-            return sig, codegen
-
-        return conv
-
     F32 = ir.FloatType()
     I32 = ir.IntType(32)
 
