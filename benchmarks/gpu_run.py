@@ -1,7 +1,7 @@
 """The one script that runs on the H200: checks the Numba CUDA backend against the interpreter, then
 times it against torch — all in one run, short table printed last.
 
-    python3 benchmarks/gpu_run.py [--quick] [--skip-checks] [--skip-bench] [--out DIR]
+    python3 benchmarks/gpu_run.py [--quick] [--sweep] [--skip-checks] [--skip-bench] [--only STEP...] [--out DIR]
 
 Installs nothing. Steps:
 
@@ -49,6 +49,7 @@ ensure_numpy_compat()
 
 RESULTS: dict = {"checks": [], "bench": [], "errors": []}
 ALL_SHAPES = False
+SWEEP = False
 CHECKS = "all"
 OUT = None
 
@@ -204,11 +205,16 @@ def relnorm(out, ref):
     return float(torch.linalg.vector_norm(o - r) / torch.linalg.vector_norm(r))
 
 
-def bench_entry(name, shape, ours_s, ref_s, ref_name, err, extra=None):
+def bench_entry(name, shape, ours_s, ref_s, ref_name, err, extra=None, kc=None):
     e = {"name": name, "shape": shape, "ours_median_s": ours_s, "ref": ref_name, "ref_median_s": ref_s,
          "ratio_ours_over_ref_speed": (ref_s / ours_s) if (ours_s and ref_s) else None, "rel_err": err}
     if extra:
         e.update(extra)
+    if kc is not None:
+        try:
+            e["resources"] = resources(kc)
+        except Exception as ex:  # noqa: BLE001
+            e["resources_error"] = repr(ex)[:300]
     RESULTS["bench"].append(e)
     save()
     log(f"bench {name:<28} ours {ours_s * 1e3 if ours_s else float('nan'):9.3f} ms  {ref_name} "
@@ -222,6 +228,33 @@ def prepared(kernel, *args):
     kc = cuda_twin(kernel)
     run, outs = kc._cuda.prepare(kc, args)
     return kc, run, outs
+
+
+def resources(kc):
+    """Per generated kernel: registers and local memory per thread, static shared memory, threads, and
+    resident blocks per SM from the driver's occupancy calculator (what the simulator has to estimate)."""
+    from numba import cuda
+
+    out = []
+    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+    for k in kc._cuda.kernels:
+        d = kc._cuda.dispatcher(k)
+        r = {"kernel": k.name, "threads": k.threads, "smem_bytes_planned": k.smem_bytes}
+        for key, fn in (("regs_per_thread", "get_regs_per_thread"), ("local_bytes_per_thread", "get_local_mem_per_thread"),
+                        ("shared_bytes_static", "get_shared_mem_per_block")):
+            try:
+                r[key] = int(getattr(d, fn)())
+            except Exception as ex:  # noqa: BLE001
+                r[key] = None
+                r.setdefault("notes", []).append(f"{fn}: {type(ex).__name__}")
+        try:
+            ov = next(iter(d.overloads.values()))
+            r["blocks_per_sm"] = int(ov.max_cooperative_grid_blocks(k.threads)) // sms
+        except Exception as ex:  # noqa: BLE001
+            r["blocks_per_sm"] = None
+            r.setdefault("notes", []).append(f"occupancy: {type(ex).__name__}")
+        out.append(r)
+    return out
 
 
 def bench_copy():
@@ -256,6 +289,12 @@ def bench_gemm(quick):
     if not quick:
         variants += [dict(block_M=128, block_N=128, block_K=8, num_stages=2, threads=256),
                      dict(block_M=128, block_N=128, block_K=32, num_stages=2, threads=256)]
+    if SWEEP:  # more points for the simulator's numba profile (benchmarks/numba_profile_validation.py)
+        variants += [dict(block_M=64, block_N=64, block_K=16, num_stages=2, threads=64),
+                     dict(block_M=64, block_N=64, block_K=16, num_stages=2, threads=256),
+                     dict(block_M=128, block_N=64, block_K=16, num_stages=2, threads=128),
+                     dict(block_M=64, block_N=128, block_K=16, num_stages=2, threads=128),
+                     dict(block_M=128, block_N=128, block_K=16, num_stages=2, threads=128)]
     best = None
     for v in variants:
         try:
@@ -268,7 +307,7 @@ def bench_gemm(quick):
             e = bench_entry(f"gemm_fp32_4096 {v['block_M']}x{v['block_N']}x{v['block_K']}/{v['threads']}",
                             [M, N, K], t, t_ref, "torch.matmul fp32 (TF32 off)", err,
                             {"tflops_ours": flops / t / 1e12, "tflops_ref": flops / t_ref / 1e12, "ref_err": err_t,
-                             "config": v})
+                             "config": v}, kc=kc)
             if best is None or t < best["ours_median_s"]:
                 best = e
         except Exception as ex:  # noqa: BLE001
@@ -279,7 +318,25 @@ def bench_gemm(quick):
         RESULTS["best"]["gemm_fp32_4096"] = best
 
 
-def bench_rows(quick):
+def _row_name(kind, v):
+    bn = v.get("block_N", 1024)
+    return f"{kind}_bf16 bm{v['block_M']}" + ("" if bn == 1024 else f"/bn{bn or 'row'}") + f"/t{v['threads']}"
+
+
+def _row_variants(quick):
+    """Single-pass variants (``block_N=None``: the row in registers, read once) first, then the chunked
+    two-pass form (block_N=1024; its names carry no ``bn``, as in runs 1-4)."""
+    vs = [dict(block_M=1, block_N=None, threads=512), dict(block_M=1, block_N=None, threads=1024)]
+    if not quick:
+        vs += [dict(block_M=1, block_N=None, threads=256), dict(block_M=2, block_N=None, threads=512),
+               dict(block_M=1, block_N=1024, threads=512)]
+    if SWEEP:
+        vs += [dict(block_M=1, block_N=4096, threads=512), dict(block_M=1, block_N=1024, threads=1024),
+               dict(block_M=1, block_N=1024, threads=256), dict(block_M=1, block_N=2048, threads=512)]
+    return vs
+
+
+def bench_rows(quick, copy_bw):
     import torch
     import torch.nn.functional as F
 
@@ -289,53 +346,66 @@ def bench_rows(quick):
     x = torch.randn(M, N, device="cuda").to(torch.bfloat16)
     w = (1.0 + 0.2 * torch.randn(N, device="cuda")).to(torch.bfloat16)
     bytes_rms = 2 * M * N * 2 + 2 * N
-    # RMSNorm
+    bytes_sm = 2 * M * N * 2
     xd = x.double()
-    ref = xd * torch.rsqrt((xd * xd).mean(dim=1, keepdim=True) + 1e-6) * w.double()
-    t_ref, _ = gpu_time(lambda: F.rms_norm(x, (N,), w, 1e-6), reps=20)
-    err_t = relnorm(F.rms_norm(x, (N,), w, 1e-6), ref)
-    best = None
-    for v in ([dict(block_M=1, threads=512), dict(block_M=1, threads=1024)] +
-              ([] if quick else [dict(block_M=1, threads=256), dict(block_M=2, threads=512)])):
-        try:
-            k = norms.rms_norm(M, N, dtype="bfloat16", eps=1e-6, **v)
-            kc, run, y = prepared(k, x, w)
+    refs = {"rmsnorm": xd * torch.rsqrt((xd * xd).mean(dim=1, keepdim=True) + 1e-6) * w.double(),
+            "softmax": torch.softmax(xd, dim=1)}
+    torch_fns = {"rmsnorm": (lambda: F.rms_norm(x, (N,), w, 1e-6), "F.rms_norm", bytes_rms),
+                 "softmax": (lambda: torch.softmax(x, dim=-1), "torch.softmax", bytes_sm)}
+    for kind in ("rmsnorm", "softmax"):
+        tfn, tname, nbytes = torch_fns[kind]
+        ref = refs[kind]
+        t_ref, _ = gpu_time(tfn, reps=20)
+        err_t = relnorm(tfn(), ref)
+        best = None
+        for v in _row_variants(quick):
+            try:
+                if kind == "rmsnorm":
+                    k = norms.rms_norm(M, N, dtype="bfloat16", eps=1e-6, **v)
+                    kc, run, y = prepared(k, x, w)
+                else:
+                    k = norms.softmax(M, N, dtype="bfloat16", **v)
+                    kc, run, y = prepared(k, x)
+                run()
+                torch.cuda.synchronize()
+                err = relnorm(y, ref)
+                t, _ = gpu_time(run, reps=20)
+                e = bench_entry(_row_name(kind, v), [M, N], t, t_ref, tname, err,
+                                {"GBps_ours": nbytes / t / 1e9, "GBps_ref": nbytes / t_ref / 1e9,
+                                 "fraction_of_copy_bw": nbytes / t / copy_bw, "ref_err": err_t, "config": v}, kc=kc)
+                if best is None or t < best["ours_median_s"]:
+                    best = e
+            except Exception as ex:  # noqa: BLE001
+                RESULTS["errors"].append(f"{kind} {v}: {type(ex).__name__}: {ex}"[:2000])
+                log(f"{kind} variant failed", v, repr(ex)[:500])
+        RESULTS.setdefault("best", {})[f"{kind}_bf16_8192"] = best
+    if SWEEP:
+        _defer_ab(x, w, refs["rmsnorm"], copy_bw, bytes_rms)
+
+
+def _defer_ab(x, w, ref, copy_bw, nbytes):
+    """The chunked RMSNorm with ``tile_reduce.DEFER_LOOP_REDUCTIONS`` off and on, timed back to back."""
+    import torch
+
+    from kernels import norms
+    from tilesim.backends.cuda import tile_reduce
+
+    M, N = x.shape
+    keep = tile_reduce.DEFER_LOOP_REDUCTIONS
+    try:
+        for flag in (False, True, False, True):
+            tile_reduce.DEFER_LOOP_REDUCTIONS = flag
+            v = dict(block_M=1, block_N=1024, threads=512)
+            kc, run, y = prepared(norms.rms_norm(M, N, dtype="bfloat16", eps=1e-6, **v), x, w)
             run()
             torch.cuda.synchronize()
             err = relnorm(y, ref)
             t, _ = gpu_time(run, reps=20)
-            e = bench_entry(f"rmsnorm_bf16 bm{v['block_M']}/t{v['threads']}", [M, N], t, t_ref, "F.rms_norm", err,
-                            {"GBps_ours": bytes_rms / t / 1e9, "GBps_ref": bytes_rms / t_ref / 1e9, "ref_err": err_t,
-                             "config": v})
-            if best is None or t < best["ours_median_s"]:
-                best = e
-        except Exception as ex:  # noqa: BLE001
-            RESULTS["errors"].append(f"rmsnorm {v}: {type(ex).__name__}: {ex}"[:2000])
-            log("rmsnorm variant failed", v, repr(ex)[:500])
-    RESULTS.setdefault("best", {})["rmsnorm_bf16_8192"] = best
-    # softmax
-    ref = torch.softmax(xd, dim=1)
-    t_ref, _ = gpu_time(lambda: torch.softmax(x, dim=-1), reps=20)
-    err_t = relnorm(torch.softmax(x, dim=-1), ref)
-    best = None
-    for v in ([dict(block_M=1, threads=512), dict(block_M=1, threads=1024)] +
-              ([] if quick else [dict(block_M=1, threads=256)])):
-        try:
-            k = norms.softmax(M, N, dtype="bfloat16", **v)
-            kc, run, y = prepared(k, x)
-            run()
-            torch.cuda.synchronize()
-            err = relnorm(y, ref)
-            t, _ = gpu_time(run, reps=20)
-            e = bench_entry(f"softmax_bf16 bm{v['block_M']}/t{v['threads']}", [M, N], t, t_ref, "torch.softmax", err,
-                            {"GBps_ours": 2 * M * N * 2 / t / 1e9, "GBps_ref": 2 * M * N * 2 / t_ref / 1e9,
-                             "ref_err": err_t, "config": v})
-            if best is None or t < best["ours_median_s"]:
-                best = e
-        except Exception as ex:  # noqa: BLE001
-            RESULTS["errors"].append(f"softmax {v}: {type(ex).__name__}: {ex}"[:2000])
-            log("softmax variant failed", v, repr(ex)[:500])
-    RESULTS.setdefault("best", {})["softmax_bf16_8192"] = best
+            RESULTS.setdefault("defer_ab", []).append({"defer": flag, "config": v, "median_s": t, "rel_err": err,
+                                                       "fraction_of_copy_bw": nbytes / t / copy_bw})
+            log(f"defer_ab rmsnorm bm1/t512 defer={flag}: {t * 1e6:.1f} us ({nbytes / t / copy_bw * 100:.0f}% of copy)")
+    finally:
+        tile_reduce.DEFER_LOOP_REDUCTIONS = keep
 
 
 def bench_fp8(copy_bw, quick):
@@ -359,7 +429,9 @@ def bench_fp8(copy_bw, quick):
     xd = x.double()
     best = None
     for v in ([dict(block_M=32, threads=128), dict(block_M=16, threads=128)] +
-              ([] if quick else [dict(block_M=64, threads=256)])):
+              ([] if quick else [dict(block_M=64, threads=256)]) +
+              ([dict(block_M=32, threads=256), dict(block_M=8, threads=128), dict(block_M=64, threads=128)]
+               if SWEEP else [])):
         try:
             k = fp8_cast.per_token_cast(M, N, group_size=g, in_dtype="bfloat16", **v)
             kc, run, (q, s) = prepared(k, x)
@@ -374,7 +446,7 @@ def bench_fp8(copy_bw, quick):
                             "torch (5 ops)", err,
                             {"GBps_ours": nbytes / t / 1e9, "fraction_of_copy_bw": nbytes / t / copy_bw,
                              "GBps_ref": nbytes / t_ref / 1e9, "same_q_as_torch": same_q, "config": v,
-                             "scale_rel_err_vs_torch": relnorm(s, st)})
+                             "scale_rel_err_vs_torch": relnorm(s, st)}, kc=kc)
             if best is None or t < best["ours_median_s"]:
                 best = e
         except Exception as ex:  # noqa: BLE001
@@ -403,8 +475,13 @@ def bench_attention(quick):
     del sc, qd, kd, vd
     err_t = relnorm(F.scaled_dot_product_attention(qt, kt, vt, is_causal=True).transpose(1, 2), ref)
     best = None
-    for v in ([dict(block_M=64, block_N=32, threads=128)] + ([] if quick else [dict(block_M=64, block_N=32, threads=256),
-                                                                                 dict(block_M=32, block_N=32, threads=64)])):
+    variants = [dict(block_M=64, block_N=32, threads=128)]
+    if not quick:
+        variants += [dict(block_M=64, block_N=32, threads=256), dict(block_M=32, block_N=32, threads=64)]
+    if SWEEP:
+        variants += [dict(block_M=16, block_N=32, threads=64), dict(block_M=32, block_N=64, threads=128),
+                     dict(block_M=64, block_N=16, threads=128), dict(block_M=32, block_N=32, threads=128)]
+    for v in variants:
         try:
             kern = A.flash_attention_fwd(B, H, S, D, is_causal=True, dtype="bfloat16", **v)
             kc, run, (o, lse) = prepared(kern, q, k_, v_)
@@ -415,7 +492,7 @@ def bench_attention(quick):
             e = bench_entry(f"flash_attn_fwd_bf16_causal {v['block_M']}x{v['block_N']}/t{v['threads']}",
                             [B, S, H, D], t, t_ref, "F.scaled_dot_product_attention", err,
                             {"tflops_ours": flops / t / 1e12, "tflops_ref": flops / t_ref / 1e12, "ref_err": err_t,
-                             "config": v})
+                             "config": v}, kc=kc)
             if best is None or t < best["ours_median_s"]:
                 best = e
         except Exception as ex:  # noqa: BLE001
@@ -474,7 +551,7 @@ def table():
 
 
 def main():
-    global OUT, ALL_SHAPES, CHECKS
+    global OUT, ALL_SHAPES, CHECKS, SWEEP
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--skip-checks", action="store_true")
@@ -482,12 +559,15 @@ def main():
     ap.add_argument("--all-shapes", action="store_true", help="check library kernels at every test shape")
     ap.add_argument("--checks", choices=["all", "core"], default="all",
                     help="core: only tests/core_kernels.py (a short re-check)")
+    ap.add_argument("--sweep", action="store_true",
+                    help="time more configurations per kernel (data for benchmarks/numba_profile_validation.py)")
     ap.add_argument("--only", nargs="*", help="benchmarks to run: copy gemm rows fp8 attention")
     ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(ROOT, "reports", "measurements"))
     a = ap.parse_args()
     OUT = a.out
     ALL_SHAPES = a.all_shapes
     CHECKS = a.checks
+    SWEEP = a.sweep
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     RESULTS["file"] = f"numba_h200_{stamp}.json"
     RESULTS["command"] = "python3 benchmarks/gpu_run.py " + " ".join(sys.argv[1:])
@@ -505,7 +585,7 @@ def main():
         only = set(a.only or ["copy", "gemm", "rows", "fp8", "attention", "overhead"])
         copy_bw = 4.2e12
         steps = [("copy", lambda: bench_copy()), ("gemm", lambda: bench_gemm(a.quick)),
-                 ("rows", lambda: bench_rows(a.quick)), ("fp8", lambda: bench_fp8(copy_bw, a.quick)),
+                 ("rows", lambda: bench_rows(a.quick, copy_bw)), ("fp8", lambda: bench_fp8(copy_bw, a.quick)),
                  ("attention", lambda: bench_attention(a.quick)), ("overhead", call_overhead)]
         for name, fn in steps:
             if name not in only:

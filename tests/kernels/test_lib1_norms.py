@@ -34,7 +34,7 @@ def _w(seed, N, dtype, offset):
 
 
 rows = dict(M=st.integers(1, 20), N=st.integers(1, 300), dtype=st.sampled_from(DTYPES),
-            block_M=st.sampled_from([1, 2, 4]), block_N=st.sampled_from([16, 64, 1024]))
+            block_M=st.sampled_from([1, 2, 4]), block_N=st.sampled_from([None, 16, 64, 1024]))
 
 
 @settings(max_examples=8)
