@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import glob
 import json
 import math
 import os
@@ -32,8 +31,17 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TRAIN = {"gemm_fp32_4096 128x128x16/256", "rmsnorm_bf16 bm1/t512", "softmax_bf16 bm1/t512",
-         "fp8_cast_per_token bm32/t128", "flash_attn_fwd_bf16_causal 64x32/t128"}
+#: the first dataset: runs 1-3 (2026-11-29), kernels of commit 64ce150
+LEGACY_RUNS = ("numba_h200_20261129T231949Z.json", "numba_h200_20261129T233020Z.json",
+               "numba_h200_20261129T233747Z.json")
+LEGACY_TRAIN = {"gemm_fp32_4096 128x128x16/256", "rmsnorm_bf16 bm1/t512", "softmax_bf16 bm1/t512",
+                "fp8_cast_per_token bm32/t128", "flash_attn_fwd_bf16_causal 64x32/t128"}
+#: the default dataset: run 5b (2026-11-30, `gpu_run.py --sweep`), today's kernels, 39 points with the
+#: driver's registers/occupancy per kernel. TRAIN (fixed before fitting): the first variant of each family
+#: as gpu_run.py lists them, plus the chunked RMSNorm (a second code shape of the row kernels).
+RUNS = ("numba_h200_20261130T010421Z.json",)
+TRAIN = {"gemm_fp32_4096 128x128x16/256", "rmsnorm_bf16 bm1/bnrow/t512", "rmsnorm_bf16 bm1/t512",
+         "softmax_bf16 bm1/bnrow/t512", "fp8_cast_per_token bm32/t128", "flash_attn_fwd_bf16_causal 64x32/t128"}
 
 
 def build(name, shape, cfg):
@@ -55,12 +63,14 @@ def build(name, shape, cfg):
     raise KeyError(name)
 
 
-def points():
-    """{name: (shape, config, [measured seconds per run])} over all runs."""
+def points(runs):
+    """{name: (shape, config, [measured seconds per run], resources of the last run)} over ``runs``."""
     out: dict = {}
-    for path in sorted(glob.glob(os.path.join(ROOT, "reports", "measurements", "numba_h200_*.json"))):
-        for r in json.load(open(path))["bench"]:
-            out.setdefault(r["name"], (r["shape"], r["config"], []))[2].append(r["ours_median_s"])
+    for f in runs:
+        for r in json.load(open(os.path.join(ROOT, "reports", "measurements", f)))["bench"]:
+            e = out.setdefault(r["name"], [r["shape"], r["config"], [], None])
+            e[2].append(r["ours_median_s"])
+            e[3] = (r.get("resources") or [None])[0]
     return out
 
 
@@ -78,54 +88,84 @@ def summary(rows):
     return f"{len(rows)} points: median error {100 * statistics.median(errs):.0f}%, worst {worst:.2f}x off"
 
 
+def _loss(rows):
+    return sum(abs(math.log(q)) for *_, q in rows)
+
+
+def fit(prof, pts, kern, run, hw, simulate):
+    """Fit on TRAIN only: the register overhead to the driver's register counts, then the timing
+    parameters to the measured times (mean |log(sim/meas)|), by coordinate-wise grid search."""
+    train = sorted(TRAIN)
+    if all(pts[n][3] for n in train):
+        def reg_err(ov):
+            p = dataclasses.replace(prof, register_overhead_per_thread=ov)
+            errs = [abs(simulate(kern[n].prim_func, hw, p).launches[0]["registers_per_thread"]
+                        - pts[n][3]["regs_per_thread"]) for n in train]
+            return statistics.median(errs), ov
+        prof = dataclasses.replace(prof, register_overhead_per_thread=min(reg_err(ov) for ov in range(0, 41, 4))[1])
+    grids = {"gemm_issue_fraction": [x / 100 for x in range(60, 101, 4)],
+             "element_slot_factor": [x / 4 for x in range(4, 33)],
+             "reduce_step_cycles": [float(x) for x in range(0, 161, 10)]}
+    for _ in range(2):
+        for field_, values in grids.items():
+            scored = [(_loss(run(dataclasses.replace(prof, **{field_: v}), train)), v) for v in values]
+            prof = dataclasses.replace(prof, **{field_: min(scored)[1]})
+    print(f"fitted on TRAIN: register_overhead_per_thread={prof.register_overhead_per_thread}, "
+          f"gemm_issue_fraction={prof.gemm_issue_fraction}, element_slot_factor={prof.element_slot_factor}, "
+          f"reduce_step_cycles={prof.reduce_step_cycles}")
+    return prof
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--fit", action="store_true")
-    ap.add_argument("--git-rev", default="64ce150")
+    ap.add_argument("--legacy", action="store_true",
+                    help="the first dataset (runs 1-3, kernels rebuilt from commit 64ce150)")
     args = ap.parse_args()
-    old_kernels(args.git_rev)
+    global TRAIN
+    runs = RUNS
+    if args.legacy:
+        old_kernels("64ce150")
+        runs, TRAIN = LEGACY_RUNS, LEGACY_TRAIN
     sys.path.insert(1, ROOT)
     from hwmodels import load
     from tilesim.analysis.profiles import get_profile
     from tilesim.sim import simulate
     hw = load("h200_sxm_141gb")
-    pts = points()
-    kern = {n: build(n, sh, cfg) for n, (sh, cfg, _) in pts.items()}
+    pts = points(runs)
+    kern = {n: build(n, sh, cfg) for n, (sh, cfg, _, _) in pts.items()}
     base = get_profile("numba")
 
-    def run(prof, names):
+    def run(prof, names, detail=None):
         out = []
         for n in names:
             meas = statistics.median(pts[n][2])
-            out.append((n, pts[n][2], meas, simulate(kern[n].prim_func, hw, prof).time_s / meas))
+            rep = simulate(kern[n].prim_func, hw, prof)
+            if detail is not None:
+                detail[n] = rep
+            out.append((n, pts[n][2], meas, rep.time_s / meas))
         return out
 
     prof = base
     if args.fit:
-        best = None
-        for g in [x / 100 for x in range(40, 101, 2)]:
-            for e in [x / 20 for x in range(20, 61)]:
-                p = dataclasses.replace(base, gemm_issue_fraction=g, element_slot_factor=e)
-                loss = sum(abs(math.log(q)) for *_, q in run(p, sorted(TRAIN)))
-                if best is None or loss < best[0]:
-                    best = (loss, p)
-        prof = best[1]
-        scan = []
-        for b in (None, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 16, 24, 32):
-            p = dataclasses.replace(prof, sync_load_bytes_in_flight_per_thread=b)
-            scan.append((sum(abs(math.log(q)) for *_, q in run(p, sorted(TRAIN))), b is None, b or 0, p))
-        prof = min(scan, key=lambda x: x[:3])[3]
-        print(f"fitted on TRAIN: gemm_issue_fraction={prof.gemm_issue_fraction}, "
-              f"element_slot_factor={prof.element_slot_factor}, "
-              f"sync_load_bytes_in_flight_per_thread={prof.sync_load_bytes_in_flight_per_thread}")
+        prof = fit(prof, pts, kern, run, hw, simulate)
     print("simulated (numba profile) vs measured (Numba backend on the H200, median of the runs)")
-    print(f"{'kernel':44s} {'runs (us)':>22s} {'measured':>9s} {'simulated':>10s} {'sim/meas':>8s}")
+    print("regs: registers/thread, model estimate / driver; blk: resident blocks per SM, model / driver")
+    print(f"{'kernel':40s} {'runs (us)':>16s} {'measured':>9s} {'simulated':>10s} {'sim/meas':>8s} "
+          f"{'regs':>8s} {'blk':>6s}  bound")
     for split, names in (("TRAIN", sorted(TRAIN)), ("TEST", sorted(set(pts) - TRAIN))):
-        rows = run(prof, names)
+        detail: dict = {}
+        rows = run(prof, names, detail)
         print(f"-- {split}")
-        for n, runs, m, q in rows:
-            rs = "/".join(f"{x * 1e6:.0f}" for x in runs)
-            print(f"{n:44s} {rs:>22s} {m * 1e6:7.1f}us {m * q * 1e6:8.1f}us {q:8.2f}")
+        for n, runs_, m, q in rows:
+            rs = "/".join(f"{x * 1e6:.0f}" for x in runs_)
+            rep, res = detail[n], pts[n][3] or {}
+            er = rep.launches[0].get("registers_per_thread")
+            bpc = rep.blocks_per_core
+            regs = f"{er:.0f}/{res.get('regs_per_thread')}" if er is not None else f"-/{res.get('regs_per_thread')}"
+            blk = f"{bpc}/{res.get('blocks_per_sm')}"
+            print(f"{n:40s} {rs:>16s} {m * 1e6:7.1f}us {m * q * 1e6:8.1f}us {q:8.2f} {regs:>8s} {blk:>6s}  "
+                  f"{getattr(rep, 'bound', '')}")
         print(f"{split}: {summary(rows)}")
 
 

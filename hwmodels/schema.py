@@ -135,6 +135,8 @@ class Occupancy:
     max_blocks_count: int | None = _num()
     registers_count: int | None = _num()
     max_registers_per_thread_count: int | None = _num()
+    #: registers are granted to a thread in multiples of this (a warp's allocation unit / warp size)
+    register_alloc_unit_count: int | None = _num()
     warp_size_count: int | None = _num()
 
 

@@ -165,23 +165,27 @@ def test_mlu_profile_runs_on_a_gpu_model_without_gpu_isms():
 
 def test_numba_sync_loads_bound_dram_by_littles_law():
     """Synchronous loads (numba profile): DRAM throughput ≤ bytes in flight × resident threads ×
-    cores / DRAM latency; the tensorcore profile (async copies) ignores the field."""
+    cores / DRAM latency, bytes in flight = one tile copy's loads per thread, at most the profile's
+    cap; the tensorcore profile (async copies) ignores the field."""
     import dataclasses
 
+    from tilesim.analysis.cost import analyze
     from tilesim.analysis.profiles import get_profile
     from tilesim.sim.machine import Machine
     hw = hwmodels.load(H200)
     k = K.elementwise_add.compile(M=16384, N=16384, block=1024, threads=256)
     nb = get_profile("numba")
-    assert nb.sync_load_bytes_in_flight_per_thread == 8
+    assert nb.sync_load_bytes_in_flight_per_thread == 64
     assert get_profile("tensorcore").sync_load_bytes_in_flight_per_thread is None
+    per_thread = analyze(k.prim_func, hw, nb)[0].sync_load_bytes_per_thread
+    assert per_thread == 2 * 1024 * 4 / 256  # two fp32 inputs of 1024 elements per block over 256 threads
     r = simulate_kernel(k, hw=H200, profile="numba")
     tc = simulate_kernel(k, hw=H200, profile="tensorcore")
     m = Machine(hw, nb)
     threads = r.blocks_per_core * 256 * m.n_cores
-    assert r.achieved_dram_bytes_per_s <= min(m.dram_bw, 8 * threads / m.dram_lat_s) * 1.001
+    assert r.achieved_dram_bytes_per_s <= min(m.dram_bw, per_thread * threads / m.dram_lat_s) * 1.001
     assert r.time_s >= tc.time_s
-    # fewer bytes in flight: the bound binds and the DRAM time scales by the Little's-law factor
+    # a lower cap: the bound binds and the DRAM time scales by the Little's-law factor
     free = simulate_kernel(k, hw=H200, profile=dataclasses.replace(nb, sync_load_bytes_in_flight_per_thread=None))
     r4 = simulate_kernel(k, hw=H200, profile=dataclasses.replace(nb, sync_load_bytes_in_flight_per_thread=4))
     bound = 4 * threads / m.dram_lat_s

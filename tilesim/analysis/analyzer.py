@@ -68,6 +68,8 @@ class Analyzer:
         self.vec_bytes = float(profile.vector_load_bytes)
         self.buffers: dict[int, N.Buffer] = {}
         self.loop_stack: list[tuple] = []  # (For, stages)
+        self.deferred_reduces: set = set()
+        self.sync_load_bytes = 0.0  # largest per-thread bytes of one synchronous global -> on-chip copy  # ids of Reduce nodes whose cross-thread part follows their loop
         self.pipelined_depth = 0
         self.pipe_stages = 0
         self.side_of: dict[int, str] = {}

@@ -17,11 +17,13 @@ import numpy as np
 
 from ..errors import KernelError, KernelTypeError
 from ..ir import nodes as N
+from ..ir.queries import deferrable_loop_reduce
 from .analyzer import Analyzer
-from .node_helpers import _label
+from .node_helpers import _label, _scope
 from .program import Loop
 from .rule_tables import COST_RULES, rule
 from .symbolic import DataDependent, fit, loop_samples
+from .tile_rules import reduce_finish
 
 
 @rule(COST_RULES, N.Alloc)
@@ -72,6 +74,8 @@ def _for(a: Analyzer, s: N.For):
     if s.kind == "pipelined":
         a.pipelined_depth += 1
         a.pipe_stages = stages
+    deferred = _deferred_in(a, s)
+    a.deferred_reduces.update(id(r) for r in deferred)
     try:
         body = a.body(s.body)
     finally:
@@ -82,8 +86,27 @@ def _for(a: Analyzer, s: N.For):
         a.space.pop()
         a.env.pop(s.var.uid, None)
     kind = "pipelined" if s.kind == "pipelined" else "serial"
+    if kind == "serial" and _unrolled(a, trip, body):
+        kind = "unrolled"
     return [Loop(trip=trip_mean, kind=kind, stages=stages, body=body,
-                 label=f"{'T.Pipelined' if kind == 'pipelined' else 'for'} {s.var.name}", loc=s.loc)]
+                 label=f"{'T.Pipelined' if kind == 'pipelined' else 'for'} {s.var.name}", loc=s.loc)] + \
+        [reduce_finish(a, r) for r in deferred]
+
+
+def _unrolled(a: Analyzer, trip, body) -> bool:
+    """A short, static, barrier-free loop the profile's compiler unrolls (``unroll_max_trip``)."""
+    lim = a.profile.unroll_max_trip
+    if not lim or isinstance(trip, np.ndarray) or not float(trip).is_integer() or not 1 < trip <= lim:
+        return False
+    return all(not isinstance(n, Loop) and not n.syncs for n in body)
+
+
+def _deferred_in(a: Analyzer, s: N.For) -> list:
+    """Reductions of ``s``'s body whose cross-thread part the profile defers to after the loop."""
+    if not a.profile.defer_loop_reductions:
+        return []
+    return [r for r in s.body if deferrable_loop_reduce(s.body, r)
+            and _scope(r.src.buffer) == "reg" and _scope(r.dst.buffer) == "reg"]
 
 
 @rule(COST_RULES, N.While)

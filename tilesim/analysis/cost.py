@@ -41,7 +41,7 @@ from ..ir import nodes as N
 # the rule modules fill COST_RULES / EXPR_RULES when imported
 from . import control_rules, expr_rules, parallel_rules, tile_rules  # noqa: F401
 from .analyzer import Analyzer
-from .footprint import _footprint
+from .footprint import _footprint, peak_live_bytes
 from .node_helpers import _size
 from .profiles import get_profile
 from .program import LaunchProgram, Loop, compress
@@ -124,9 +124,11 @@ def analyze(pf: N.PrimFunc, hw, profile="tensorcore", **shapes) -> list[LaunchPr
                         n = float("inf")
                     gbufs[p.uid] = (p, n * _size(p.dtype))
             swz = s.annotation("swizzle")
+            peak = peak_live_bytes(a, s) if prof.register_estimate == "liveness" else None
             prog = LaunchProgram(launch=s, grid=a.grid, threads=a.threads, body=body, shared_bytes=shared,
                                  fragment_bytes=frag, local_bytes=local, side_of_buffer=side, swizzle=swz,
-                                 has_async_copies=bool(a.async_dst), global_buffers=gbufs, notes=a.notes)
+                                 has_async_copies=bool(a.async_dst), global_buffers=gbufs, notes=a.notes,
+                                 register_peak_bytes=peak, sync_load_bytes_per_thread=a.sync_load_bytes)
             progs.append(compress(prog))
     if not progs:
         raise KernelTypeError(f"{pf.name} has no T.Kernel launch to simulate", pf.loc)

@@ -6,14 +6,25 @@ Contract
 buffer by memory class (shared buffers written by async copies in a ``T.Pipelined`` loop are
 multiplied by its ``num_stages``) and which core side (``matrix``/``vector``) holds each buffer.
 A symbolic on-chip shape is a ``KernelTypeError``. Aliases and global buffers are skipped.
+
+``peak_live_bytes(analyzer, launch)`` → the largest number of register-fragment bytes live at the
+same time over the block program (the ``"liveness"`` register estimate of a lowering profile). A
+fragment is live from the first to the last statement of its statement list that names it (an
+``Alloc`` does not count); inside a loop or branch, what is live across it stays live throughout and
+the body's own fragments get their intervals there. A ``T.gemm`` into a register accumulator adds its
+per-thread operand micro-tile while it runs: a row of A and a column of B (fp32) for two k steps, the
+unrolled k loop loading the next step's operands during this step's FMAs.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ..errors import KernelTypeError
 from ..ir import nodes as N
+from ..ir.queries import referenced_buffers
 from .analyzer import Analyzer
 from .node_helpers import _root, _scope, _size
 from .parallel_rules import _collect_rw
@@ -72,3 +83,49 @@ def _writes(stmts, uid) -> bool:
             if isinstance(sub, tuple) and not isinstance(s, N.Parallel) and _writes(sub, uid):
                 return True
     return False
+
+
+def peak_live_bytes(a: Analyzer, launch: N.Launch) -> float:
+    """Peak register-fragment bytes of one block (see the module docstring)."""
+    sizes = {}
+    for b in a.buffers.values():
+        if b.alias_of is None and b.scope != "global" and _scope(b) == "reg":
+            shape = b.static_shape()
+            if shape is not None:
+                sizes[b.uid] = float(np.prod(shape)) * _size(b.dtype) if shape else _size(b.dtype)
+
+    def extra(st) -> float:
+        if isinstance(st, N.Gemm) and _scope(st.c.buffer) == "reg" and a.profile.gemm_operands == "fma":
+            shp = [e for e in st.c.tile_shape() if isinstance(e, int)] or [1]
+            m, n = ([1] + shp)[-2:]
+            per_thread = 4.0 * math.sqrt(max(1.0, float(m) * float(n) / max(1, a.threads)))
+            return a.threads * per_thread * 4.0
+        return 0.0
+
+    def refs(st) -> set:
+        if isinstance(st, N.Alloc):
+            return set()
+        return set(referenced_buffers(st)) & sizes.keys()
+
+    def peak(stmts, carried: frozenset) -> float:
+        r = [refs(st) for st in stmts]
+        first, last = {}, {}
+        for i, us in enumerate(r):
+            for u in us - carried:
+                first.setdefault(u, i)
+                last[u] = i
+        best = sum(sizes[u] for u in carried)
+        for i, st in enumerate(stmts):
+            live = set(carried) | {u for u in first if first[u] <= i <= last[u]}
+            if isinstance(st, (N.For, N.While)):
+                inner = frozenset(u for u in live if u in carried or first[u] < i or last[u] > i)
+                val = peak(st.body, inner)
+            elif isinstance(st, N.If):
+                inner = frozenset(u for u in live if u in carried or first[u] < i or last[u] > i)
+                val = max(peak(st.then, inner), peak(st.orelse, inner))
+            else:
+                val = sum(sizes[u] for u in live) + extra(st)
+            best = max(best, val)
+        return best
+
+    return peak(list(launch.body), frozenset())

@@ -174,10 +174,12 @@ def _element_op(a: Analyzer, s, acc: _Acc, E: float, label: str) -> Op:
     if acc.smem:
         op.work["smem"] = acc.smem * E
     gtotal = 0.0
+    gload = 0.0
     for buf, per, deps, data in acc.gload.values():
         nb = per * E
         op.gaccess.append(GAccess(buf, nb, False, deps if not data else frozenset(range(3)), data))
         gtotal = gtotal + nb
+        gload = gload + nb
         op.xfer["global->" + ("shared" if writes_shared else "registers")] = \
             op.xfer.get("global->" + ("shared" if writes_shared else "registers"), 0.0) + nb
     for buf, per, deps, data in acc.gstore.values():
@@ -188,6 +190,8 @@ def _element_op(a: Analyzer, s, acc: _Acc, E: float, label: str) -> Op:
     if gtotal:
         op.work["global"] = gtotal
         op.latency = "global" if has_load else ""
+    if has_load:  # the loop's loads per thread are issued together (unrolled), as in a tile copy
+        a.sync_load_bytes = max(a.sync_load_bytes, float(np.max(gload)) / max(1, a.threads))
     if writes_shared and p.sync_per_shared_write:
         op.syncs = 1.0
     if kind == "async":

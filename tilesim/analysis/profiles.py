@@ -88,6 +88,22 @@ class LoweringProfile:
             when copies are synchronous loads (no cp.async/TMA); bounds DRAM throughput by Little's
             law: ``bytes in flight × resident threads per core × active cores / DRAM latency``.
             None: not limited (asynchronous copies, modelled by their data path).
+        register_estimate: how registers per thread are estimated for occupancy: ``"sum"`` (every
+            fragment of the block at once) or ``"liveness"`` (the peak of fragments live at the same
+            time over the block program, plus each register-tile gemm's operand micro-tile;
+            ``footprint.peak_live_bytes``).
+        unroll_max_trip: a serial loop with a compile-time trip count up to this, no nested loop and
+            no barrier in its body (after deferred reductions) is unrolled by the compiler with its
+            loads hoisted, so the iterations' memory latencies overlap (the loop's kind becomes
+            ``"unrolled"``). 0: never.
+        defer_loop_reductions: a ``T.reduce_*(x, acc, clear=False)`` directly in a serial loop, with
+            register source and destination and ``acc`` not otherwise used in the loop, costs only its
+            per-thread part per iteration; the cross-thread part runs once after the loop (what the
+            Numba backend's ``tile_reduce.DEFER_LOOP_REDUCTIONS`` emits).
+        reduce_step_cycles: latency of one dependent step of a cross-thread reduction (a shuffle and
+            an op; a per-warp partial read back from shared memory and an op): a block reduction over
+            ``P`` threads per row waits ``log2(min(P, 32)) + P / 32`` such steps (second term when
+            ``P`` > 32). 0: not modelled.
     """
 
     name: str
@@ -116,6 +132,10 @@ class LoweringProfile:
     gemm_operand_issue: bool = False
     gemm_issue_fraction: float = 1.0
     element_slot_factor: float = 1.0
+    register_estimate: str = "sum"
+    unroll_max_trip: int = 0
+    defer_loop_reductions: bool = False
+    reduce_step_cycles: float = 0.0
     sync_load_bytes_in_flight_per_thread: float | None = None
     notes: tuple[str, ...] = field(default=())
 
@@ -136,15 +156,19 @@ PROFILES = MappingProxyType({
         notes=("TileLang on Hopper: TMA copies + warp-specialised producer, wgmma for 16/8-bit operands",)),
     "numba": LoweringProfile(
         name="numba", gemm_unit="vector", gemm_operands="fma", async_copy=False, overlap=False,
-        producer_threads=0, register_overhead_per_thread=32, max_shared_bytes_per_block=48 * 1024,
-        gemm_operand_issue=True,
-        # fitted (benchmarks/numba_profile_validation.py --fit) on the TRAIN split of the Numba
-        # backend's H200 runs (reports/measurements/numba_h200_*.json); see docs/simulator.md §6
-        gemm_issue_fraction=0.88, element_slot_factor=2.75,
-        # derived from the backend's copies: a thread's loads before first use are one _ldv4 group
-        # (DEFAULT_VEC = 4 consecutive elements as 4 scalar loads) = 4 x 2 B for bf16 tiles; the
-        # TRAIN-only 1-D fit (--fit) lands on the same 8 B. docs/simulator.md §6
-        sync_load_bytes_in_flight_per_thread=8,
+        producer_threads=0, max_shared_bytes_per_block=48 * 1024, gemm_operand_issue=True,
+        # lowering facts of tilesim's Numba backend (tilesim/backends/cuda): register fragments by
+        # liveness, deferred loop reductions (tile_reduce.DEFER_LOOP_REDUCTIONS), short static loops
+        # unrolled by NVVM with their loads hoisted
+        register_estimate="liveness", defer_loop_reductions=True, unroll_max_trip=16,
+        # fitted on the TRAIN split of run 5b (reports/measurements/numba_h200_20261130T010421Z.json) by
+        # `benchmarks/numba_profile_validation.py --fit`: the register overhead to the driver's register
+        # counts, the rest to the measured times; docs/simulator.md §6
+        register_overhead_per_thread=12, gemm_issue_fraction=0.92, element_slot_factor=4.5,
+        reduce_step_cycles=80.0,
+        # a cap on the loads of one tile copy a thread keeps in flight (four 16-byte vectors); not
+        # binding on the measured kernels (16, 32 and 64 B give the same fit)
+        sync_load_bytes_in_flight_per_thread=64,
         notes=("Numba CUDA: static shared memory is limited to 48 KiB per block (no dynamic opt-in API)",)),
     "ascend": LoweringProfile(
         name="ascend", matrix_core="aic", vector_core="aiv", gemm_unit="matrix", gemm_operands="path",

@@ -56,6 +56,9 @@ class Op:
     sfu_funcs: dict = field(default_factory=dict)
     latency: str = ""
     syncs: float = 0.0
+    #: a dependent chain the op waits for besides memory, in core clock cycles (the cross-thread steps of
+    #: a block reduction: shuffles, then the per-warp partials read back from shared memory)
+    latency_cycles: float = 0.0
     weight: object = 1.0
     #: filled by the simulator's reuse model: DRAM bytes per execution
     dram: object = 0.0
@@ -88,6 +91,10 @@ class LaunchProgram:
     has_async_copies: bool
     global_buffers: dict  # uid -> (Buffer, tensor bytes)
     notes: list
+    #: peak bytes of register fragments live at once over the block program (``footprint.peak_live_bytes``)
+    register_peak_bytes: float | None = None
+    #: bytes one thread loads in the largest synchronous global -> on-chip tile copy (0: none)
+    sync_load_bytes_per_thread: float = 0.0
     #: block classes after :func:`compress`: per axis (run starts, run lengths)
     runs: tuple = ()
     counts: object = 1.0

@@ -38,6 +38,8 @@ def _copy(a: Analyzer, s: N.Copy):
         op.work["global"] = gbytes
         op.gaccess.append(a.gaccess(src, gbytes, False))
         op.latency = "global"
+        if not asyn:  # a thread issues all its loads of the tile before their first use (unrolled)
+            a.sync_load_bytes = max(a.sync_load_bytes, n * _size(src.dtype) / max(1, a.threads))
         level = "global->shared" if ds == "shared" else "global->registers"
         op.xfer[level] = gbytes
         if ds == "shared":
@@ -190,28 +192,49 @@ def _vec_unit(a: Analyzer) -> str:
     return u.name if u else "vector"
 
 
+def reduce_cross(a: Analyzer, s: N.Reduce) -> tuple[float, float, float]:
+    """The cross-thread part of a register reduction: (issue slots, barriers, latency cycles).
+
+    ``P`` threads share a row: ``log2(min(P, warp))`` shuffle steps (a shuffle and an op per output),
+    and when ``P`` exceeds a warp a barrier and ``P / warp`` per-warp partials read back in sequence."""
+    if not (a.profile.fragment_registers and _scope(s.src.buffer) == "reg"):
+        return 0.0, 0.0, 0.0
+    Ed = float(max(1, _elems(s.dst)))
+    per_row = max(1.0, a.threads / Ed)
+    ws = float(a.warp_size)
+    steps = math.log2(min(ws, per_row)) if per_row > 1 else 0.0
+    slots = Ed * 2.0 * steps
+    syncs = 1.0 if per_row > ws else 0.0
+    chain = steps + (per_row / ws if per_row > ws else 0.0)
+    return slots, syncs, chain * a.profile.reduce_step_cycles
+
+
 @rule(COST_RULES, N.Reduce)
 def _reduce(a: Analyzer, s: N.Reduce):
     side = "vector"
     op = a.new_op("compute", s, side, (s.src.buffer, s.dst.buffer), (s.dst.buffer,), f"reduce_{s.kind}")
     a.round_trip(op, (s.src.buffer,))
     E = float(_elems(s.src))
-    Ed = float(max(1, _elems(s.dst)))
     vd = _vec_dtype(s.src.dtype)
     slots = E * (2.0 if s.kind in ("absmax", "abssum") else 1.0)
-    if a.profile.fragment_registers and _scope(s.src.buffer) == "reg":
-        per_row = max(1.0, a.threads / Ed)
-        ws = float(a.warp_size)
-        steps = math.log2(min(ws, per_row)) if per_row > 1 else 0.0
-        slots += Ed * 2.0 * steps  # a shuffle and an op per step of the warp tree
-        if per_row > ws:
-            op.syncs = 1.0
+    if id(s) not in a.deferred_reduces:  # deferred: the cross-thread part runs after the loop
+        cs, op.syncs, op.latency_cycles = reduce_cross(a, s)
+        slots += cs
     if _scope(s.src.buffer) == "shared":
         op.work["smem"] = E * _size(s.src.dtype)
     op.work[f"vector:{vd}"] = slots
     op.flops[(_vec_unit(a), vd)] = E
     a.mark_written(op, (s.dst.buffer,))
     return [op]
+
+
+def reduce_finish(a: Analyzer, s: N.Reduce):
+    """The cross-thread part of a deferred loop reduction, once after its loop."""
+    op = a.new_op("compute", s, "vector", (s.dst.buffer,), (s.dst.buffer,), f"reduce_{s.kind} (after the loop)")
+    slots, op.syncs, op.latency_cycles = reduce_cross(a, s)
+    op.work[f"vector:{_vec_dtype(s.src.dtype)}"] = slots
+    a.mark_written(op, (s.dst.buffer,))
+    return op
 
 
 @rule(COST_RULES, N.Cumsum)

@@ -50,6 +50,7 @@ class LaunchResult:
     xfer: dict
     sfu: dict
     block_time_s: float
+    registers_per_thread: float | None = None  # the occupancy estimate (GPU profiles)
     trace_events: list = field(default_factory=list)
     notes: list = field(default_factory=list)
 
@@ -115,7 +116,11 @@ def occupancy(prog, machine) -> tuple[int, str, dict]:
                 prog.launch.loc, hint="reduce the tile sizes or num_stages")
         limits["shared memory"] = int(sbuf.bytes // shared)
     if occ is not None:
-        regs_per_thread = frag / 4.0 / max(1, prog.threads) + p.register_overhead_per_thread
+        live = prog.register_peak_bytes if prog.register_peak_bytes is not None else frag
+        regs_per_thread = live / 4.0 / max(1, prog.threads) + p.register_overhead_per_thread
+        unit = getattr(occ, "register_alloc_unit_count", None)
+        if unit:  # registers are granted per thread in multiples of the allocation unit
+            regs_per_thread = math.ceil(regs_per_thread / unit - 1e-9) * unit
         if producer and p.consumer_registers_per_thread:
             regs_per_thread = max(regs_per_thread, p.consumer_registers_per_thread)
         details["registers_per_thread"] = regs_per_thread
@@ -332,7 +337,7 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
     else:
         ca = min(C, n)
         ke = max(1, math.ceil(n / ca))
-    bm = BlockModel(machine, machine.l2_bw / ca, machine.dram_bw_for(ke * prog.threads, ca) / ca, prog.threads)
+    bm = BlockModel(machine, machine.l2_bw / ca, machine.dram_bw_for(ke * prog.threads, ca, prog.sync_load_bytes_per_thread) / ca, prog.threads)
     cp = block_time(bm, prog.body)
     bz = busy(bm, prog.body)
     per_slot = _sum_classes(cp, counts) / (ca * ke)
@@ -384,4 +389,5 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
         name=name, time_s=machine.launch_s + body_s, launch_s=machine.launch_s, fluid_s=fluid_s,
         quantisation_s=quant_s, blocks=n, blocks_per_core=k, occupancy_limit=limit, waves=n / slots, slots=slots,
         busy_s=busy_tot, dram_read=dram_read, dram_write=dram_write, dram_compulsory=compulsory, l2_bytes=l2,
-        flops=flops, xfer=xfer, sfu=sfu, block_time_s=block_s, trace_events=events, notes=notes)
+        flops=flops, xfer=xfer, sfu=sfu, block_time_s=block_s,
+        registers_per_thread=details.get("registers_per_thread"), trace_events=events, notes=notes)

@@ -9,7 +9,9 @@ Contract
 * :func:`block_time` is the block's critical path when it runs alone on its core: threads issue ops
   in order on their side's timeline (one timeline on GPUs; cube and vector timelines on Ascend);
   ``async`` copies run on the copy engine and only their consumers wait; ``store``\\ s drain in the
-  background; a serial loop is its body × trips; a pipelined loop (``num_stages`` = S ≥ 2, profile
+  background; a serial loop is its body × trips (an ``unrolled`` loop — a short barrier-free loop the
+  compiler unrolls, its loads hoisted — pays its memory latencies once: first iteration + the rest
+  without latency); a pipelined loop (``num_stages`` = S ≥ 2, profile
   with overlap) runs at the steady-state period ``P = max(compute, copy transfer, (copy latency +
   transfer + compute) / S)`` per iteration after one fully exposed iteration, so more stages never
   make it slower; S ≤ 1 or no overlap: copy + compute in sequence.
@@ -87,8 +89,13 @@ class BlockModel:
                 if op.kind == "async":
                     al = m.async_latency(op.side)
                     lat = al if al is not None else m.dram_lat_s
-                else:
+                elif m.profile.async_copy:
                     lat = m.dram_lat_s
+                else:
+                    # synchronous loads (no async copies in the profile): a load whose bytes the reuse
+                    # model serves from L2 (a second pass over a row) waits for L2, the rest for DRAM
+                    miss = np.clip(np.divide(d, np.maximum(g, 1e-30)), 0.0, 1.0)
+                    lat = m.l2_lat_s + (m.dram_lat_s - m.l2_lat_s) * miss
         rt = op.work.get("roundtrip")
         rtt = 0.0
         if rt is not None:
@@ -96,6 +103,8 @@ class BlockModel:
             rtt = rt / min(rate, self.l2_share) + rlat
             busy["roundtrip"] = busy.get("roundtrip", 0.0) + rt / min(rate, self.l2_share)
             busy["l2"] = busy.get("l2", 0.0) + rt / self.l2_share
+        if op.latency_cycles:
+            lat = lat + op.latency_cycles / m.clock
         sync = op.syncs * m.sync_s
         res = (lat, xfer, comp, sync, rtt, busy)
         self._cache[id(op)] = res
@@ -149,8 +158,10 @@ def _dep(st: _State, uids):
     return out
 
 
-def _run_op(bm: BlockModel, op: Op, st: _State, rec: Timeline | None, off, scale=1.0):
+def _run_op(bm: BlockModel, op: Op, st: _State, rec: Timeline | None, off, scale=1.0, nolat=False):
     lat, xfer, comp, sync, rtt, _ = bm.parts(op)
+    if nolat:
+        lat = 0.0
     w = op.weight
     side = bm.side(op.side)
     if op.kind == "async":
@@ -186,9 +197,9 @@ def _run_op(bm: BlockModel, op: Op, st: _State, rec: Timeline | None, off, scale
         rec.add(op.label, f"{side} threads", off + start, off + end)
 
 
-def _fresh_time(bm, nodes, rec, off, scale=1.0):
+def _fresh_time(bm, nodes, rec, off, scale=1.0, nolat=False):
     st = _State()
-    _run_seq(bm, nodes, st, rec, off, scale)
+    _run_seq(bm, nodes, st, rec, off, scale, nolat)
     return st.end()
 
 
@@ -331,7 +342,10 @@ def _run_loop(bm: BlockModel, lp: Loop, st: _State, rec: Timeline | None, off):
         body = _fresh_time(bm, lp.body, rec, off + start, scale=f)
         if lp.kind == "pipelined":
             body = body + m.profile.sync_per_pipelined_iteration * m.sync_s
-        total = trip * body
+        if lp.kind == "unrolled":  # the iterations' loads are in flight together: latency paid once
+            total = body + (trip - 1) * _fresh_time(bm, lp.body, None, 0.0, scale=f, nolat=True)
+        else:
+            total = trip * body
         it_end = body
     total = total * lp.weight
     end = start + total
@@ -355,12 +369,12 @@ def _ops(nodes):
             yield n
 
 
-def _run_seq(bm, nodes, st, rec, off, scale=1.0):
+def _run_seq(bm, nodes, st, rec, off, scale=1.0, nolat=False):
     for n in nodes:
         if isinstance(n, Loop):
             _run_loop(bm, n, st, rec, off)
         else:
-            _run_op(bm, n, st, rec, off, scale)
+            _run_op(bm, n, st, rec, off, scale, nolat)
 
 
 def block_time(bm: BlockModel, body, rec: Timeline | None = None):

@@ -92,16 +92,19 @@ class Machine:
                 return rate, lat, dp.name
         return INF, None, None
 
-    def dram_bw_for(self, resident_threads: float, cores: float) -> float:
+    def dram_bw_for(self, resident_threads: float, cores: float, load_bytes_per_thread: float = 0.0) -> float:
         """Device DRAM bandwidth reachable by ``resident_threads`` per core on ``cores`` cores.
 
-        Profiles without asynchronous copies issue synchronous loads, so at most
-        ``sync_load_bytes_in_flight_per_thread`` bytes per thread are outstanding; by Little's law
-        the achieved rate is at most ``bytes in flight × threads × cores / DRAM latency``.
+        Profiles without asynchronous copies issue synchronous loads: a thread has the loads of one
+        tile copy outstanding (``load_bytes_per_thread``, the launch's largest), at most
+        ``sync_load_bytes_in_flight_per_thread`` bytes (the profile's cap); by Little's law the
+        achieved rate is at most ``bytes in flight × threads × cores / DRAM latency``.
         """
         bif = self.profile.sync_load_bytes_in_flight_per_thread
         if bif is None or self.profile.async_copy or self.dram_lat_s <= 0:
             return self.dram_bw
+        if load_bytes_per_thread > 0:
+            bif = min(bif, load_bytes_per_thread)
         return min(self.dram_bw, bif * resident_threads * cores / self.dram_lat_s)
 
     def path_rate(self, side: str) -> float:

@@ -9,11 +9,11 @@ barriers a reduction contains, for the barrier pass.
 
 from __future__ import annotations
 
-import dataclasses
 
 from ... import dtypes as dt
 from ...errors import KernelTypeError
 from ...ir import nodes as N
+from ...ir.queries import deferrable_loop_reduce
 from . import rules as Rl
 from .codestr import _add, _mul, _pow2, _prod
 from .emitter import ParCtx
@@ -74,20 +74,11 @@ class ReduceLowering:
         if not DEFER_LOOP_REDUCTIONS:
             return
 
-        def refs(node, uid):
-            if isinstance(node, N.Buffer):
-                return int(node.uid == uid or (node.alias_of is not None and node.alias_of.uid == uid))
-            if isinstance(node, (list, tuple)):
-                return sum(refs(x, uid) for x in node)
-            if dataclasses.is_dataclass(node) and not isinstance(node, type):
-                return sum(refs(getattr(node, f.name), uid) for f in dataclasses.fields(node))
-            return 0
-
         def walk(body):
             for st in body:
                 if isinstance(st, N.For):
                     for r in st.body:
-                        if self._deferrable(r) and refs(st.body, r.dst.buffer.uid) == 1:
+                        if deferrable_loop_reduce(st.body, r) and self._deferrable(r):
                             lay = self.layout(r.src.buffer)
                             nout = lay.restrict([d for d in range(lay.ndim) if d != r.dim]).nslots
                             self.deferred[id(r)] = (self.fresh("_dpart"), nout)
@@ -102,8 +93,6 @@ class ReduceLowering:
         walk(self.launch.body)
 
     def _deferrable(self, r) -> bool:
-        if not isinstance(r, N.Reduce) or r.clear or r.kind not in ("sum", "abssum", "max", "min", "absmax"):
-            return False
         if self.where(r.src.buffer) != "reg" or self.where(r.dst.buffer) != "reg":
             return False
         cross, direct = self._reduce_plan(r)
