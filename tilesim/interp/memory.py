@@ -344,6 +344,10 @@ def read_region(r: N.Region, ctx: Ctx, ev, where=None):
     fill = ctx.safe.get(r.buffer.uid, 0)
     uniform = all(type(s) is int for s in starts)
     if uniform:
+        if ctx.options.oob == "error" and not _all_inside(starts, exts, st.shape):
+            bm = block_mask(ctx.mask, ctx.nb)
+            if bm is None or bm.any():
+                raise _oob_error(r.buffer, r.loc, "read")
         return _global_window_uniform(st, starts, exts, fill)[None]
     nb = ctx.nb
     if _all_inside(starts, exts, st.shape):
@@ -477,8 +481,11 @@ def write_region(r: N.Region, vals, ctx: Ctx, ev, where=None):
     if sel.any() and all(e <= n for e, n in zip(exts, st.shape)):
         win = as_strided(st, shape=tuple(n - e + 1 for n, e in zip(st.shape, exts)) + exts,
                          strides=st.strides + st.strides, writeable=True)
-        s2 = sts[sel]
-        win[tuple(s2[:, d] for d in range(len(exts)))] = vals[sel]
+        if sel.all():
+            win[tuple(sts[:, d] for d in range(len(exts)))] = vals
+        else:
+            s2 = sts[sel]
+            win[tuple(s2[:, d] for d in range(len(exts)))] = vals[sel]
     else:
         sel[:] = False
     for b in np.nonzero(act & ~sel)[0]:

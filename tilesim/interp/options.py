@@ -23,7 +23,14 @@ class InterpOptions:
             out-of-range accesses always raise.
         races: report two blocks writing the same global element without an atomic.
         tf32: round float32 gemm operands to TF32, as NVIDIA tensor cores do for float32 gemms.
-        chunk_bytes: memory budget for one chunk of blocks (bounds peak memory on big grids).
+        chunk_bytes: memory budget for the chunks of blocks in flight (bounds peak memory on big grids).
+        threads: how many chunks of one launch may run at once on threads. ``0`` (the default,
+            auto): up to the number of usable CPUs (at most 8), and only for launches big enough to
+            gain (chunks of several MiB of tiles: NumPy and BLAS release the GIL in their large
+            calls, while small chunks lose more to GIL hand-offs than they gain). ``1``: chunks run
+            one after another. ``n >= 2``: up to ``n`` threads on every launch that allows them.
+            Results are bitwise the same either way. Launches with atomics, ``races=True`` and
+            ``mode="serial"`` always run on one thread. See ``interp/chunks.py``.
     """
 
     mode: str = "batched"
@@ -32,6 +39,7 @@ class InterpOptions:
     races: bool = False
     tf32: bool = False
     chunk_bytes: int = 256 * 2**20
+    threads: int = 0
 
     def __post_init__(self):
         if self.mode not in ("batched", "serial"):
@@ -42,6 +50,9 @@ class InterpOptions:
             raise KernelTypeError(f"InterpOptions.oob must be 'zero' or 'error', got {self.oob!r}")
         if self.chunk_bytes <= 0:
             raise KernelTypeError("InterpOptions.chunk_bytes must be positive")
+        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 0:
+            raise KernelTypeError(f"InterpOptions.threads must be an int >= 0 (0 = one per usable CPU, "
+                                  f"1 = no threads), got {self.threads!r}")
 
 
 #: Integer sentinel written into uninitialised integer memory when ``uninit="nan"``.

@@ -6,9 +6,18 @@ Contract
 parameter order, already of the declared dtype and shape — ``bind_arguments`` checks and converts
 them) and returns nothing: outputs are written in place.
 
-A launch over ``G`` blocks runs in chunks of ``nb`` blocks (``options.chunk_bytes`` bounds the
-on-chip memory of a chunk; ``mode="serial"`` uses ``nb = 1``). Block ``b`` of a 3-D grid
-``(gx, gy, gz)`` has indices ``(b % gx, b // gx % gy, b // (gx*gy))``.
+A launch over ``G`` blocks runs in chunks of ``nb`` consecutive blocks, each with its own ``Ctx``
+(``options.chunk_bytes`` bounds the on-chip memory of the chunks in flight; ``mode="serial"`` uses
+``nb = 1``). Block ``b`` of a 3-D grid ``(gx, gy, gz)`` has indices ``(b % gx, b // gx % gy,
+b // (gx*gy))``. With ``options.threads > 1`` (or auto) the chunks of a launch that is safe to run
+concurrently run on several threads; results are bitwise those of a sequential run. ``chunks.py``
+holds the chunk sizes, the safety rule and the scheduling.
+
+On-chip allocations without an initial value are deferred (``state.Storage``): the uninitialised
+array is made when the buffer is first read, and never when the first access overwrites the whole
+buffer. When a chunk ends, its on-chip arrays go to ``pool`` for reuse by later chunks and calls.
+``progress(launch_index, blocks_done, blocks_total)`` is called after each chunk, in launch order,
+on the calling thread.
 """
 
 from __future__ import annotations
@@ -18,28 +27,13 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import KernelRuntimeError
 from ..ir import nodes as N
+from . import chunks
 from .control import STMT_RULES, run_body
 from .exprs import ev
-from .options import INT_SENTINEL, InterpOptions
-from .state import Ctx
+from .options import InterpOptions
+from .state import Ctx, Storage, new_array
 
-
-def _fill_uninit(arr: np.ndarray, dtype: str, how: str):
-    if how == "empty":
-        return
-    if how == "zero" or dtype == "bool":
-        arr[...] = 0
-    elif dt.is_float(dtype):
-        arr[...] = np.nan
-    else:
-        info = np.iinfo(arr.dtype)
-        arr[...] = max(info.min, min(info.max, INT_SENTINEL)) if info.min < 0 else info.max
-
-
-def new_array(shape, dtype: str, how: str) -> np.ndarray:
-    arr = np.empty(shape, dtype=dt.np_dtype(dtype))
-    _fill_uninit(arr, dtype, how)
-    return arr
+__all__ = ["allocate_onchip", "new_array", "run"]
 
 
 def allocate_onchip(s: N.Alloc, ctx: Ctx):
@@ -59,6 +53,9 @@ def allocate_onchip(s: N.Alloc, ctx: Ctx):
         ctx.storage[b.uid] = new_array(shape, b.dtype, ctx.options.uninit)
         return
     shape = (ctx.nb,) + tuple(b.shape)
+    if s.init is None and isinstance(ctx.storage, Storage):
+        ctx.storage.defer(b.uid, shape, b.dtype, ctx.options.uninit)  # made when first read
+        return
     arr = new_array(shape, b.dtype, ctx.options.uninit)
     if s.init is not None:
         v = ev(s.init, ctx)
@@ -123,14 +120,13 @@ def _launch(s: N.Launch, top: Ctx, options: InterpOptions, progress=None, index=
     if total == 0:
         return
     per_block = max(1, _onchip_bytes(s.body)) * 3  # tiles plus temporaries of the same size
-    if options.mode == "serial":
-        chunk = 1
-    else:
-        chunk = max(1, min(total, options.chunk_bytes // per_block))
+    chunk, workers = chunks.plan(s, total, per_block, options)
     writers: dict = {}
     aliased = frozenset(_alias_roots(s.body))
     safe = dict(s.annotation("safe_value", ()))
-    for start in range(0, total, chunk):
+    keep = aliased | set(top.storage)  # arrays the chunks do not own
+
+    def run_chunk(start: int) -> int:
         ids = np.arange(start, min(total, start + chunk), dtype=np.int64)
         nb = len(ids)
         env = dict(top.env)
@@ -139,10 +135,13 @@ def _launch(s: N.Launch, top: Ctx, options: InterpOptions, progress=None, index=
             idx = rem % g
             rem = rem // g
             env[v.uid] = int(idx[0]) if nb == 1 else idx
-        ctx = Ctx(nb, options, env, dict(top.storage), ids)
+        ctx = Ctx(nb, options, env, Storage(top.storage), ids)
         ctx.writers = writers
         ctx.aliased = aliased
         ctx.safe = safe
         run_body(s.body, ctx)
-        if progress is not None:
-            progress(index, int(ids[-1]) + 1, total)
+        ctx.storage.release(keep)  # only after success: a traceback may still show the buffers
+        return int(ids[-1]) + 1
+
+    done = None if progress is None else (lambda blocks_done: progress(index, blocks_done, total))
+    chunks.run_chunks(range(0, total, chunk), run_chunk, done, workers)

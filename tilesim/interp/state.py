@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .options import InterpOptions
+from .. import dtypes as dt
+from . import pool
+from .options import INT_SENTINEL, InterpOptions
 
 
 class LoopFrame:
@@ -31,6 +33,87 @@ class LoopFrame:
         self.cont = False  # blocks/elements that skip the rest of this iteration
 
 
+def _fill_uninit(arr: np.ndarray, dtype: str, how: str):
+    if how == "empty":
+        return
+    if how == "zero" or dtype == "bool":
+        arr[...] = 0
+    elif dt.is_float(dtype):
+        arr[...] = np.nan
+    else:
+        info = np.iinfo(arr.dtype)
+        arr[...] = max(info.min, min(info.max, INT_SENTINEL)) if info.min < 0 else info.max
+
+
+def new_array(shape, dtype: str, how: str) -> np.ndarray:
+    """A fresh array of ``dtype`` holding what ``InterpOptions.uninit`` (``how``) says."""
+    arr = np.empty(shape, dtype=dt.np_dtype(dtype))
+    _fill_uninit(arr, dtype, how)
+    return arr
+
+
+class Storage(dict):
+    """Buffer uid → ndarray for one chunk, with **deferred** on-chip allocations.
+
+    ``defer(uid, shape, dtype, how)`` records an allocation without making it: the first
+    ``storage[uid]`` makes it (filled as ``new_array`` does, so a read of a never-written buffer still
+    sees NaN or the integer sentinel), while a rule that overwrites the whole buffer
+    (``tileops._adopt``, a whole-buffer ``T.fill``/``T.clear``) installs its own array with
+    ``storage[uid] = arr`` and the uninitialised one is never made. A deferred buffer is absent from
+    ``keys()``/``values()``/``in``/``get`` (it has no memory yet); ``dtype_of``/``is_deferred`` see it
+    without making it. ``release(keep)`` ends the chunk: on-chip arrays go back to ``pool``.
+    """
+
+    __slots__ = ("deferred",)
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.deferred: dict[int, tuple] = {}  # uid -> (shape, dtype name, uninit)
+
+    def defer(self, uid: int, shape: tuple, dtype: str, how: str):
+        dict.pop(self, uid, None)  # a re-executed Alloc gets fresh (uninitialised) memory
+        self.deferred[uid] = (shape, dtype, how)
+
+    def is_deferred(self, uid: int) -> bool:
+        return uid in self.deferred
+
+    def dtype_of(self, uid: int) -> np.dtype:
+        d = self.deferred.get(uid)
+        return dt.np_dtype(d[1]) if d is not None else self[uid].dtype
+
+    def __missing__(self, uid):
+        spec = self.deferred.pop(uid, None)
+        if spec is None:
+            raise KeyError(uid)
+        shape, dtype, how = spec
+        arr = pool.empty(shape, dt.np_dtype(dtype))
+        _fill_uninit(arr, dtype, how)
+        dict.__setitem__(self, uid, arr)
+        return arr
+
+    def __setitem__(self, uid, arr):
+        if self.deferred:
+            self.deferred.pop(uid, None)
+        dict.__setitem__(self, uid, arr)
+
+    def release(self, keep) -> None:
+        """Drop every buffer but those in ``keep``, offering their arrays to ``pool`` for reuse."""
+        self.deferred.clear()
+        probe = np.empty(0)
+        for uid in [u for u in self if u not in keep]:
+            arr = dict.pop(self, uid)
+            pool.give_back(arr, probe)
+
+
+def storage_dtype(storage: dict, uid: int) -> np.dtype:
+    """Dtype of buffer ``uid``'s storage without making a deferred allocation."""
+    return storage.dtype_of(uid) if isinstance(storage, Storage) else storage[uid].dtype
+
+
+def is_deferred(storage: dict, uid: int) -> bool:
+    return isinstance(storage, Storage) and uid in storage.deferred
+
+
 class Ctx:
     """Mutable state of one chunk of blocks of one launch."""
 
@@ -38,7 +121,7 @@ class Ctx:
         self.nb = nb
         self.options = options
         self.env = env  # Var uid -> value
-        self.storage = storage  # Buffer uid -> ndarray
+        self.storage = storage  # Buffer uid -> ndarray (a ``Storage`` inside a launch)
         self.block_ids = block_ids  # (nb,) int64 linear block ids
         self.mask = None
         self.rank = 0
@@ -105,8 +188,6 @@ def none_active(m) -> bool:
     if isinstance(m, np.ndarray):
         return not m.any()
     return not bool(m)
-
-
 
 
 def block_mask(m, nb: int):

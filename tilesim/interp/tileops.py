@@ -6,9 +6,9 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..ir import nodes as N
-from . import memory
+from . import memory, pool
 from .exprs import ev
-from .state import Ctx, block_mask
+from .state import Ctx, block_mask, is_deferred, storage_dtype
 
 TILE_RULES: dict = {}
 
@@ -48,16 +48,17 @@ def _adopt(dst: N.Region, starts, ext, vals, ctx: Ctx) -> bool:
     """Make a freshly computed array the storage of a whole on-chip buffer (saves one tile copy).
 
     Only when nothing else can see the old storage: no views of the buffer, no mask, the region is
-    the whole buffer, and ``vals`` shares memory with no buffer of the program.
+    the whole buffer, and ``vals`` shares memory with no buffer of the program. A deferred allocation
+    (``state.Storage``) is never made.
     """
     b = dst.buffer
     if (ctx.mask is not None or b.scope == "global" or b.uid in ctx.aliased or ext != tuple(b.shape)
             or vals.shape[0] != ctx.nb or any(s != 0 for s in starts)):
         return False
-    if any(np.may_share_memory(vals, st) for st in ctx.storage.values()):
+    if (vals.dtype != storage_dtype(ctx.storage, b.uid) or not vals.flags.c_contiguous
+            or not vals.flags.writeable):
         return False
-    old = ctx.storage[b.uid]
-    if vals.dtype != old.dtype or not vals.flags.c_contiguous or not vals.flags.writeable:
+    if any(np.may_share_memory(vals, st) for st in ctx.storage.values()):
         return False
     ctx.storage[b.uid] = vals
     return True
@@ -82,7 +83,27 @@ def _gemm(s: N.Gemm, ctx: Ctx):
         a = a.swapaxes(1, 2)
     if s.trans_b:
         b = b.swapaxes(1, 2)
+    if not s.clear_accum and ctx.mask is None and a.ndim == b.ndim == 3 and a.dtype == acc == b.dtype:
+        cview = memory.onchip_view(s.c, ctx, ev)
+        shape = (max(a.shape[0], b.shape[0]), a.shape[1], b.shape[2])
+        if (cview is not None and cview.dtype == acc and cview.size == shape[0] * shape[1] * shape[2]
+                and cview.nbytes >= pool.MIN_BYTES):
+            # accumulate in place: C is a float32/float64 fragment updated by every block; the
+            # product goes to reused scratch memory
+            cm = cview.reshape(shape)
+            scratch = pool.empty(shape, acc)
+            np.matmul(a, b, out=scratch)
+            cm += scratch
+            probe = np.empty(0)
+            pool.give_back(scratch, probe)
+            return
     prod = np.matmul(a, b)
+    if s.clear_accum and ctx.mask is None and s.c.buffer.scope != "global" and prod.shape[0] == ctx.nb:
+        # C = A @ B over the whole of C: the product becomes C's storage (no copy, no NaN fill)
+        starts, cext = memory.region_starts(s.c, ctx, ev)
+        if prod.size == ctx.nb * int(np.prod(cext)) and _adopt(s.c, starts, cext,
+                                                                prod.reshape((ctx.nb,) + cext), ctx):
+            return
     cview = memory.onchip_view(s.c, ctx, ev)
     if cview is not None and cview.dtype == acc and ctx.mask is None:
         # accumulate in place: C is a float32/float64 fragment updated by every block
@@ -143,11 +164,19 @@ def _cumsum(s: N.Cumsum, ctx: Ctx):
 @rule(N.Fill)
 def _fill(s: N.Fill, ctx: Ctx):
     v = ev(s.value, ctx)
-    _, ext = memory.region_starts(s.dst, ctx, ev)
+    starts, ext = memory.region_starts(s.dst, ctx, ev)
     v = np.asarray(v)
     n = v.shape[0] if v.ndim else 1
     vals = np.broadcast_to(dt.convert(v.reshape((n,) + (1,) * len(ext)), s.dst.dtype), (n,) + ext)
-    memory.write_region(s.dst, vals, ctx, ev)
+    b = s.dst.buffer
+    if (ctx.mask is None and is_deferred(ctx.storage, b.uid) and b.uid not in ctx.aliased
+            and ext == tuple(b.shape) and all(type(x) is int and x == 0 for x in starts)):
+        # a whole-buffer fill of a buffer nobody has read: write it into fresh memory directly
+        arr = pool.empty((ctx.nb,) + ext, storage_dtype(ctx.storage, b.uid))
+        arr[...] = vals
+        ctx.storage[b.uid] = arr
+        return
+    memory.write_region(s.dst, vals, ctx, ev, (starts, ext))
 
 
 _AT = {"add": np.add, "max": np.maximum, "min": np.minimum}
