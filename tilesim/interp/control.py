@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import KernelError, KernelRuntimeError
 from ..ir import nodes as N
-from . import memory
+from . import gemm_loop, memory
 from .exprs import ev
 from .state import Ctx, LoopFrame, mask_and, mask_as_set, mask_minus, none_active, set_or
 from .tileops import TILE_RULES
@@ -112,6 +112,9 @@ def _as_bound(v):
 
 @rule(N.For)
 def _for(s, ctx):
+    plan = ctx.gemm_loops.get(id(s))
+    if plan is not None and gemm_loop.run(plan, ctx):
+        return
     start, stop = _as_bound(ev(s.start, ctx)), _as_bound(ev(s.stop, ctx))
     entry = ctx.mask
     frame = LoopFrame()

@@ -37,7 +37,8 @@ def _scalar(v, dtype):
 
 
 def _oob_error(buf, loc, what="access"):
-    return KernelRuntimeError(f"out-of-bounds {what} of {buf.scope} buffer {buf.name} {tuple(buf.shape)}", loc,
+    shape = "(" + ", ".join(d.name if isinstance(d, N.Var) else str(d) for d in buf.shape) + ")"
+    return KernelRuntimeError(f"out-of-bounds {what} of {buf.scope} buffer {buf.name} {shape}", loc,
                               hint="guard the index with an `if` or T.if_then_else, or fix the tile arithmetic"
                               if buf.scope != "global" else
                               "oob='error' is on; TileLang would zero-fill reads and skip writes here")

@@ -31,6 +31,9 @@ class InterpOptions:
             one after another. ``n >= 2``: up to ``n`` threads on every launch that allows them.
             Results are bitwise the same either way. Launches with atomics, ``races=True`` and
             ``mode="serial"`` always run on one thread. See ``interp/chunks.py``.
+        fuse_gemm_loops: run the canonical tiled-GEMM K loop (copy A tile, copy B tile, gemm) as one
+            product per group of blocks over the whole K range (``interp/gemm_loop.py``): the same
+            values up to the BLAS summation order, several times faster. ``False``: step by step.
     """
 
     mode: str = "batched"
@@ -40,6 +43,7 @@ class InterpOptions:
     tf32: bool = False
     chunk_bytes: int = 256 * 2**20
     threads: int = 0
+    fuse_gemm_loops: bool = True
 
     def __post_init__(self):
         if self.mode not in ("batched", "serial"):

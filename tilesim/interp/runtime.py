@@ -27,7 +27,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import KernelRuntimeError
 from ..ir import nodes as N
-from . import chunks
+from . import chunks, gemm_loop
 from .control import STMT_RULES, run_body
 from .exprs import ev
 from .options import InterpOptions
@@ -121,6 +121,7 @@ def _launch(s: N.Launch, top: Ctx, options: InterpOptions, progress=None, index=
         return
     per_block = max(1, _onchip_bytes(s.body)) * 3  # tiles plus temporaries of the same size
     chunk, workers = chunks.plan(s, total, per_block, options)
+    gemm_plans = gemm_loop.plan_launch(s, grid, top.env)
     writers: dict = {}
     aliased = frozenset(_alias_roots(s.body))
     safe = dict(s.annotation("safe_value", ()))
@@ -139,6 +140,7 @@ def _launch(s: N.Launch, top: Ctx, options: InterpOptions, progress=None, index=
         ctx.writers = writers
         ctx.aliased = aliased
         ctx.safe = safe
+        ctx.gemm_loops = gemm_plans
         run_body(s.body, ctx)
         ctx.storage.release(keep)  # only after success: a traceback may still show the buffers
         return int(ids[-1]) + 1

@@ -130,6 +130,7 @@ class Ctx:
         self.writers: dict[int, np.ndarray] = {}  # race detection: buffer uid -> writer block id
         self.windows: dict = {}  # (global buffer uid, extents) -> sliding-window view
         self.aliased: frozenset = frozenset()  # uids of on-chip buffers that have views (never re-bound)
+        self.gemm_loops: dict = {}  # id(For) -> gemm_loop.GemmLoopPlan (loops run fused)
         self.safe: dict = {}  # global buffer uid -> value out-of-range reads give (T.annotate_safe_value)
 
 

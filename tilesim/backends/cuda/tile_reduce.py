@@ -9,7 +9,6 @@ barriers a reduction contains, for the barrier pass.
 
 from __future__ import annotations
 
-
 from ... import dtypes as dt
 from ...errors import KernelTypeError
 from ...ir import nodes as N

@@ -1,0 +1,323 @@
+"""Fused execution of the canonical tiled-GEMM K loop: one product per group of blocks and loop.
+
+Why: a 512³ fp32 GEMM with 64×64×32 tiles is, step by step, 16 × (64 small BLAS calls on one core and
+two 64-block tile gathers) — about 4× ``numpy.matmul`` on the same arrays. The blocks of a grid row
+share their A tiles and the blocks of a grid column their B tiles, and the K loop only accumulates, so
+the whole loop of a whole grid is one ``(gy·bm × K) @ (K × gx·bn)`` product, which BLAS runs on every
+core, reading the tensors in place when the tiles cover them.
+
+Pattern (:func:`plan_launch`, static, cached per launch): a ``for``/``T.Pipelined`` loop directly in
+the launch body whose body is exactly
+
+    T.copy(A[...], A_s)        # whole on-chip buffer, from a global tensor
+    T.copy(B[...], B_s)        # (in either order)
+    T.gemm(A_s, B_s, C)        # C a register fragment of its compute dtype, clear_accum=False
+
+where ``A_s`` and ``B_s`` are named nowhere else in the launch (their contents are never observed),
+each copy moves a 2-D tile of the same non-unit shape it lands in, and the copies' start expressions
+and the loop bounds name only the loop variable, block variables (not the bounds) and values bound
+before the launch. A block's *group* — the blocks one product serves — depends on the grid and tile
+sizes only:
+
+* ``grid``: every (bx, by) of one bz, when A's start does not name bx, B's does not name by, and the
+  group's accumulator has at most ``GROUP_BYTES``;
+* ``row``: every bx of one (by, bz), when A's start does not name bx and the row's accumulator fits;
+* otherwise, or when the group's operands over K exceed ``OPERAND_BYTES``, the plain path runs.
+
+Meaning: the plain path's up to summation order — every step's tiles are read with the copy's zero
+fill (or ``T.annotate_safe_value``) and dtype conversion, converted to the accumulator dtype (TF32
+rounding when asked), and ``C + sum over steps of op(A_k) @ op(B_k)`` is formed in C's dtype; BLAS sums
+the whole K range in one call where the plain path adds each step's product to C. Determinism: a
+block's values depend only on its group (one BLAS call of a fixed shape on fixed operands), never on
+which blocks share its chunk, so batched, serial and threaded runs agree bit for bit (a chunk computes
+its groups whole: in ``mode="serial"`` each block pays its group's product). The plain path runs when
+``InterpOptions.fuse_gemm_loops`` is False or ``oob="error"`` (so the failing access is reported).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from .. import dtypes as dt
+from ..ir import nodes as N
+from ..ir.queries import buffer_refs
+from . import memory
+from .exprs import ev
+from .state import Ctx
+
+#: Largest group product (bytes of its accumulator) fused into one call.
+GROUP_BYTES = 4 * 2**20
+#: Largest pair of gathered operands (the group's A rows and B columns over the whole K range).
+OPERAND_BYTES = 32 * 2**20
+
+
+@dataclass(frozen=True)
+class GemmLoopPlan:
+    loop: N.For
+    copy_a: N.Copy
+    copy_b: N.Copy
+    gemm: N.Gemm
+    group: str  # "grid" or "row"
+    grid: tuple  # (gx, gy, gz)
+    tile_a: tuple  # op(A) tile (bm, bk)
+    tile_b: tuple  # op(B) tile (bk, bn)
+    block_vars: tuple  # uids of the launch's block variables (bx, by, bz order)
+
+
+# ------------------------------------------------------------------------------------------- planning
+def _vars_in(node, out: set) -> set:
+    if isinstance(node, N.Var):
+        out.add(node.uid)
+    elif isinstance(node, (list, tuple)):
+        for x in node:
+            _vars_in(x, out)
+    elif hasattr(node, "__dataclass_fields__") and not isinstance(node, N.Buffer):
+        for f in node.__dataclass_fields__:
+            _vars_in(getattr(node, f), out)
+    return out
+
+
+def _whole(r: N.Region) -> bool:
+    return (all(isinstance(s, N.Const) and s.value == 0 or s == 0 for s in r.starts)
+            and tuple(r.extents) == tuple(r.buffer.shape))
+
+
+def _static_tile(r: N.Region):
+    shp = r.tile_shape()
+    return tuple(shp) if all(isinstance(e, int) for e in shp) and len(shp) == 2 else None
+
+
+def _refs_beside_alloc(body, uid) -> int:
+    allocs = 0
+    stack = list(body)
+    while stack:
+        st = stack.pop()
+        if isinstance(st, N.Alloc) and st.buffer.uid == uid:
+            allocs += 1
+        for attr in ("body", "then", "orelse"):
+            sub = getattr(st, attr, None)
+            if isinstance(sub, tuple):
+                stack.extend(sub)
+    return buffer_refs(body, uid) - allocs
+
+
+def _match(loop: N.For, launch: N.Launch, outer: set):
+    body = loop.body
+    if len(body) != 3:
+        return None
+    gemms = [st for st in body if isinstance(st, N.Gemm)]
+    copies = [st for st in body if isinstance(st, N.Copy)]
+    if len(gemms) != 1 or len(copies) != 2:
+        return None
+    g = gemms[0]
+    by_dst = {c.dst.buffer.uid: c for c in copies}
+    ca, cb = by_dst.get(g.a.buffer.uid), by_dst.get(g.b.buffer.uid)
+    if ca is None or cb is None or ca is cb or body.index(g) != 2:
+        return None
+    c = g.c.buffer
+    if (g.clear_accum or c.scope not in ("fragment", "local") or c.alias_of is not None or not _whole(g.c)
+            or not dt.is_float(c.dtype) or np.dtype(dt.np_dtype(c.dtype)) != dt.compute_dtype(c.dtype)):
+        return None
+    for cp, reg in ((ca, g.a), (cb, g.b)):
+        buf = cp.dst.buffer
+        if (cp.src.buffer.scope != "global" or buf.scope == "global" or buf.alias_of is not None
+                or not _whole(cp.dst) or not _whole(reg) or _static_tile(cp.src) != _static_tile(cp.dst)
+                or _static_tile(cp.dst) is None or _refs_beside_alloc(launch.body, buf.uid) != 2):
+            return None
+    allowed = outer | {loop.var.uid} | {v.uid for v in launch.block_vars}
+    used_a = _vars_in(ca.src.starts, set())
+    used_b = _vars_in(cb.src.starts, set())
+    if not (used_a | used_b) <= allowed or not _vars_in((loop.start, loop.stop), set()) <= outer:
+        return None
+    ta, tb = _static_tile(ca.dst), _static_tile(cb.dst)
+    ta = ta[::-1] if g.trans_a else ta
+    tb = tb[::-1] if g.trans_b else tb
+    if ta[1] != tb[0] or _static_tile(g.c) != (ta[0], tb[1]):
+        return None
+    return ca, cb, g, used_a, used_b, ta, tb
+
+
+_LOCAL = threading.local()
+
+
+def _scratch(name: str, shape: tuple, dtype) -> np.ndarray:
+    """A per-thread work array reused across calls (fresh large allocations cost page faults); its
+    contents never leave :func:`run`."""
+    bufs = getattr(_LOCAL, "bufs", None)
+    if bufs is None:
+        bufs = _LOCAL.bufs = {}
+    arr = bufs.get(name)
+    if arr is None or arr.shape != shape or arr.dtype != dtype:
+        arr = bufs[name] = np.empty(shape, dtype=dtype)
+    return arr
+
+
+_PLANS: dict = {}  # (id(launch), grid, outer vars) -> (launch, plans); the launch is kept so ids stay unique
+
+
+def plan_launch(launch: N.Launch, grid: tuple, outer_env: dict) -> dict:
+    """``{id(loop): GemmLoopPlan}`` for the launch's top-level loops that match the pattern (cached)."""
+    key = (id(launch), tuple(grid), frozenset(outer_env))
+    hit = _PLANS.get(key)
+    if hit is not None and hit[0] is launch:
+        return hit[1]
+    if len(_PLANS) > 512:
+        _PLANS.clear()
+    plans = _plan(launch, grid, set(outer_env))
+    _PLANS[key] = (launch, plans)
+    return plans
+
+
+def _plan(launch: N.Launch, grid: tuple, outer: set) -> dict:
+    gx, gy, gz = (tuple(grid) + (1, 1, 1))[:3]
+    bv = [v.uid for v in launch.block_vars]
+    plans = {}
+    for st in launch.body:
+        if not isinstance(st, N.For):
+            continue
+        m = _match(st, launch, outer)
+        if m is None:
+            continue
+        ca, cb, g, used_a, used_b, ta, tb = m
+        a_has_bx = len(bv) > 0 and bv[0] in used_a
+        b_has_by = len(bv) > 1 and bv[1] in used_b
+        if a_has_bx:
+            continue
+        acc = dt.compute_dtype(g.c.dtype).itemsize
+        if not b_has_by and gy * ta[0] * gx * tb[1] * acc <= GROUP_BYTES:
+            group = "grid"
+        elif ta[0] * gx * tb[1] * acc <= GROUP_BYTES:
+            group = "row"
+        else:
+            continue
+        plans[id(st)] = GemmLoopPlan(st, ca, cb, g, group, (gx, gy, gz), ta, tb, tuple(bv))
+    return plans
+
+
+# ------------------------------------------------------------------------------------------- running
+def _window_starts(cp: N.Copy, ctx: Ctx, env: dict, n: int) -> list:
+    """Per dimension of the source tensor, the ``n`` windows' starts (int64 arrays)."""
+    sub = Ctx(n, ctx.options, env, ctx.storage, np.zeros(n, dtype=np.int64))
+    starts, _ = memory.region_starts(cp.src, sub, ev)
+    return [np.broadcast_to(np.asarray(x, dtype=np.int64), (n,)) for x in starts]
+
+
+def _slab(cp: N.Copy, trans: bool, ctx: Ctx, starts: list, nk: int, nw: int, k_axis: int, acc, tf32: bool):
+    """The group's whole operand as one slice of the source tensor, when its ``nk × nw`` windows
+    ((k, window) order) tile a rectangle of it exactly and in bounds; else None. ``k_axis``: the op-form
+    axis K runs along (1 for A, 0 for B)."""
+    st = ctx.storage[cp.src.buffer.uid]
+    exts = [int(e) for e in cp.src.extents]
+    dims = [d for d, e in enumerate(exts) if e != 1]
+    if len(dims) != 2 or any(int(x.min()) != int(x.max()) for d, x in enumerate(starts) if d not in dims):
+        return None
+    # op-form axis of each tensor dim: the tile (t0, t1) is op-form transposed when ``trans``
+    op_axis = {dims[0]: 1 if trans else 0, dims[1]: 0 if trans else 1}
+    idx = [slice(int(x[0]), int(x[0]) + 1) if d not in dims else None for d, x in enumerate(starts)]
+    for d in dims:
+        x = starts[d].reshape(nk, nw)
+        along_k = op_axis[d] == k_axis
+        count = nk if along_k else nw
+        step = np.arange(count, dtype=np.int64) * exts[d]
+        want = (x[:, :1] - x[0, 0] == step[:, None]) if along_k else (x[:1, :] - x[0, 0] == step[None, :])
+        same = (x == x[:, :1]) if along_k else (x == x[:1, :])
+        if not (want.all() and same.all()):
+            return None
+        lo, hi = int(x[0, 0]), int(x[0, 0]) + count * exts[d]
+        if lo < 0 or hi > st.shape[d]:
+            return None
+        idx[d] = slice(lo, hi)
+    m = st[tuple(idx)].reshape([st[tuple(idx)].shape[d] for d in dims])
+    m = dt.convert(m, cp.dst.buffer.dtype).astype(acc, copy=False)
+    if tf32:
+        m = dt.to_tf32(m)
+    return m.T if trans else m
+
+
+def _tiles(cp: N.Copy, trans: bool, ctx: Ctx, env: dict, n: int, acc, tf32: bool) -> np.ndarray:
+    """The ``n`` tiles of copy ``cp`` whose block/loop variables ``env`` gives as length-``n`` arrays, as
+    the gemm reads them: the copy's fill and dtype conversion, in ``acc``, transposed when ``trans``;
+    shape ``(n, rows, cols)``."""
+    st = ctx.storage[cp.src.buffer.uid]
+    fill = ctx.safe.get(cp.src.buffer.uid, 0)
+    exts = tuple(int(e) for e in cp.src.extents)
+    tile = _static_tile(cp.dst)
+    starts = _window_starts(cp, ctx, env, n)
+    inside = all(e <= d for e, d in zip(exts, st.shape)) and all(
+        int(x.min()) >= 0 and int(x.max()) + e <= d for x, e, d in zip(starts, exts, st.shape))
+    if inside:  # one gather of all windows
+        raw = sliding_window_view(st, exts)[tuple(starts)].reshape((n,) + tile)
+    else:
+        raw = np.stack([memory._global_window_uniform(st, [int(x[i]) for x in starts], exts, fill).reshape(tile)
+                        for i in range(n)])
+    out = dt.convert(raw, cp.dst.buffer.dtype).astype(acc, copy=False)
+    if tf32:
+        out = dt.to_tf32(out)
+    return out.swapaxes(1, 2) if trans else out
+
+
+def run(plan: GemmLoopPlan, ctx: Ctx) -> bool:
+    """Run the loop fused (see the module docstring); False: the caller runs the plain path."""
+    if not ctx.options.fuse_gemm_loops or ctx.options.oob == "error" or ctx.mask is not None:
+        return False
+    loop, g = plan.loop, plan.gemm
+    start, stop = ev(loop.start, ctx), ev(loop.stop, ctx)
+    if isinstance(start, np.ndarray) or isinstance(stop, np.ndarray):
+        return False
+    ks = range(int(start), int(stop), loop.step)
+    gx, gy, _ = plan.grid
+    bm, bk, bn = plan.tile_a[0], plan.tile_a[1], plan.tile_b[1]
+    na = gy if plan.group == "grid" else 1
+    isz = dt.compute_dtype(g.c.dtype).itemsize
+    if len(ks) * bk * (na * bm + gx * bn) * isz > OPERAND_BYTES:
+        return False
+    if not len(ks):
+        return True
+    cst = ctx.storage[g.c.buffer.uid]
+    acc_dt = cst.dtype
+    tf32 = ctx.options.tf32 and g.a.dtype == "float32"
+    ids = ctx.block_ids
+    bx, by, bz = ids % gx, ids // gx % gy, ids // (gx * gy)
+    keys = bz if plan.group == "grid" else bz * gy + by
+    for key in np.unique(keys):
+        members = np.nonzero(keys == key)[0]
+        z = int(bz[members[0]])
+        rows = np.arange(gy) if plan.group == "grid" else by[members[:1]]
+        kk = np.asarray(ks, dtype=np.int64)
+        nk = len(kk)
+        env_a, env_b = dict(ctx.env), dict(ctx.env)
+        env_a[loop.var.uid], env_b[loop.var.uid] = np.repeat(kk, na), np.repeat(kk, gx)
+        for uid, va, vb in zip(plan.block_vars, (0, np.tile(rows, nk), z),
+                               (np.tile(np.arange(gx), nk), int(rows[0]) if na == 1 else 0, z)):
+            env_a[uid], env_b[uid] = va, vb
+        # the group's operands over the whole K range: slices of the tensors when the tiles cover
+        # rectangles of them, else gathered tiles; then one product added to the members' C tiles
+        a_all = _slab(plan.copy_a, g.trans_a, ctx, _window_starts(plan.copy_a, ctx, env_a, nk * na), nk, na, 1,
+                      acc_dt, tf32)
+        if a_all is None:
+            ta = _tiles(plan.copy_a, g.trans_a, ctx, env_a, nk * na, acc_dt, tf32)  # (k, row) order
+            a_all = _scratch("a", (na * bm, nk * bk), acc_dt)
+            a_all.reshape(na, bm, nk, bk)[...] = ta.reshape(nk, na, bm, bk).transpose(1, 2, 0, 3)
+        b_all = _slab(plan.copy_b, g.trans_b, ctx, _window_starts(plan.copy_b, ctx, env_b, nk * gx), nk, gx, 0,
+                      acc_dt, tf32)
+        if b_all is None:
+            tb = _tiles(plan.copy_b, g.trans_b, ctx, env_b, nk * gx, acc_dt, tf32)  # (k, column) order
+            b_all = _scratch("b", (nk * bk, gx * bn), acc_dt)
+            b_all.reshape(nk, bk, gx, bn)[...] = tb.reshape(nk, gx, bk, bn).transpose(0, 2, 1, 3)
+        prod = np.matmul(a_all, b_all, out=_scratch("p", (na * bm, gx * bn), acc_dt))
+        tiles = prod.reshape(na, bm, gx, bn).transpose(0, 2, 1, 3)  # (row, column, bm, bn) view
+        lo = int(members[0])
+        whole = len(members) == na * gx and int(members[-1]) == lo + na * gx - 1  # the whole group, in order
+        if whole and cst.flags.c_contiguous:  # (a reshape of a contiguous slice is a view)
+            view = cst[lo:lo + na * gx].reshape(na, gx, bm, bn)
+            np.add(view, tiles, out=view)
+        else:
+            ra = by[members] if plan.group == "grid" else np.zeros(len(members), dtype=np.int64)
+            part = tiles[ra, bx[members]]
+            cst[members] = (cst[members].reshape(part.shape) + part).reshape(cst[members].shape)
+    ctx.env[loop.var.uid] = ks[-1]
+    return True
