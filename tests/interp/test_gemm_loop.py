@@ -41,7 +41,9 @@ def test_the_canonical_loop_is_planned_as_a_grid_group():
 
 
 @tilelang.jit(out_idx=[-1])
-def gemm_with_epilogue_in_loop(M, N, K, bm=32, bn=32, bk=16):
+def gemm_variant(M, N, K, variant, bm=32, bn=32, bk=16):
+    """The canonical GEMM with one change that must keep the loop on the plain path:
+    ``epilogue_in_loop`` (a fourth statement in the loop) or ``tile_read_after`` (A_s observed later)."""
     @T.prim_func
     def main(A: T.Tensor((M, K), "float32"), B: T.Tensor((K, N), "float32"), C: T.Tensor((M, N), "float32")):
         with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm)) as (bx, by):
@@ -53,28 +55,12 @@ def gemm_with_epilogue_in_loop(M, N, K, bm=32, bn=32, bk=16):
                 T.copy(A[by * bm, k * bk], A_s)
                 T.copy(B[k * bk, bx * bn], B_s)
                 T.gemm(A_s, B_s, C_l)
-                for i, j in T.Parallel(bm, bn):  # a fourth statement: not the pattern
-                    C_l[i, j] = C_l[i, j] * 0.5
-            T.copy(C_l, C[by * bm, bx * bn])
-
-    return main
-
-
-@tilelang.jit(out_idx=[-1])
-def gemm_reading_tile_after_loop(M, N, K, bm=32, bn=32, bk=16):
-    @T.prim_func
-    def main(A: T.Tensor((M, K), "float32"), B: T.Tensor((K, N), "float32"), C: T.Tensor((M, N), "float32")):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm)) as (bx, by):
-            A_s = T.alloc_shared((bm, bk), "float32")
-            B_s = T.alloc_shared((bk, bn), "float32")
-            C_l = T.alloc_fragment((bm, bn), "float32")
-            T.clear(C_l)
-            for k in T.Pipelined(T.ceildiv(K, bk)):
-                T.copy(A[by * bm, k * bk], A_s)
-                T.copy(B[k * bk, bx * bn], B_s)
-                T.gemm(A_s, B_s, C_l)
-            for i, j in T.Parallel(bm, bn):  # the last A tile is observed: the loop must run plainly
-                C_l[i, j] = C_l[i, j] + A_s[i, j % bk]
+                if variant == "epilogue_in_loop":
+                    for i, j in T.Parallel(bm, bn):
+                        C_l[i, j] = C_l[i, j] * 0.5
+            if variant == "tile_read_after":
+                for i, j in T.Parallel(bm, bn):
+                    C_l[i, j] = C_l[i, j] + A_s[i, j % bk]
             T.copy(C_l, C[by * bm, bx * bn])
 
     return main
@@ -101,8 +87,14 @@ def batched_gemm_b_per_row(M, N, K, bm=32, bn=32, bk=16):
 
 
 def test_loops_that_do_not_match_run_plainly():
-    assert not _plans(gemm_with_epilogue_in_loop(64, 64, 64))
-    assert not _plans(gemm_reading_tile_after_loop(64, 64, 64))
+    assert not _plans(gemm_variant(64, 64, 64, "epilogue_in_loop"))
+    assert not _plans(gemm_variant(64, 64, 64, "tile_read_after"))
+    a, b = _operands(np.random.default_rng(6), 64, 64, 64, "float32")
+    c = gemm_variant(64, 64, 64, "epilogue_in_loop")(a, b)
+    want = np.zeros((64, 64))
+    for k0 in range(0, 64, 16):  # C = (C + A_k @ B_k) / 2 per step
+        want = (want + a[:, k0:k0 + 16].astype(np.float64) @ b[k0:k0 + 16]) * 0.5
+    assert np.allclose(c, want, rtol=1e-5, atol=1e-5)
     plans = list(_plans(batched_gemm_b_per_row(64, 64, 64)).values())
     assert len(plans) == 1 and plans[0].group == "row"
 

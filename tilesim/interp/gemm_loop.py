@@ -260,6 +260,26 @@ def _tiles(cp: N.Copy, trans: bool, ctx: Ctx, env: dict, n: int, acc, tf32: bool
     return out.swapaxes(1, 2) if trans else out
 
 
+def _operand(cp: N.Copy, trans: bool, ctx: Ctx, env: dict, nk: int, nw: int, k_axis: int, acc, tf32: bool):
+    """A group's operand over K in op form — (nw·rows, nk·K tile) for A (``k_axis=1``), (nk·K tile,
+    nw·cols) for B (``k_axis=0``): a slice of the tensor when the tiles cover a rectangle of it, else
+    the tiles gathered ((k, window) order) into a scratch array."""
+    n = nk * nw
+    m = _slab(cp, trans, ctx, _window_starts(cp, ctx, env, n), nk, nw, k_axis, acc, tf32)
+    if m is not None:
+        return m
+    t = _tiles(cp, trans, ctx, env, n, acc, tf32)
+    r, c = t.shape[1:]
+    t = t.reshape(nk, nw, r, c)
+    if k_axis == 1:  # rows of windows, K along the columns
+        out = _scratch("a", (nw * r, nk * c), acc)
+        out.reshape(nw, r, nk, c)[...] = t.transpose(1, 2, 0, 3)
+    else:
+        out = _scratch("b", (nk * r, nw * c), acc)
+        out.reshape(nk, r, nw, c)[...] = t.transpose(0, 2, 1, 3)
+    return out
+
+
 def run(plan: GemmLoopPlan, ctx: Ctx) -> bool:
     """Run the loop fused (see the module docstring); False: the caller runs the plain path."""
     if not ctx.options.fuse_gemm_loops or ctx.options.oob == "error" or ctx.mask is not None:
@@ -294,20 +314,9 @@ def run(plan: GemmLoopPlan, ctx: Ctx) -> bool:
         for uid, va, vb in zip(plan.block_vars, (0, np.tile(rows, nk), z),
                                (np.tile(np.arange(gx), nk), int(rows[0]) if na == 1 else 0, z)):
             env_a[uid], env_b[uid] = va, vb
-        # the group's operands over the whole K range: slices of the tensors when the tiles cover
-        # rectangles of them, else gathered tiles; then one product added to the members' C tiles
-        a_all = _slab(plan.copy_a, g.trans_a, ctx, _window_starts(plan.copy_a, ctx, env_a, nk * na), nk, na, 1,
-                      acc_dt, tf32)
-        if a_all is None:
-            ta = _tiles(plan.copy_a, g.trans_a, ctx, env_a, nk * na, acc_dt, tf32)  # (k, row) order
-            a_all = _scratch("a", (na * bm, nk * bk), acc_dt)
-            a_all.reshape(na, bm, nk, bk)[...] = ta.reshape(nk, na, bm, bk).transpose(1, 2, 0, 3)
-        b_all = _slab(plan.copy_b, g.trans_b, ctx, _window_starts(plan.copy_b, ctx, env_b, nk * gx), nk, gx, 0,
-                      acc_dt, tf32)
-        if b_all is None:
-            tb = _tiles(plan.copy_b, g.trans_b, ctx, env_b, nk * gx, acc_dt, tf32)  # (k, column) order
-            b_all = _scratch("b", (nk * bk, gx * bn), acc_dt)
-            b_all.reshape(nk, bk, gx, bn)[...] = tb.reshape(nk, gx, bk, bn).transpose(0, 2, 1, 3)
+        # the group's operands over the whole K range, then one product added to the members' C tiles
+        a_all = _operand(plan.copy_a, g.trans_a, ctx, env_a, nk, na, 1, acc_dt, tf32)
+        b_all = _operand(plan.copy_b, g.trans_b, ctx, env_b, nk, gx, 0, acc_dt, tf32)
         prod = np.matmul(a_all, b_all, out=_scratch("p", (na * bm, gx * bn), acc_dt))
         tiles = prod.reshape(na, bm, gx, bn).transpose(0, 2, 1, 3)  # (row, column, bm, bn) view
         lo = int(members[0])
