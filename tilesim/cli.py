@@ -10,9 +10,25 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import os
 import sys
 
 from .errors import InternalError, TilesimError
+
+
+def _package_module(path: str):
+    """``kernels/norms.py`` → ``"kernels.norms"`` when the file sits in a package (``__init__.py`` up
+    the tree), else None. Importing such a file under its package name runs it once, so a module that
+    registers kernels (the library) is not executed a second time."""
+    path = os.path.realpath(path)
+    d, base = os.path.split(path)
+    if not base.endswith(".py"):
+        return None
+    parts = [base[:-3]]
+    while os.path.isfile(os.path.join(d, "__init__.py")):
+        d, pkg = os.path.split(d)
+        parts.append(pkg)
+    return ".".join(reversed(parts)) if len(parts) > 1 else None
 
 
 def _load_factory(spec: str):
@@ -20,6 +36,16 @@ def _load_factory(spec: str):
     if "::" not in spec:
         raise SystemExit(f"tilesim: expected FILE.py::NAME, got {spec!r}")
     path, name = spec.split("::", 1)
+    dotted = _package_module(path)
+    if dotted is not None:  # a module of an installed package (e.g. kernels/norms.py): import it once
+        try:
+            mod = importlib.import_module(dotted)
+        except ImportError:
+            mod = None
+        if mod is not None and os.path.realpath(getattr(mod, "__file__", "") or "") == os.path.realpath(path):
+            if not hasattr(mod, name):
+                raise SystemExit(f"tilesim: {path} has no {name!r}")
+            return getattr(mod, name)
     mod_spec = importlib.util.spec_from_file_location("_tilesim_user_module", path)
     if mod_spec is None or mod_spec.loader is None:
         raise SystemExit(f"tilesim: cannot load {path}")
@@ -201,7 +227,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["sim"]:  # its own parser: argparse.REMAINDER would not pass "-h"/"--hw" first
+        from argparse import Namespace
+        args = Namespace(fn=_cmd_sim, rest=argv[1:])
+    else:
+        args = parser.parse_args(argv)
     if not getattr(args, "fn", None):
         parser.print_help()
         return 0

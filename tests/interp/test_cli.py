@@ -48,3 +48,17 @@ def test_cuda_target_without_a_gpu_is_a_clear_error():
     r = run("run", "rmsnorm", "--target", "cuda")
     assert r.returncode == 2
     assert "no usable CUDA GPU" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_every_subcommand_has_help():
+    for cmd in ("report", "sim", "hw", "kernels", "run", "tune", "lint", "ir", "bench", "attention-cost"):
+        r = run(cmd, "-h")
+        assert r.returncode == 0 and r.stdout.startswith(f"usage: tilesim {cmd}"), (cmd, r.stdout, r.stderr)
+
+
+def test_sim_loads_a_library_module_once(capsys):
+    """kernels/norms.py registers kernels at import: loading it by path must not register them twice."""
+    assert main(["sim", "kernels/norms.py::rms_norm", "--profile", "numba",
+                 "--args", "M=256", "N=512", "block_N=512", "threads=128"]) == 0
+    out = capsys.readouterr().out
+    assert "numba profile" in out and "bound by" in out
