@@ -70,6 +70,7 @@ class KernelGen(CopyLowering, GemmLowering, ReduceLowering, BarrierPlanner, Memo
         for v in L.block_vars:
             self.names[v.uid] = f"{_san(v.name)}_{v.uid}"
         self.plan_deferred()
+        self.plan_scratch_alternation()
         self.plan_barriers()
         self.body(L.body)
         return self._assemble()
@@ -151,7 +152,7 @@ class KernelGen(CopyLowering, GemmLowering, ReduceLowering, BarrierPlanner, Memo
         for b, _st, n, _ in items:
             out.append(ind + f"{self.arr(b)} = cuda.shared.array({n}, {Rl.storage_np(b.dtype)})")
         for kind, n in sorted(self.scratch.items()):
-            t = {"f32": "float32", "f64": "float64", "i64": "int64"}[kind]
+            t = {"f32": "float32", "f64": "float64", "i64": "int64"}[kind[:3]]
             out.append(ind + f"_scr_{kind} = cuda.shared.array({n}, {t})")
         for b in self.allocs:
             if b.alias_of is None and self.where(b) == "reg":

@@ -58,7 +58,8 @@ class ReduceLowering:
         cross, direct = self._reduce_plan(s)
         ev = []
         if cross in ("scratch", "mixed"):
-            ev += [("W", "_scratch"), ("SYNC",), ("R", "_scratch")]
+            part = "_scratch_b" if self.scr_alt.get(id(s)) else "_scratch"
+            ev += [("W", part), ("SYNC",), ("R", part)]
         if cross != "mem" and not direct and self.where(s.dst.buffer) == "reg":
             ev += ([("SYNC",)] if cross in ("scratch", "mixed") else []) + [("W", "_scratch"), ("SYNC",),
                                                                             ("R", "_scratch")]
@@ -67,6 +68,27 @@ class ReduceLowering:
     # ---- deferred cross-thread reductions: `for c: ...; T.reduce_*(x, acc, clear=False)` keeps one
     # per-thread partial per output across the iterations and reduces across threads once, after the loop
     # (no shuffles, shared round or barriers per iteration: the next chunk's loads are not held back)
+    def plan_scratch_alternation(self):
+        """Consecutive block reductions put their per-warp partials in two scratch arrays by turns, so
+        the second need not wait (a barrier) until every thread has read the first's partials."""
+        self.scr_alt = {}
+        flip = 0
+
+        def walk(body):
+            nonlocal flip
+            for st in body:
+                if isinstance(st, N.Reduce) and id(st) not in self.deferred:
+                    cross, _ = self._reduce_plan(st)
+                    if cross in ("scratch", "mixed"):
+                        self.scr_alt[id(st)] = flip
+                        flip ^= 1
+                for attr in ("body", "then", "orelse"):
+                    sub = getattr(st, attr, None)
+                    if isinstance(sub, tuple) and not isinstance(st, N.Parallel):
+                        walk(sub)
+
+        walk(self.launch.body)
+
     def plan_deferred(self):
         self.deferred = {}
         self.deferred_by_loop = {}
@@ -224,7 +246,8 @@ class ReduceLowering:
         if cross in ("scratch", "mixed") and groups > 1:
             # one value per (warp) group through shared memory
             kind = {"f32": "f32", "f64": "f64", "int": "i64", "bool": "i64"}[cd]
-            scr = self.need_scratch(kind, nout * self.nt)
+            alt = finish_from is None and self.scr_alt.get(id(s))
+            scr = self.need_scratch(kind + ("b" if alt else ""), nout * self.nt)
             self.emit(f"for _q in range({nout}):")
             self.emit(f"    _stx({scr}, _q * {self.nt} + _tid, {red}[_q])")
             self.emit("cuda.syncthreads()")
