@@ -113,8 +113,7 @@ def _operands(rng, M, N, K, dtype, trans_a=False, trans_b=False):
 
 
 def _reference(a, b, trans_a, trans_b):
-    a64 = dt.to_float64(a) if hasattr(dt, "to_float64") else np.asarray(a, dtype=np.float64)
-    b64 = dt.to_float64(b) if hasattr(dt, "to_float64") else np.asarray(b, dtype=np.float64)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
     return (a64.T if trans_a else a64) @ (b64.T if trans_b else b64)
 
 
