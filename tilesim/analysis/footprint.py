@@ -88,11 +88,20 @@ def _writes(stmts, uid) -> bool:
 def peak_live_bytes(a: Analyzer, launch: N.Launch) -> float:
     """Peak register-fragment bytes of one block (see the module docstring)."""
     sizes = {}
-    for b in a.buffers.values():
-        if b.alias_of is None and b.scope != "global" and _scope(b) == "reg":
-            shape = b.static_shape()
-            if shape is not None:
-                sizes[b.uid] = float(np.prod(shape)) * _size(b.dtype) if shape else _size(b.dtype)
+    regs = [b for b in a.buffers.values()
+            if b.alias_of is None and b.scope != "global" and _scope(b) == "reg" and b.static_shape() is not None]
+    tiles = [b.static_shape() for b in regs if len(b.static_shape()) == 2]
+    row_dims = {t[0] for t in tiles} - {t[1] for t in tiles}
+    # a row statistic (a 1-D fragment as long as the rows of a 2-D tile, e.g. flash attention's running
+    # max) is replicated over the tile's column threads: a thread holds extent / (row thread groups)
+    # values, the row groups of a square-ish tile layout
+    rows = 1 << int(math.log2(max(1.0, math.sqrt(a.threads))))
+    for b in regs:
+        shape = b.static_shape()
+        n = float(np.prod(shape)) if shape else 1.0
+        if len(shape) == 1 and shape[0] in row_dims:
+            n = math.ceil(shape[0] / min(shape[0], rows)) * a.threads
+        sizes[b.uid] = n * _size(b.dtype)
 
     def extra(st) -> float:
         if isinstance(st, N.Gemm) and _scope(st.c.buffer) == "reg" and a.profile.gemm_operands == "fma":
