@@ -44,7 +44,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from .. import dtypes as dt
 from ..ir import nodes as N
-from ..ir.queries import buffer_refs
+from ..ir.queries import buffer_refs, referenced_vars
 from . import memory
 from .exprs import ev
 from .state import Ctx
@@ -69,18 +69,6 @@ class GemmLoopPlan:
 
 
 # ------------------------------------------------------------------------------------------- planning
-def _vars_in(node, out: set) -> set:
-    if isinstance(node, N.Var):
-        out.add(node.uid)
-    elif isinstance(node, (list, tuple)):
-        for x in node:
-            _vars_in(x, out)
-    elif hasattr(node, "__dataclass_fields__") and not isinstance(node, N.Buffer):
-        for f in node.__dataclass_fields__:
-            _vars_in(getattr(node, f), out)
-    return out
-
-
 def _whole(r: N.Region) -> bool:
     return (all(isinstance(s, N.Const) and s.value == 0 or s == 0 for s in r.starts)
             and tuple(r.extents) == tuple(r.buffer.shape))
@@ -129,9 +117,9 @@ def _match(loop: N.For, launch: N.Launch, outer: set):
                 or _static_tile(cp.dst) is None or _refs_beside_alloc(launch.body, buf.uid) != 2):
             return None
     allowed = outer | {loop.var.uid} | {v.uid for v in launch.block_vars}
-    used_a = _vars_in(ca.src.starts, set())
-    used_b = _vars_in(cb.src.starts, set())
-    if not (used_a | used_b) <= allowed or not _vars_in((loop.start, loop.stop), set()) <= outer:
+    used_a = set(referenced_vars(ca.src.starts))
+    used_b = set(referenced_vars(cb.src.starts))
+    if not (used_a | used_b) <= allowed or not set(referenced_vars((loop.start, loop.stop))) <= outer:
         return None
     ta, tb = _static_tile(ca.dst), _static_tile(cb.dst)
     ta = ta[::-1] if g.trans_a else ta

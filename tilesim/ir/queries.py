@@ -2,6 +2,7 @@
 
 * :func:`buffer_refs` — how many times a buffer (or a view aliasing it) is named in a subtree;
 * :func:`referenced_buffers` — every buffer named in a subtree, aliases resolved to their root;
+* :func:`referenced_vars` — every variable an expression (or tuple of them) names;
 * :func:`deferrable_loop_reduce` — the IR side of "defer a loop reduction's cross-thread part": a
   ``T.reduce_*(src, acc, clear=False)`` of a combinable kind directly in a loop body that names ``acc``
   nowhere else. Where the buffers live (registers) and whether the layouts allow it is the caller's
@@ -45,6 +46,21 @@ def referenced_buffers(node, out: dict | None = None) -> dict:
     elif dataclasses.is_dataclass(node) and not isinstance(node, type):
         for x in _fields(node):
             referenced_buffers(x, out)
+    return out
+
+
+def referenced_vars(e, out: dict | None = None) -> dict:
+    """``{uid: Var}`` of the variables expression ``e`` (or a tuple/list of expressions) names."""
+    out = {} if out is None else out
+    if isinstance(e, N.Var):
+        out.setdefault(e.uid, e)
+    elif isinstance(e, (list, tuple)):
+        for x in e:
+            referenced_vars(x, out)
+    elif isinstance(e, N.Expr):
+        for x in _fields(e):
+            if isinstance(x, (N.Expr, list, tuple)):
+                referenced_vars(x, out)
     return out
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from ... import dtypes as dt
 from ...errors import InternalError, KernelTypeError
 from ...ir import nodes as N
+from ...ir.queries import referenced_vars
 from . import rules as Rl
 from .barriers import BarrierPlanner
 from .caps import STATIC_SMEM_LIMIT
@@ -221,7 +222,7 @@ def lower_program(pf: N.PrimFunc, sim: bool = False) -> Program:
         if isinstance(p, N.Buffer):
             for d in p.shape:
                 if isinstance(d, N.Expr):
-                    _collect_vars(d, outer)
+                    referenced_vars(d, outer)
     steps, kernels = [], []
     for s in pf.body:
         if isinstance(s, N.Launch):
@@ -233,7 +234,7 @@ def lower_program(pf: N.PrimFunc, sim: bool = False) -> Program:
                 raise KernelTypeError(f"a {s.buffer.scope} buffer outside a kernel launch", s.loc)
             for d in s.buffer.shape:
                 if isinstance(d, N.Expr):
-                    _collect_vars(d, outer)
+                    referenced_vars(d, outer)
             steps.append(("alloc", s.buffer))
         elif isinstance(s, N.Let):
             outer[s.var.uid] = s.var
@@ -243,17 +244,3 @@ def lower_program(pf: N.PrimFunc, sim: bool = False) -> Program:
                                   f"backend", getattr(s, "loc", None),
                                   hint="put statements inside `with T.Kernel(...)`")
     return Program(pf, steps, kernels, sim)
-
-
-def _collect_vars(e, out):
-    if isinstance(e, N.Var):
-        out.setdefault(e.uid, e)
-        return
-    for f in getattr(type(e), "__dataclass_fields__", {}):
-        v = getattr(e, f)
-        if isinstance(v, N.Expr):
-            _collect_vars(v, out)
-        elif isinstance(v, tuple):
-            for x in v:
-                if isinstance(x, N.Expr):
-                    _collect_vars(x, out)
