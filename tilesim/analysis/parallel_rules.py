@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import InternalError, KernelTypeError
 from ..ir import nodes as N
+from ..ir.queries import expr_children
 from .analyzer import Analyzer
 from .expr_rules import _Acc
 from .node_helpers import _core, _root, _scope, _size
@@ -222,17 +223,6 @@ def _expr_loads(e, out: set):
     stack = [e]
     while stack:
         x = stack.pop()
-        t = type(x)
-        if t is N.Load:
+        if type(x) is N.Load:
             out.add(x.buffer)
-            stack.extend(x.indices)
-        elif t in (N.Binary, N.Compare, N.Logical):
-            stack.extend((x.a, x.b))
-        elif t is N.Unary:
-            stack.append(x.a)
-        elif t is N.Select:
-            stack.extend((x.cond, x.a, x.b))
-        elif t in (N.Cast, N.Reinterpret):
-            stack.append(x.value)
-        elif t is N.Call:
-            stack.extend(x.args)
+        stack.extend(expr_children(x))

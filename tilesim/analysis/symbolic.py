@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import nodes as N
+from ..ir.queries import expr_children
 
 __all__ = ["Space", "Evaluator", "DataDependent", "EXACT_TRIPS", "EDGE_SAMPLES", "free_vars"]
 
@@ -281,18 +282,8 @@ def free_vars(e, lets: dict, out: set | None = None, loads: list | None = None) 
                 out.add(x.uid)
         elif t is N.Const:
             continue
-        elif t is N.Load:
-            if loads is not None:
+        else:
+            if t is N.Load and loads is not None:
                 loads.append(x.buffer)
-            stack.extend(x.indices)
-        elif t in (N.Binary, N.Compare, N.Logical):
-            stack.extend((x.a, x.b))
-        elif t is N.Unary:
-            stack.append(x.a)
-        elif t is N.Select:
-            stack.extend((x.cond, x.a, x.b))
-        elif t in (N.Cast, N.Reinterpret):
-            stack.append(x.value)
-        elif t is N.Call:
-            stack.extend(x.args)
+            stack.extend(expr_children(x))
     return out

@@ -3,6 +3,7 @@
 * :func:`buffer_refs` — how many times a buffer (or a view aliasing it) is named in a subtree;
 * :func:`referenced_buffers` — every buffer named in a subtree, aliases resolved to their root;
 * :func:`referenced_vars` — every variable an expression (or tuple of them) names;
+* :func:`expr_children` — the sub-expressions of one expression node (for hand-written walks);
 * :func:`deferrable_loop_reduce` — the IR side of "defer a loop reduction's cross-thread part": a
   ``T.reduce_*(src, acc, clear=False)`` of a combinable kind directly in a loop body that names ``acc``
   nowhere else. Where the buffers live (registers) and whether the layouts allow it is the caller's
@@ -47,6 +48,25 @@ def referenced_buffers(node, out: dict | None = None) -> dict:
         for x in _fields(node):
             referenced_buffers(x, out)
     return out
+
+
+def expr_children(x) -> tuple:
+    """The direct sub-expressions of expression ``x`` (a ``Load``'s indices, an operator's operands, a
+    call's arguments; none for ``Var``/``Const``)."""
+    t = type(x)
+    if t is N.Load:
+        return tuple(x.indices)
+    if t in (N.Binary, N.Compare, N.Logical):
+        return (x.a, x.b)
+    if t is N.Unary:
+        return (x.a,)
+    if t is N.Select:
+        return (x.cond, x.a, x.b)
+    if t in (N.Cast, N.Reinterpret):
+        return (x.value,)
+    if t is N.Call:
+        return tuple(x.args)
+    return ()
 
 
 def referenced_vars(e, out: dict | None = None) -> dict:
