@@ -7,6 +7,7 @@ cycle-approximate simulator.
 from __future__ import annotations
 
 from . import language as language  # noqa: F401
+from .backends.interp import InterpOptions  # noqa: F401
 from .config import PassConfigKey, TensorSupplyType  # noqa: F401
 from .errors import (  # noqa: F401
                      HardwareModelError,
@@ -17,7 +18,6 @@ from .errors import (  # noqa: F401
                      KernelTypeError,
                      TilesimError,
 )
-from .interp import InterpOptions  # noqa: F401
 from .jit import autotune, compile, jit  # noqa: F401
 from .kernel import JITKernel  # noqa: F401
 

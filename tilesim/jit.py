@@ -15,8 +15,8 @@ import inspect
 import numpy as np
 
 from . import dtypes as dt
+from .backends.interp import InterpOptions
 from .errors import KernelRuntimeError, KernelTypeError, user_facing
-from .interp import InterpOptions
 from .ir import nodes as N
 from .kernel import JITKernel
 

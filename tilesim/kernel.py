@@ -18,10 +18,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as dt
+from .backends.interp import InterpOptions
+from .backends.interp import run as interp_run
 from .config import normalise_pass_configs
 from .errors import KernelRuntimeError, KernelTypeError, user_facing
-from .interp import InterpOptions
-from .interp import run as interp_run
 from .ir import nodes as N
 from .ir.printer import format_ir
 
@@ -175,9 +175,9 @@ def _fmt_shape(shape):
 
 def eval_dim(e, scalars) -> int:
     """Value of a shape expression given bound symbols."""
-    from .interp.exprs import ev
-    from .interp.options import InterpOptions as _O
-    from .interp.state import Ctx
+    from .backends.interp.exprs import ev
+    from .backends.interp.options import InterpOptions as _O
+    from .backends.interp.state import Ctx
     if isinstance(e, int):
         return e
     ctx = Ctx(1, _O(), dict(scalars), {}, np.zeros(1, dtype=np.int64))
@@ -270,7 +270,7 @@ class JITKernel:
         for i in self.out_idx:
             p = pf.params[i]
             shape = tuple(eval_dim(d, scalars) if not isinstance(d, int) else d for d in p.shape)
-            from .interp.runtime import new_array
+            from .backends.interp.runtime import new_array
             values[i] = new_array(shape, p.dtype, opts.uninit)
         arrays, scalars, conv = bind_arguments(pf, values)
         if self._cuda is not None:

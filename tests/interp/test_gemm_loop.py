@@ -1,4 +1,4 @@
-"""The fused tiled-GEMM K loop (tilesim/interp/gemm_loop.py): which loops it takes, that it computes the
+"""The fused tiled-GEMM K loop (tilesim/backends/interp/gemm_loop.py): which loops it takes, that it computes the
 plain path's values (up to summation order), and that its results do not depend on chunking."""
 
 import numpy as np
@@ -10,9 +10,9 @@ import tilesim
 import tilesim as tilelang
 import tilesim.language as T
 from tilesim import dtypes as dt
+from tilesim.backends.interp import gemm_loop
 from tilesim.errors import KernelRuntimeError
 from tilesim.examples import matmul
-from tilesim.interp import gemm_loop
 from tilesim.testing.strategies import dim, random_array
 
 from ..core_kernels import matmul_dynamic

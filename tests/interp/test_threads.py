@@ -15,10 +15,10 @@ import tilesim
 import tilesim as tilelang
 import tilesim.language as T
 from tilesim import dtypes as dt
+from tilesim.backends.interp import chunks, pool
+from tilesim.backends.interp.options import INT_SENTINEL
+from tilesim.backends.interp.state import Storage
 from tilesim.errors import KernelRuntimeError, KernelTypeError
-from tilesim.interp import chunks, pool
-from tilesim.interp.options import INT_SENTINEL
-from tilesim.interp.state import Storage
 from tilesim.ir import nodes as N
 from tilesim.testing.strategies import dim, random_array
 

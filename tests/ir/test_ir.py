@@ -5,10 +5,10 @@ import dataclasses
 import pytest
 
 from tests import core_kernels as K
+from tilesim.backends.interp.exprs import EXPR_RULES
+from tilesim.backends.interp.rules import STMT_RULES
 from tilesim.errors import InternalError
 from tilesim.frontend.prims import BUILDERS, LOOP_PRIMS
-from tilesim.interp.control import STMT_RULES
-from tilesim.interp.exprs import EXPR_RULES
 from tilesim.ir import groups as G
 from tilesim.ir import nodes as N
 from tilesim.ir.printer import format_ir

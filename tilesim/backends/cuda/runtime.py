@@ -337,9 +337,9 @@ def _host_eval(e, scalars):
         return e
     if isinstance(e, N.Const):
         return e.value
-    from ...interp.exprs import ev
-    from ...interp.options import InterpOptions
-    from ...interp.state import Ctx
+    from ..interp.exprs import ev
+    from ..interp.options import InterpOptions
+    from ..interp.state import Ctx
 
     ctx = Ctx(1, InterpOptions(), dict(scalars), {}, np.zeros(1, dtype=np.int64))
     v = ev(e, ctx)

@@ -48,7 +48,7 @@ from concurrent.futures import wait as wait_futures
 
 import numpy as np
 
-from ..ir import nodes as N
+from ...ir import nodes as N
 
 #: Most worker threads ``threads=0`` (auto) picks.
 MAX_AUTO_THREADS = 8

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as dt
-from ..ir import nodes as N
+from ... import dtypes as dt
+from ...ir import nodes as N
 from . import memory
 from .state import Ctx, lift
 
@@ -42,7 +42,7 @@ def _var(e, ctx):
     try:
         v = ctx.env[e.uid]
     except KeyError:
-        from ..errors import InternalError
+        from ...errors import InternalError
         raise InternalError(f"variable {e.name} has no value at {e.loc}") from None
     return lift(v, ctx.rank)
 
@@ -87,7 +87,7 @@ def _binary(e, ctx):
         if e.op == "bitxor":
             return np.logical_xor(a, b)
     if e.op in ("floordiv", "floormod", "div", "truncmod") and _has_zero(b):
-        from ..errors import KernelRuntimeError
+        from ...errors import KernelRuntimeError
         raise KernelRuntimeError("integer division by zero", e.loc)
     r = _INT_OPS[e.op](a, b)
     if isinstance(r, np.ndarray) and r.ndim == 0:

@@ -1,6 +1,6 @@
 """Execution state of the batched interpreter and the value conventions it relies on.
 
-Value conventions (every rule in ``exprs``/``memory``/``tileops``/``control`` keeps them):
+Value conventions (every rule in ``exprs``/``memory``/``tile_*``/``rules`` keeps them):
 
 * A **uniform** value (the same for every block and element) is a Python ``int``/``bool`` (integers,
   indices) or a NumPy scalar of the compute dtype (floats keep their precision: ``np.float32``).
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as dt
+from ... import dtypes as dt
 from . import pool
 from .options import INT_SENTINEL, InterpOptions
 
@@ -58,7 +58,7 @@ class Storage(dict):
     ``defer(uid, shape, dtype, how)`` records an allocation without making it: the first
     ``storage[uid]`` makes it (filled as ``new_array`` does, so a read of a never-written buffer still
     sees NaN or the integer sentinel), while a rule that overwrites the whole buffer
-    (``tileops._adopt``, a whole-buffer ``T.fill``/``T.clear``) installs its own array with
+    (``tile_copy._adopt``, a whole-buffer ``T.fill``/``T.clear``) installs its own array with
     ``storage[uid] = arr`` and the uninitialised one is never made. A deferred buffer is absent from
     ``keys()``/``values()``/``in``/``get`` (it has no memory yet); ``dtype_of``/``is_deferred`` see it
     without making it. ``release(keep)`` ends the chunk: on-chip arrays go back to ``pool``.

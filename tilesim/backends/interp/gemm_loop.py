@@ -42,9 +42,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .. import dtypes as dt
-from ..ir import nodes as N
-from ..ir.queries import buffer_refs, referenced_vars
+from ... import dtypes as dt
+from ...ir import nodes as N
+from ...ir.queries import buffer_refs, referenced_vars
 from . import memory
 from .exprs import ev
 from .state import Ctx

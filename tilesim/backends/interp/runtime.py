@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes as dt
-from ..errors import KernelRuntimeError
-from ..ir import nodes as N
+from ... import dtypes as dt
+from ...errors import KernelRuntimeError
+from ...ir import nodes as N
 from . import chunks, gemm_loop
-from .control import STMT_RULES, run_body
 from .exprs import ev
 from .options import InterpOptions
+from .rules import STMT_RULES, run_body
 from .state import Ctx, Storage, new_array
 
 __all__ = ["allocate_onchip", "new_array", "run"]

@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
-from .. import dtypes as dt
-from ..errors import KernelRuntimeError
-from ..ir import nodes as N
+from ... import dtypes as dt
+from ...errors import KernelRuntimeError
+from ...ir import nodes as N
 from .state import Ctx, block_mask, lift
 
 

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import KernelError, KernelRuntimeError
-from ..ir import nodes as N
-from . import gemm_loop, memory
+from ...errors import KernelError, KernelRuntimeError
+from ...ir import nodes as N
+from . import gemm_loop, memory, tile_copy, tile_gemm, tile_reduce
 from .exprs import ev
 from .state import Ctx, LoopFrame, mask_and, mask_as_set, mask_minus, none_active, set_or
-from .tileops import TILE_RULES
 
-STMT_RULES: dict = dict(TILE_RULES)
+STMT_RULES: dict = {**tile_copy.TILE_RULES, **tile_gemm.TILE_RULES, **tile_reduce.TILE_RULES}
 
 
 def rule(cls):

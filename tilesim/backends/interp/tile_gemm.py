@@ -1,0 +1,84 @@
+"""Interpreter rule of ``T.gemm``: one batched ``matmul`` per chunk, in the accumulator's compute dtype.
+
+The fused K-loop fast path (a whole tiled-GEMM loop as one product per group of blocks) is
+:mod:`.gemm_loop`; the plain meaning both are tested against is :func:`.reference.gemm`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dtypes as dt
+from ...ir import nodes as N
+from . import memory, pool
+from .exprs import ev
+from .state import Ctx
+from .tile_copy import _adopt
+
+TILE_RULES: dict = {}
+
+
+def rule(cls):
+    def deco(fn):
+        TILE_RULES[cls] = fn
+        return fn
+    return deco
+
+
+def _as_matrix(vals):
+    n = vals.shape[0]
+    ext = [e for e in vals.shape[1:]]
+    while len(ext) > 2 and ext[0] == 1:
+        ext.pop(0)
+    return vals.reshape((n,) + tuple(ext))
+
+
+@rule(N.Gemm)
+def _gemm(s: N.Gemm, ctx: Ctx):
+    acc = dt.compute_dtype(s.c.dtype) if dt.is_float(s.c.dtype) else np.dtype(np.int64)
+    a = _as_matrix(memory.read_region(s.a, ctx, ev)).astype(acc, copy=False)
+    b = _as_matrix(memory.read_region(s.b, ctx, ev)).astype(acc, copy=False)
+    if ctx.options.tf32 and s.a.dtype == "float32":
+        a, b = dt.to_tf32(a), dt.to_tf32(b)
+    if s.trans_a:
+        a = a.swapaxes(1, 2)
+    if s.trans_b:
+        b = b.swapaxes(1, 2)
+    if not s.clear_accum and ctx.mask is None and a.ndim == b.ndim == 3 and a.dtype == acc == b.dtype:
+        cview = memory.onchip_view(s.c, ctx, ev)
+        shape = (max(a.shape[0], b.shape[0]), a.shape[1], b.shape[2])
+        if (cview is not None and cview.dtype == acc and cview.size == shape[0] * shape[1] * shape[2]
+                and cview.nbytes >= pool.MIN_BYTES):
+            # accumulate in place: C is a float32/float64 fragment updated by every block; the
+            # product goes to reused scratch memory
+            cm = cview.reshape(shape)
+            scratch = pool.empty(shape, acc)
+            np.matmul(a, b, out=scratch)
+            cm += scratch
+            probe = np.empty(0)
+            pool.give_back(scratch, probe)
+            return
+    prod = np.matmul(a, b)
+    if s.clear_accum and ctx.mask is None and s.c.buffer.scope != "global" and prod.shape[0] == ctx.nb:
+        # C = A @ B over the whole of C: the product becomes C's storage (no copy, no NaN fill)
+        starts, cext = memory.region_starts(s.c, ctx, ev)
+        if prod.size == ctx.nb * int(np.prod(cext)) and _adopt(s.c, starts, cext,
+                                                                prod.reshape((ctx.nb,) + cext), ctx):
+            return
+    cview = memory.onchip_view(s.c, ctx, ev)
+    if cview is not None and cview.dtype == acc and ctx.mask is None:
+        # accumulate in place: C is a float32/float64 fragment updated by every block
+        cm = cview.reshape(prod.shape)
+        if s.clear_accum:
+            cm[...] = prod
+        else:
+            cm += prod
+        return
+    if s.clear_accum:
+        out = prod
+    else:
+        c = _as_matrix(memory.read_region(s.c, ctx, ev)).astype(acc, copy=False)
+        out = c + prod
+    _, cext = memory.region_starts(s.c, ctx, ev)
+    out = dt.convert(out.reshape((out.shape[0],) + cext), s.c.dtype)
+    memory.write_region(s.c, out, ctx, ev)

@@ -1,0 +1,58 @@
+"""Interpreter rules of ``T.reduce_*`` and ``T.cumsum``: one NumPy reduction/scan along the tile axis per chunk."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import dtypes as dt
+from ...ir import nodes as N
+from . import memory
+from .exprs import ev
+from .state import Ctx
+
+TILE_RULES: dict = {}
+
+
+def rule(cls):
+    def deco(fn):
+        TILE_RULES[cls] = fn
+        return fn
+    return deco
+
+
+def _reduce_fn(kind):
+    return {"sum": np.sum, "abssum": lambda x, axis: np.sum(np.abs(x), axis=axis),
+            "max": np.max, "min": np.min, "absmax": lambda x, axis: np.max(np.abs(x), axis=axis)}[kind]
+
+
+def _combine(kind, old, new):
+    if kind in ("sum", "abssum"):
+        return old + new
+    if kind in ("max", "absmax"):
+        return np.maximum(old, new)
+    return np.minimum(old, new)
+
+
+@rule(N.Reduce)
+def _reduce(s: N.Reduce, ctx: Ctx):
+    src = memory.to_compute(memory.read_region(s.src, ctx, ev), s.src.dtype)
+    if dt.is_float(s.dst.dtype) and src.dtype != dt.compute_dtype(s.dst.dtype) and s.kind in ("sum", "abssum"):
+        src = src.astype(np.promote_types(src.dtype, dt.compute_dtype(s.dst.dtype)))
+    r = _reduce_fn(s.kind)(src, axis=1 + s.dim)
+    _, dext = memory.region_starts(s.dst, ctx, ev)
+    r = r.reshape((r.shape[0],) + dext)
+    if not s.clear:
+        old = memory.to_compute(memory.read_region(s.dst, ctx, ev), s.dst.dtype)
+        r = _combine(s.kind, old, r)
+    memory.write_region(s.dst, dt.convert(r, s.dst.dtype), ctx, ev)
+
+
+@rule(N.Cumsum)
+def _cumsum(s: N.Cumsum, ctx: Ctx):
+    src = memory.to_compute(memory.read_region(s.src, ctx, ev), s.src.dtype)
+    ax = 1 + s.dim
+    if s.reverse:
+        r = np.flip(np.cumsum(np.flip(src, axis=ax), axis=ax), axis=ax)
+    else:
+        r = np.cumsum(src, axis=ax)
+    memory.write_region(s.dst, dt.convert(r, s.dst.dtype), ctx, ev)
