@@ -14,7 +14,9 @@ Types
   * A *tensor argument* is a NumPy array, a torch tensor (CPU or CUDA), a CuPy array, a numba device
     array, or any object with ``__array__`` or ``__dlpack__`` (host memory) or
     ``__cuda_array_interface__`` (device memory). A *scalar argument* is a Python or NumPy number.
-Calls (:func:`split_call`)
+Calls (:func:`normalise_out_idx`, :func:`split_call`)
+  * ``out_idx`` may be ``None``, an index or a list of indices, negative ones counting from the end;
+    out of range → ``KernelTypeError``.
   * The inputs are the parameters not in ``out_idx``, in declaration order; they are passed
     positionally, or by parameter name. The result has one value per parameter, ``None`` at outputs.
   * Wrong count, unknown name, a name given twice, or an output passed → ``KernelRuntimeError``.
@@ -66,12 +68,13 @@ from .errors import InternalError, KernelRuntimeError, KernelTypeError
 from .ir import nodes as N
 from .optional import loaded, require
 
-__all__ = ["HostArray", "HostBinding", "bind_dims", "bind_host", "check_derived", "check_dtype", "check_shape", "dtype_name",
-           "dtype_error", "empty_like", "eval_dim", "framework", "host_value", "is_device", "numpy_to_torch",
-           "output_shape", "scalar_arg", "shape_of", "split_call", "to_host"]
+__all__ = ["TORCH_RAW", "HostArray", "HostBinding", "bind_dims", "bind_host", "check_derived", "check_dtype",
+           "check_shape", "conflict_error", "dtype_error", "dtype_name", "empty_like", "eval_dim", "fmt_shape",
+           "framework", "host_value", "is_device", "normalise_out_idx", "numpy_to_torch", "output_shape",
+           "rank_error", "scalar_arg", "shape_of", "split_call", "to_host"]
 
 #: torch dtypes NumPy cannot view directly, and the raw integer type of the same width
-_TORCH_RAW = {"bfloat16": "int16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8"}
+TORCH_RAW = {"bfloat16": "int16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8"}
 
 
 # ------------------------------------------------------------------------------------------ frameworks
@@ -124,8 +127,8 @@ class HostArray:
                 self.copy_back = True
                 t = t.cpu().contiguous()
             name = str(t.dtype).replace("torch.", "")
-            if name in _TORCH_RAW:
-                return t.view(getattr(torch, _TORCH_RAW[name])).numpy().view(dt.np_dtype(name))
+            if name in TORCH_RAW:
+                return t.view(getattr(torch, TORCH_RAW[name])).numpy().view(dt.np_dtype(name))
             return t.numpy()
         if self.kind == "cupy":
             self.copy_back = True
@@ -156,8 +159,8 @@ def numpy_to_torch(arr: np.ndarray):
     """A torch CPU tensor with ``arr``'s values and dtype (``bfloat16``/fp8 through raw integer views)."""
     torch = require("torch", "returning torch tensors")
     name = dt.canon(arr.dtype)
-    if name in _TORCH_RAW:
-        raw = np.dtype(_TORCH_RAW[name])
+    if name in TORCH_RAW:
+        raw = np.dtype(TORCH_RAW[name])
         return torch.from_numpy(arr.view(raw).copy()).view(getattr(torch, name))
     return torch.from_numpy(np.ascontiguousarray(arr))
 
@@ -175,6 +178,19 @@ def empty_like(kind: str, shape: tuple, dtype: str, device=None):
 
 
 # ------------------------------------------------------------------------------------------ calls
+def normalise_out_idx(out_idx, nparams: int) -> tuple:
+    """``out_idx`` (None, an index or a list; negative from the end) as a tuple of distinct indices."""
+    if out_idx is None:
+        return ()
+    idx = [out_idx] if isinstance(out_idx, int) else list(out_idx)
+    out = []
+    for i in idx:
+        if not -nparams <= i < nparams:
+            raise KernelTypeError(f"out_idx {i} is out of range for {nparams} parameters")
+        out.append(i % nparams)
+    return tuple(sorted(set(out), key=out.index))
+
+
 def split_call(pf: N.PrimFunc, out_idx: tuple, args: tuple, kwargs: dict | None = None) -> list:
     """One value per parameter of ``pf`` (``None`` at the outputs ``out_idx``) from a call's arguments."""
     inputs = [i for i in range(len(pf.params)) if i not in out_idx]

@@ -34,18 +34,6 @@ from .profiler import Profiler
 from .sim import simulate_kernel
 
 
-def _normalise_out_idx(out_idx, nparams):
-    if out_idx is None:
-        return ()
-    idx = [out_idx] if isinstance(out_idx, int) else list(out_idx)
-    out = []
-    for i in idx:
-        if not -nparams <= i < nparams:
-            raise KernelTypeError(f"out_idx {i} is out of range for {nparams} parameters")
-        out.append(i % nparams)
-    return tuple(sorted(set(out), key=out.index))
-
-
 class JITKernel:
     """A compiled tilesim program. See the module docstring for the calling convention."""
 
@@ -56,7 +44,7 @@ class JITKernel:
         if outputs is not None:
             self.out_idx = tuple(pf.params.index(b) for b in outputs)
         else:
-            self.out_idx = _normalise_out_idx(out_idx, len(pf.params))
+            self.out_idx = B.normalise_out_idx(out_idx, len(pf.params))
         for i in self.out_idx:
             if not isinstance(pf.params[i], N.Buffer):
                 raise KernelTypeError(f"out_idx {i} names the scalar parameter '{pf.params[i].name}'")

@@ -343,8 +343,8 @@ def _device_view(pf: N.PrimFunc, v, p: N.Buffer, cuda):
             orig = v
             info["copy_back"] = lambda: orig.copy_(t)
         flat = t.reshape(-1)
-        if p.dtype in _TORCH_RAW:
-            flat = flat.view(getattr(torch, _TORCH_RAW[p.dtype]))
+        if p.dtype in B.TORCH_RAW:
+            flat = flat.view(getattr(torch, B.TORCH_RAW[p.dtype]))
         elif p.dtype == "bool":
             flat = flat.view(torch.uint8)
         if flat.numel() == 0:
@@ -377,9 +377,6 @@ def _device_view(pf: N.PrimFunc, v, p: N.Buffer, cuda):
     if isinstance(v, np.ndarray):
         info["copy_back"] = lambda: v.reshape(-1).view(_np_storage(p.dtype)).__setitem__(Ellipsis, d.copy_to_host())
     return d, info
-
-
-_TORCH_RAW = {"bfloat16": "int16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8"}
 
 
 def reject_unsupported(pf: N.PrimFunc) -> None:
