@@ -7,7 +7,8 @@ cycle-approximate simulator.
 from __future__ import annotations
 
 from . import language as language  # noqa: F401
-from .backends.interp import InterpOptions  # noqa: F401
+from .backends import cuda as _cuda_target  # noqa: F401  (registers the target "cuda")
+from .backends.interp import InterpOptions  # noqa: F401  (the package registers the target "interp")
 from .config import PassConfigKey, TensorSupplyType  # noqa: F401
 from .errors import (  # noqa: F401
                      HardwareModelError,

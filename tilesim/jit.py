@@ -14,9 +14,11 @@ import inspect
 
 import numpy as np
 
+from . import binding as B
 from . import dtypes as dt
 from .backends.interp import InterpOptions
 from .errors import KernelRuntimeError, KernelTypeError, user_facing
+from .frontend import discover_eager, is_eager_source, trace_eager
 from .ir import nodes as N
 from .kernel import JITKernel
 
@@ -107,7 +109,6 @@ class EagerJIT:
         return self._get(consts, scalars)
 
     def _get(self, consts, scalars):
-        from .frontend import trace_eager
         key = (_freeze(consts), _freeze(scalars))
         k = self._cache.get(key)
         if k is None:
@@ -119,24 +120,19 @@ class EagerJIT:
 
     @user_facing
     def __call__(self, *args, **kwargs):
-        from .frontend import discover_eager
-        from .kernel import _Converted
         tensors, scalars = self._split(args, kwargs)
         specs, const_vars = discover_eager(self.fn, scalars)
         consts: dict = {}
         for name, buf in specs.items():
             if name not in tensors:
                 raise KernelRuntimeError(f"{self.fn.__name__}: tensor argument '{name}' is missing")
-            shape = _Converted(tensors[name]).array.shape
+            shape = B.shape_of(tensors[name])
             if len(shape) != buf.ndim:
-                raise KernelRuntimeError(f"argument '{name}' of {self.fn.__name__}: expected {buf.ndim} "
-                                         f"dimension(s), got shape {shape}", buf.loc)
+                raise B.rank_error(self.fn.__name__, name, buf.shape, shape, buf.loc)
             for d, (want, got) in enumerate(zip(buf.shape, shape)):
                 if isinstance(want, N.Var) and want.kind == "const":
                     if want.name in consts and consts[want.name] != got:
-                        raise KernelRuntimeError(
-                            f"argument '{name}': dimension {d} ({want.name}) is {got} but another argument set "
-                            f"{want.name} = {consts[want.name]}", buf.loc)
+                        raise B.conflict_error(self.fn.__name__, name, d, want.name, got, consts[want.name], buf.loc)
                     consts[want.name] = got
         k = self._get(consts, scalars)
         order = [p.name for p in k.input_params]
@@ -150,7 +146,6 @@ def jit(func=None, *, out_idx=None, target="auto", target_host=None, execution_b
     def wrap(fn):
         if isinstance(fn, N.PrimFunc):
             return JITKernel(fn, out_idx=out_idx, target=target, pass_configs=pass_configs, options=options)
-        from .frontend import is_eager_source
         if is_eager_source(fn):
             return EagerJIT(fn, target, pass_configs, options)
         return LazyJIT(fn, out_idx, target, pass_configs, options)

@@ -6,6 +6,10 @@
 ``do_bench(func=None, warmup, rep)`` returns the median wall time in milliseconds of the kernel (or of
 ``func``) on those inputs — on the interpreter that is the interpreter's time, not a GPU time.
 Symbolic dimensions need values: ``get_profiler(dynamic_shapes={"m": 256})``.
+
+The profiler works on any kernel object with ``input_params``, ``prim_func`` and ``__call__`` (it does not
+import :mod:`tilesim.kernel`; ``JITKernel.get_profiler`` builds it). Tensors are converted by
+:mod:`tilesim.binding`.
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ import time
 import numpy as np
 
 from . import dtypes as dt
+from .binding import numpy_to_torch
 from .config import TensorSupplyType
 from .errors import KernelRuntimeError
 from .ir import nodes as N
+from .optional import require
 from .testing.compare import compare_arrays
 
 
@@ -64,10 +70,8 @@ class Profiler:
         if self._inputs is None:
             self._inputs = [self._make(p) for p in self.kernel.input_params]
             if self.tensor_type == "torch":
-                import torch
-
-                from .kernel import _np_to_torch
-                self._inputs = [_np_to_torch(x, torch) if isinstance(x, np.ndarray) else x for x in self._inputs]
+                require("torch", "Profiler(tensor_type='torch')")
+                self._inputs = [numpy_to_torch(x) if isinstance(x, np.ndarray) else x for x in self._inputs]
         return self._inputs
 
     def assert_allclose(self, reference_program, rtol=1e-2, atol=1e-2, max_mismatched_ratio=0.0):

@@ -7,7 +7,10 @@ import time
 
 import numpy as np
 
+from kernels.registry import get
+
 from .errors import KernelTypeError
+from .kernel import JITKernel
 from .testing.compare import compare_arrays
 
 
@@ -34,7 +37,6 @@ class ProgressBar:
 
 
 def run_registered(name: str, shape: dict, target: str = "interp", seed: int = 0, out=sys.stdout) -> int:
-    from kernels.registry import get
     spec = get(name)
     known = set(spec.defaults) | {k for sh in (*spec.test_shapes, *spec.shapes) for k in sh if k != "label"}
     unknown = sorted(set(shape) - known)
@@ -52,7 +54,6 @@ def run_registered(name: str, shape: dict, target: str = "interp", seed: int = 0
         raise KernelTypeError(f"kernel {name}: cannot build it with {params}: {e}",
                               hint="parameters it takes: " + ", ".join(known)) from None
     if target != "interp":
-        from .kernel import JITKernel
         kernel = JITKernel(kernel.prim_func, target=target, outputs=[kernel.prim_func.params[i] for i in kernel.out_idx])
     print(f"{name}: {', '.join(f'{k}={v}' for k, v in params.items())}  [target={kernel.target}]", file=out)
     bar = ProgressBar(out=sys.stderr)

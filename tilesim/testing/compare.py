@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as dt
+from ..binding import framework, to_host
 
 TOLERANCES = {
     "float64": (1e-7, 1e-9), "float32": (1e-4, 1e-5), "float16": (2e-3, 2e-3), "bfloat16": (1.6e-2, 1.6e-2),
@@ -35,9 +36,8 @@ TOLERANCES = {
 def _as_np(x):
     if isinstance(x, np.ndarray):
         return x
-    if type(x).__module__.startswith("torch"):
-        from ..kernel import _Converted
-        return _Converted(x).array
+    if framework(x) == "torch":
+        return to_host(x).array
     return np.asarray(x)
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
+from .. import dtypes as dt
+
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
 GEMM_DTYPES = ("float32", "float16", "bfloat16", "float8_e4m3fn")
 
@@ -43,7 +45,6 @@ def gemm_case(draw, dtypes=GEMM_DTYPES, max_tiles=2):
 
 def random_array(rng: np.random.Generator, shape, dtype: str, scale: float = 1.0) -> np.ndarray:
     """Fresh random data of ``dtype`` (never all zeros): normal values, rounded to the dtype."""
-    from .. import dtypes as dt
     x = rng.standard_normal(shape).astype(np.float32) * scale
     if dt.is_int(dtype):
         return rng.integers(-8, 8, size=shape).astype(dt.np_dtype(dtype))

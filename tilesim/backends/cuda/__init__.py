@@ -5,20 +5,38 @@
 is the generated Python source (``JITKernel.get_kernel_source()``), ``.compile_ptx(cc)`` compiles it
 for a compute capability without a GPU, ``.run``/``.call`` launch it.
 
+Importing this package registers the target ``"cuda"`` (see :mod:`tilesim.backends`): chosen by
+``target="auto"`` where ``available()``; it runs where ``available()`` or under numba's CUDA simulator.
+Importing it does not import numba: that happens on first compilation or launch.
+
 NumPy >= 2.5 removed ``numpy.row_stack``, which numba-cuda 0.30.4 still registers: the backend's import
 path (:func:`caps.cuda_module`) restores it before importing ``numba.cuda``. See docs/cuda-backend.md.
 """
 
 from __future__ import annotations
 
+from .. import Target, register
 from .caps import available, ensure_numpy_compat, simulator  # noqa: F401
+from .runtime import CudaProgram, reject_unsupported
 
 
-def compile_cuda(pf, fastmath: bool = False, sim: bool | None = None):
-    from .runtime import CudaProgram, reject_unsupported
-
+def compile_cuda(pf, fastmath: bool = False, sim: bool | None = None) -> CudaProgram:
     reject_unsupported(pf)
     return CudaProgram(pf, fastmath=fastmath, sim=sim)
 
+
+def _compile_target(pf, pass_configs) -> CudaProgram:
+    return compile_cuda(pf, fastmath=bool(pass_configs.get("tl.enable_fast_math")))
+
+
+def _runs_here() -> bool:
+    return available() or simulator()
+
+
+register(Target("cuda", "the Numba CUDA backend", _compile_target, available=available, runs_here=_runs_here,
+                missing="this machine has no usable CUDA GPU",
+                hint="run it with target='interp' (or 'auto'), or on a machine with an NVIDIA GPU; "
+                     "get_kernel_source() still shows the generated CUDA code",
+                auto_rank=10))
 
 __all__ = ["available", "compile_cuda", "simulator", "ensure_numpy_compat"]

@@ -2,7 +2,9 @@
 
 * ``ensure_numpy_compat()`` restores ``numpy.row_stack`` (removed in NumPy 2.5) before ``numba.cuda``
   is imported: numba-cuda 0.30.4 still registers an overload for it and fails to compile any kernel
-  without it. Every import of ``numba.cuda`` in tilesim goes through :func:`cuda_module`.
+  without it. Every import of ``numba.cuda`` in tilesim goes through :func:`cuda_module` (and of
+  ``numba.types`` through :func:`numba_types`); without numba-cuda they raise a ``KernelError`` saying
+  how to install it.
 * ``simulator()`` is true when ``NUMBA_ENABLE_CUDASIM=1`` (numba's CUDA simulator, set before the first
   import of ``numba.cuda``): kernels then run on the CPU, one Python thread per GPU thread.
 * ``available()`` is true only with a real CUDA GPU and numba-cuda (the simulator does not count), so
@@ -13,12 +15,14 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
+from ...optional import module, require
+
 _CUDA = None
 
 
 def ensure_numpy_compat() -> None:
-    import numpy as np
-
     if "row_stack" not in np.__dict__:
         try:
             np.row_stack = np.vstack  # numba-cuda 0.30.4 registers an overload for it (NumPy >= 2.5 lacks it)
@@ -31,19 +35,22 @@ def cuda_module():
     global _CUDA
     if _CUDA is None:
         ensure_numpy_compat()
-        from numba import cuda
-
-        _CUDA = cuda
+        _CUDA = require("numba.cuda", "the CUDA backend")
     return _CUDA
+
+
+def numba_types():
+    """``numba.types`` (numba imported after the compatibility fix, like :func:`cuda_module`)."""
+    cuda_module()
+    return require("numba", "the CUDA backend").types
 
 
 def simulator() -> bool:
     if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
         return True
     try:
-        from numba import config
-
-        return bool(getattr(config, "ENABLE_CUDASIM", False))
+        numba = module("numba")
+        return bool(getattr(getattr(numba, "config", None), "ENABLE_CUDASIM", False))
     except Exception:  # noqa: BLE001
         return False
 

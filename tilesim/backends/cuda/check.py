@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import dtypes as dt
+from ...kernel import JITKernel
+from .runtime import CudaProgram, _written_globals
 
 #: relative norm error allowed per output dtype (CUDA vs interpreter: summation order and fp32 math)
 REL_TOL = {"float64": 1e-9, "float32": 1e-4, "float16": 3e-3, "bfloat16": 2e-2, "float8_e4m3fn": 8e-2,
@@ -56,16 +58,12 @@ def rel_err(out, ref) -> float:
 
 
 def cuda_twin(kernel, fastmath=False):
-    from ...kernel import JITKernel
-
     return JITKernel(kernel.prim_func, out_idx=kernel.out_idx, target="cuda",
                      pass_configs={"tl.enable_fast_math": True} if fastmath else None)
 
 
 def interp_twin(kernel):
     """The same program on the interpreter (``target="auto"`` picks the GPU where there is one)."""
-    from ...kernel import JITKernel
-
     if getattr(kernel, "target", None) == "interp":
         return kernel
     return JITKernel(kernel.prim_func, out_idx=kernel.out_idx, target="interp")
@@ -221,12 +219,8 @@ _SMALLER = {"block_M": 64, "block_N": 64, "block_K": 64, "num_stages": 1}
 
 
 def _check_smem(kernel):
-    from .runtime import CudaProgram
-
     CudaProgram(kernel.prim_func, sim=False)  # raises KernelTypeError over the 48 KB limit
 
 
 def _writes(pf, buf) -> bool:
-    from .runtime import _written_globals
-
     return (buf.alias_of or buf).uid in _written_globals(pf)

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
 
-from .caps import cuda_module
+from ...optional import require
+from .caps import cuda_module, numba_types
 
 _MATH_F32 = {
     "exp": "expf", "exp2": "exp2f", "exp10": "exp10f", "log": "logf", "log2": "log2f", "log10": "log10f",
@@ -77,8 +79,6 @@ def _f32_to_e2m1_py(x):
 
 def sim_namespace() -> dict:
     """Names the generated source uses, as Python/NumPy functions for the CUDA simulator."""
-    import ml_dtypes
-
     cuda = cuda_module()
 
     def _ldx(a, i):
@@ -165,10 +165,10 @@ def gpu_namespace() -> dict:
     if _GPU_NS is not None:
         return dict(_GPU_NS)
     cuda = cuda_module()
-    from llvmlite import ir
-    from numba import types
-    from numba.cuda import libdevice
-    from numba.cuda.extending import intrinsic
+    ir = require("llvmlite.ir", "the CUDA backend")
+    types = numba_types()
+    libdevice = require("numba.cuda.libdevice", "the CUDA backend")
+    intrinsic = require("numba.cuda.extending", "the CUDA backend").intrinsic
 
     def _cast_index(context, builder, val, ty):
         return context.cast(builder, val, ty, types.intp)

@@ -1,4 +1,4 @@
-"""Compile cache and launching of lowered programs.
+"""Compile cache and launching of lowered programs: the ``cuda`` target.
 
 * :class:`CudaProgram` holds a lowered :class:`~tilesim.backends.cuda.lower.Program`; its kernels are
   compiled on first use with ``numba.cuda.jit(signature)`` (explicit signature: the flat arrays'
@@ -6,21 +6,31 @@
   ``JITKernel`` objects with the same specialisation share one compiled kernel.
 * :meth:`CudaProgram.compile_ptx` compiles every kernel to PTX for a given compute capability with
   ``numba.cuda.compile_ptx`` — no GPU or driver needed (what the CPU test-suite runs).
-* :meth:`CudaProgram.call` runs the program for ``JITKernel.run``: NumPy arguments are copied to the
-  device and the written ones back; torch CUDA tensors and CuPy arrays (anything with
-  ``__cuda_array_interface__``) are used in place, and outputs are allocated on the inputs' device with
-  the inputs' framework. Under numba's CUDA simulator the same source runs on the CPU.
+* It is a :class:`tilesim.backends.Program`: :meth:`CudaProgram.call` takes a call whose arguments
+  include device tensors — torch CUDA tensors and CuPy arrays (anything with
+  ``__cuda_array_interface__``) are used in place, outputs are allocated on the inputs' device with the
+  inputs' framework — and returns ``NotImplemented`` otherwise; :meth:`CudaProgram.run` takes NumPy
+  arguments bound by ``tilesim.binding.bind_host``, copies them to the device and the written ones
+  back. Under numba's CUDA simulator the same source runs on the CPU.
+
+Arguments are checked by :mod:`tilesim.binding` (the same checks and messages as the interpreter);
+this module only adds the device-side rules: a device array of a parameter's storage type is accepted
+for the narrow floats CuPy lacks, and a device array must be C-contiguous.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ... import binding as B
 from ... import dtypes as dt
-from ...errors import KernelRuntimeError, KernelTypeError
+from ...errors import KernelRuntimeError, KernelSyntaxError
 from ...ir import nodes as N
+from ...optional import loaded
+from .. import Program as _TargetProgram
 from . import rules as Rl
-from .caps import DEFAULT_CC, cuda_module, simulator
+from .caps import DEFAULT_CC, cuda_module, numba_types, simulator
+from .intrinsics import gpu_namespace, sim_namespace
 from .layout import sub_bodies
 from .lower import Program, lower_program
 
@@ -32,15 +42,12 @@ _NS_CACHE: dict = {}
 def _namespace(sim: bool) -> dict:
     ns = _NS_CACHE.get(sim)
     if ns is None:
-        from .intrinsics import gpu_namespace, sim_namespace
-
         ns = _NS_CACHE[sim] = sim_namespace() if sim else gpu_namespace()
     return ns
 
 
 def _nb_scalar(dtype: str):
-    from numba import types
-
+    types = numba_types()
     if dtype == "bool":
         return types.boolean
     if dtype == "float64":
@@ -51,8 +58,7 @@ def _nb_scalar(dtype: str):
 
 
 def _nb_array(dtype: str):
-    from numba import types
-
+    types = numba_types()
     return types.Array(getattr(types, Rl.storage_np(dtype)), 1, "C")
 
 
@@ -82,7 +88,7 @@ def _written_globals(pf: N.PrimFunc) -> set:
     return out
 
 
-class CudaProgram:
+class CudaProgram(_TargetProgram):
     """A lowered tilesim program for ``target="cuda"`` (see the module docstring)."""
 
     def __init__(self, pf: N.PrimFunc, fastmath: bool = False, sim: bool | None = None):
@@ -148,26 +154,24 @@ class CudaProgram:
     # ------------------------------------------------------------------------------ launching
     def launch_all(self, dev: dict, scalars: dict):
         """Run the program: ``dev`` maps global buffer uid → flat device array (storage dtype)."""
-        from ...kernel import eval_dim
-
         cuda = cuda_module()
         scalars = dict(scalars)
         for kind, x in self.program.steps:
             if kind == "let":
-                scalars[x.var.uid] = _host_eval(x.value, scalars)
+                scalars[x.var.uid] = B.host_value(x.value, scalars)
             elif kind == "alloc":
                 b = x
                 if b.alias_of is not None:
                     continue
                 n = 1
                 for d in b.shape:
-                    n *= d if isinstance(d, int) else eval_dim(d, scalars)
+                    n *= d if isinstance(d, int) else B.eval_dim(d, scalars)
                 dev[b.uid] = cuda.device_array(max(1, int(n)), dtype=_np_storage(b.dtype))
             else:
                 k = x
                 grid = []
                 for g in k.launch.grid:
-                    v = int(_host_eval(g, scalars))
+                    v = int(B.host_value(g, scalars))
                     grid.append(v)
                 if any(g <= 0 for g in grid):
                     if any(g < 0 for g in grid):
@@ -192,23 +196,21 @@ class CudaProgram:
 
         Workspaces are allocated once; per call it only launches (numba dispatch, no binding).
         """
-        from ...kernel import eval_dim
-
         cuda = cuda_module()
         scalars = dict(scalars)
         dev = dict(dev)
         plan = []
         for kind, x in self.program.steps:
             if kind == "let":
-                scalars[x.var.uid] = _host_eval(x.value, scalars)
+                scalars[x.var.uid] = B.host_value(x.value, scalars)
             elif kind == "alloc":
                 if x.alias_of is None:
                     n = 1
                     for d in x.shape:
-                        n *= d if isinstance(d, int) else eval_dim(d, scalars)
+                        n *= d if isinstance(d, int) else B.eval_dim(d, scalars)
                     dev[x.uid] = cuda.device_array(max(1, int(n)), dtype=_np_storage(x.dtype))
             else:
-                grid = tuple(int(_host_eval(g, scalars)) for g in x.launch.grid)
+                grid = tuple(int(B.host_value(g, scalars)) for g in x.launch.grid)
                 if any(g <= 0 for g in grid):
                     continue
                 args = [self._array_arg(a, dev) if k2 == "array" else _scalar_value(scalars[a.uid], a.dtype)
@@ -231,7 +233,7 @@ class CudaProgram:
 
         self.launch_all = capture
         try:
-            outs = self._call_device(jk, args)
+            outs = self._call_device(self.pf, jk.out_idx, B.split_call(self.pf, jk.out_idx, tuple(args)))
         finally:
             self.launch_all = orig
         return self.launcher(captured["dev"], captured["scalars"]), outs
@@ -245,8 +247,8 @@ class CudaProgram:
             arr = arr.view(_np_storage(b.dtype))
         return arr
 
-    def run(self, pf, values, arrays, scalars):
-        """Run on NumPy ``arrays`` (uid → array, already checked): copy in, launch, copy written ones back."""
+    def run(self, pf, arrays, scalars, options=None, progress=None):
+        """Run on NumPy ``arrays`` (uid → array, already bound): copy in, launch, copy written ones back."""
         cuda = cuda_module()
         dev = {}
         for p in pf.params:
@@ -262,62 +264,44 @@ class CudaProgram:
                 a.reshape(-1).view(_np_storage(p.dtype))[...] = host
 
     # ------------------------------------------------------------------------------ JITKernel entry
-    def call(self, jk, args, options):
-        """``JITKernel.run`` for ``target="cuda"``: device tensors in place, NumPy through copies."""
-        if any(_is_device(a) for a in args):
-            return self._call_device(jk, args)
-        return NotImplemented  # the caller takes the NumPy path (bind_arguments + run)
+    def call(self, pf, out_idx, values):
+        """Device tensors are used in place; ``NotImplemented`` (host binding, then :meth:`run`) otherwise."""
+        if any(B.is_device(v) for i, v in enumerate(values) if i not in out_idx):
+            return self._call_device(pf, out_idx, values)
+        return NotImplemented
 
-    def _call_device(self, jk, args):
-        from ...kernel import eval_dim
-
+    def _call_device(self, pf, out_idx, values):
         cuda = cuda_module()
-        pf = self.pf
-        outs_idx = jk.out_idx
-        it = iter(args)
-        values = [None] * len(pf.params)
-        for i in range(len(pf.params)):
-            if i not in outs_idx:
-                values[i] = next(it)
+        inputs = [v for i, v in enumerate(values) if i not in out_idx]
+        kinds = {B.framework(v) for v in inputs}
+        kind = "torch" if "torch" in kinds else ("cupy" if "cupy" in kinds else "numba")
         scalars, dims, dev, keep = {}, {}, {}, {}
-        mods = {type(v).__module__.split(".")[0] for v in args}
-        framework = "torch" if "torch" in mods else ("cupy" if "cupy" in mods else "numba")
         device = None
         for i, (p, v) in enumerate(zip(pf.params, values)):
-            if i in outs_idx:
+            if i in out_idx:
                 continue
             if isinstance(p, N.Var):
-                scalars[p.uid] = v
+                scalars[p.uid] = B.scalar_arg(pf, p, v)
                 continue
-            arr, info = _device_view(v, p, cuda)
+            arr, info = _device_view(pf, v, p, cuda)
             if device is None and info.get("device") is not None:
                 device = info["device"]
-            for d, (want, got) in enumerate(zip(p.shape, info["shape"])):
-                if isinstance(want, int):
-                    if want != got:
-                        raise KernelRuntimeError(f"argument '{p.name}' of {pf.name}: dimension {d} must be {want}, "
-                                                 f"got shape {tuple(info['shape'])}", p.loc)
-                elif isinstance(want, N.Var):
-                    if want.uid in dims and dims[want.uid] != got:
-                        raise KernelRuntimeError(f"argument '{p.name}' of {pf.name}: dimension {d} ({want.name}) is "
-                                                 f"{got} but another argument set it to {dims[want.uid]}", p.loc)
-                    dims[want.uid] = got
-            if len(info["shape"]) != p.ndim:
-                raise KernelRuntimeError(f"argument '{p.name}' of {pf.name}: expected {p.ndim} dimension(s), got "
-                                         f"shape {tuple(info['shape'])}", p.loc)
+            B.check_shape(pf, p, info["shape"], dims)
             dev[p.uid] = arr
             keep[p.uid] = info
-        scalars.update(dims)
-        for dv in pf.dyn_vars:
-            if dv.uid not in scalars:
-                raise KernelRuntimeError(f"symbolic dimension '{dv.name}' of {pf.name} is not bound by any argument",
-                                         pf.loc)
+        scalars.update(B.bind_dims(pf, dims))
+        for p in pf.params:
+            if p.uid in keep:
+                B.check_derived(pf, p, keep[p.uid]["shape"], scalars)
         outs = []
-        for i in outs_idx:
+        for i in out_idx:
             p = pf.params[i]
-            shape = tuple(d if isinstance(d, int) else eval_dim(d, scalars) for d in p.shape)
-            o = _alloc_like(framework, shape, p.dtype, device)
-            arr, info = _device_view(o, p, cuda)
+            shape = B.output_shape(p, scalars)
+            if kind == "numba":
+                o = cuda.device_array(shape, dtype=_np_storage(p.dtype))
+            else:
+                o = B.empty_like(kind, shape, p.dtype, device)
+            arr, info = _device_view(pf, o, p, cuda)
             dev[p.uid] = arr
             keep[p.uid] = info
             outs.append(o)
@@ -330,25 +314,6 @@ class CudaProgram:
         return outs[0] if len(outs) == 1 else outs
 
 
-def _host_eval(e, scalars):
-    from ...kernel import eval_dim
-
-    if isinstance(e, int):
-        return e
-    if isinstance(e, N.Const):
-        return e.value
-    from ..interp.exprs import ev
-    from ..interp.options import InterpOptions
-    from ..interp.state import Ctx
-
-    ctx = Ctx(1, InterpOptions(), dict(scalars), {}, np.zeros(1, dtype=np.int64))
-    v = ev(e, ctx)
-    if isinstance(v, np.ndarray):
-        v = v.reshape(-1)[0]
-    del eval_dim
-    return v.item() if hasattr(v, "item") else v
-
-
 def _scalar_value(v, dtype):
     if dtype == "bool":
         return bool(v)
@@ -359,32 +324,15 @@ def _scalar_value(v, dtype):
     return np.int64(int(v))
 
 
-def _is_numba_device(v) -> bool:
-    mod = type(v).__module__
-    return mod.startswith("numba") and hasattr(v, "copy_to_host")
-
-
-def _is_device(v) -> bool:
-    mod = type(v).__module__
-    if mod.startswith("torch"):
-        return getattr(getattr(v, "device", None), "type", "cpu") == "cuda"
-    return hasattr(v, "__cuda_array_interface__") or _is_numba_device(v)
-
-
-_TORCH_RAW = {"bfloat16": "int16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8"}
-
-
-def _device_view(v, p: N.Buffer, cuda):
+def _device_view(pf: N.PrimFunc, v, p: N.Buffer, cuda):
     """(flat numba device array in storage dtype, info) for a caller's tensor bound to parameter ``p``."""
-    mod = type(v).__module__
+    kind = B.framework(v)
     info = {"copy_back": None, "device": None}
-    if mod.startswith("torch"):
-        import torch
-
+    if kind == "torch":
+        torch = loaded("torch")
         name = str(v.dtype).replace("torch.", "")
-        if dt.canon(name) != p.dtype:
-            raise KernelRuntimeError(f"argument '{p.name}': expected dtype {p.dtype}, got {name}", p.loc,
-                                     hint=f"convert it first, e.g. tensor.to(torch.{p.dtype})")
+        if B.dtype_name(name) != p.dtype:
+            raise B.dtype_error(pf, p, name)
         if v.device.type != "cuda":
             v = v.to("cuda")
         info["shape"] = tuple(v.shape)
@@ -395,14 +343,14 @@ def _device_view(v, p: N.Buffer, cuda):
             orig = v
             info["copy_back"] = lambda: orig.copy_(t)
         flat = t.reshape(-1)
-        if p.dtype in _TORCH_RAW:
-            flat = flat.view(getattr(torch, _TORCH_RAW[p.dtype]))
+        if p.dtype in B.TORCH_RAW:
+            flat = flat.view(getattr(torch, B.TORCH_RAW[p.dtype]))
         elif p.dtype == "bool":
             flat = flat.view(torch.uint8)
         if flat.numel() == 0:
             return cuda.device_array(1, dtype=_np_storage(p.dtype)), info
         return cuda.as_cuda_array(flat), info
-    if hasattr(v, "__cuda_array_interface__") or _is_numba_device(v):
+    if kind == "numba" or hasattr(v, "__cuda_array_interface__"):
         info["shape"] = tuple(v.shape)
         want = _np_storage(p.dtype)
         got = np.dtype(v.__cuda_array_interface__["typestr"]) if hasattr(v, "__cuda_array_interface__") \
@@ -412,47 +360,27 @@ def _device_view(v, p: N.Buffer, cuda):
         else:
             ok = got == np.dtype(dt.np_dtype(p.dtype)) or got == want
         if not ok:
-            raise KernelRuntimeError(f"argument '{p.name}': expected dtype {p.dtype}, got {got}", p.loc)
-        a = v if _is_numba_device(v) else cuda.as_cuda_array(v)
+            raise B.dtype_error(pf, p, got)
+        a = v if kind == "numba" else cuda.as_cuda_array(v)
         if not a.is_c_contiguous():
-            raise KernelRuntimeError(f"argument '{p.name}' is not C-contiguous", p.loc,
+            raise KernelRuntimeError(f"argument '{p.name}' of {pf.name} is not C-contiguous", p.loc,
                                      hint="pass a contiguous array (e.g. cupy.ascontiguousarray)")
         flat = a.reshape(a.size) if a.size else cuda.device_array(1, dtype=want)
         if flat.dtype != want:
             flat = flat.view(want)
         return flat, info
     # host data inside a device call: copy in (and back if written)
-    arr = np.ascontiguousarray(np.asarray(v))
+    arr = np.ascontiguousarray(B.to_host(v).array)
     info["shape"] = arr.shape
-    if arr.dtype != dt.np_dtype(p.dtype):
-        raise KernelRuntimeError(f"argument '{p.name}': expected dtype {p.dtype}, got {arr.dtype}", p.loc)
+    B.check_dtype(pf, p, arr.dtype)
     d = cuda.to_device(arr.reshape(-1).view(_np_storage(p.dtype)))
     if isinstance(v, np.ndarray):
         info["copy_back"] = lambda: v.reshape(-1).view(_np_storage(p.dtype)).__setitem__(Ellipsis, d.copy_to_host())
     return d, info
 
 
-def _alloc_like(framework, shape, dtype, device):
-    if framework == "numba":
-        return cuda_module().device_array(shape, dtype=_np_storage(dtype))
-    if framework == "torch":
-        import torch
-
-        return torch.empty(shape, dtype=getattr(torch, dtype), device=device or "cuda")
-    import cupy
-
-    if dtype in dt.NARROW_FLOATS and dtype != "float16":
-        raise KernelTypeError(f"CuPy has no {dtype} arrays: pass torch tensors for {dtype} outputs")
-    return cupy.empty(shape, dtype=dt.np_dtype(dtype))
-
-
-def compile_cuda(pf: N.PrimFunc, fastmath: bool = False, sim: bool | None = None) -> CudaProgram:
-    return CudaProgram(pf, fastmath=fastmath, sim=sim)
-
-
 def reject_unsupported(pf: N.PrimFunc) -> None:
     """Constructs the CUDA lowering does not implement: a clear error instead of a different answer."""
-    from ...errors import KernelSyntaxError
     for launch in pf.launches:
         if launch.annotation("safe_value"):
             raise KernelSyntaxError("T.annotate_safe_value is not lowered by the CUDA backend yet", launch.loc,

@@ -14,7 +14,7 @@ from ...ir import nodes as N
 from . import rules as Rl
 from .codestr import _add, _mul
 from .emitter import ParCtx
-from .layout import Layout, full_replicated
+from .layout import Layout, full_replicated, gemm_layout
 
 
 class GemmLowering:
@@ -37,8 +37,6 @@ class GemmLowering:
                 self.emit(f"    {C}[_g] = {Rl.convert(f'{C}[_g]', 'float32', c.dtype)}")
             return
         # C in shared memory (a demoted fragment): a temporary register accumulator in the gemm layout
-        from .layout import gemm_layout
-
         lay = gemm_layout(M, Nn, self.nt)
         acc_np = {"f32": "float32", "f64": "float64", "int": "int64", "bool": "int64"}[Rl.ctype(c.dtype)]
         C = self.fresh("_cacc")

@@ -1,10 +1,10 @@
-"""Running a program: binding arguments, allocating memory, executing launches in block chunks.
+"""Running a program on bound arguments: allocating memory, executing launches in block chunks.
 
 Contract
 --------
 ``run(pf, arrays, scalars, options)`` executes ``pf`` on NumPy arrays (one per buffer parameter, in
-parameter order, already of the declared dtype and shape — ``bind_arguments`` checks and converts
-them) and returns nothing: outputs are written in place.
+parameter order, already of the declared dtype and shape — ``tilesim.binding.bind_host`` checks and
+converts them) and returns nothing: outputs are written in place.
 
 A launch over ``G`` blocks runs in chunks of ``nb`` consecutive blocks, each with its own ``Ctx``
 (``options.chunk_bytes`` bounds the on-chip memory of the chunks in flight; ``mode="serial"`` uses

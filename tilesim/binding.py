@@ -1,0 +1,377 @@
+"""The argument contract: how a call's arguments become what a program runs on.
+
+Every path that takes a user's tensors goes through this module: ``JITKernel`` on the host
+(:func:`bind_host`), the CUDA runtime with device tensors (:func:`split_call`, :func:`check_shape`,
+:func:`bind_dims`, :func:`output_shape`, :func:`empty_like`), the eager ``@tilesim.jit`` path (its
+shape messages), the profiler (:func:`numpy_to_torch`) and the test helpers (:func:`to_host`).
+
+Contract
+--------
+Types
+  * A *parameter* is an ``ir.nodes.Buffer`` (a tensor) or an ``ir.nodes.Var`` (a scalar) of a
+    ``PrimFunc``; ``out_idx`` (a tuple of parameter indices) names the outputs, which the caller does
+    not pass: they are allocated and returned.
+  * A *tensor argument* is a NumPy array, a torch tensor (CPU or CUDA), a CuPy array, a numba device
+    array, or any object with ``__array__`` or ``__dlpack__`` (host memory) or
+    ``__cuda_array_interface__`` (device memory). A *scalar argument* is a Python or NumPy number.
+Calls (:func:`normalise_out_idx`, :func:`split_call`)
+  * ``out_idx`` may be ``None``, an index or a list of indices, negative ones counting from the end;
+    out of range → ``KernelTypeError``.
+  * The inputs are the parameters not in ``out_idx``, in declaration order; they are passed
+    positionally, or by parameter name. The result has one value per parameter, ``None`` at outputs.
+  * Wrong count, unknown name, a name given twice, or an output passed → ``KernelRuntimeError``.
+Scalars (:func:`scalar_arg`)
+  * Converted to the parameter's compute type (float → ``compute_dtype``, bool → ``bool``, else
+    ``int``). A tensor passed for a scalar → ``KernelRuntimeError``.
+Dtypes (:func:`check_dtype`, :func:`dtype_error`)
+  * A host array's dtype must be exactly ``dtypes.np_dtype(p.dtype)``: nothing is converted
+    implicitly. (The CUDA runtime also accepts a device array of the parameter's storage type for the
+    narrow floats CuPy lacks; it reports a mismatch with :func:`dtype_error`.)
+Shapes (:func:`check_shape`, :func:`bind_dims`, :func:`check_derived`, :func:`output_shape`)
+  * A tensor's rank must be the parameter's; an ``int`` dimension must match; a ``T.dynamic``
+    dimension (a ``Var``) is bound by the first tensor that has it, and every other tensor must agree;
+    a dimension given by an expression of symbols is checked once every symbol is bound. Every
+    symbolic dimension of the program must be bound by an input.
+  * :func:`eval_dim` / :func:`host_value` evaluate an expression of bound symbols on the host with the
+    interpreter's meaning of every operator (integer division, casts), so the host and the device
+    agree on shapes, grids and workspace sizes.
+Conversion (:func:`to_host`, :func:`numpy_to_torch`, :func:`empty_like`)
+  * NumPy arrays are used as they are; torch CPU tensors share memory (``bfloat16``/fp8 through a
+    raw integer view); torch CUDA or non-contiguous tensors and CuPy arrays are copied to the host and
+    copied back after the run (:meth:`HostArray.finish`); ``__array__`` objects go through
+    ``np.asarray``, DLPack producers through ``np.from_dlpack``; anything else → ``KernelRuntimeError``.
+  * A non-contiguous or read-only array is copied before the run (a NumPy array is then not written
+    back: pass contiguous arrays for in-place results).
+  * Outputs are returned in the caller's framework: on the host path NumPy arrays, or torch CPU
+    tensors when any argument is a torch tensor; on the device path the CUDA runtime allocates them
+    with :func:`empty_like` in the device arguments' framework (torch on their device, CuPy).
+Errors
+  * Every argument error is a ``KernelRuntimeError`` that names the argument and the kernel
+    (``argument 'A' of main: ...``) and points at the parameter's declaration; CuPy's missing narrow
+    float types are a ``KernelTypeError``.
+Invariants of a :class:`HostBinding`
+  * ``arrays[uid]`` is C-contiguous, writeable, of ``np_dtype(p.dtype)`` and of the checked shape;
+    ``scalars[uid]`` holds every scalar parameter and every symbolic dimension (``int``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import dtypes as dt
+from .backends.interp.exprs import ev
+from .backends.interp.options import InterpOptions
+from .backends.interp.state import Ctx
+from .errors import InternalError, KernelRuntimeError, KernelTypeError
+from .ir import nodes as N
+from .optional import loaded, require
+
+__all__ = ["TORCH_RAW", "HostArray", "HostBinding", "bind_dims", "bind_host", "check_derived", "check_dtype",
+           "check_shape", "conflict_error", "dtype_error", "dtype_name", "empty_like", "eval_dim", "fmt_shape",
+           "framework", "host_value", "is_device", "normalise_out_idx", "numpy_to_torch", "output_shape",
+           "rank_error", "scalar_arg", "shape_of", "split_call", "to_host"]
+
+#: torch dtypes NumPy cannot view directly, and the raw integer type of the same width
+TORCH_RAW = {"bfloat16": "int16", "float8_e4m3fn": "uint8", "float8_e5m2": "uint8"}
+
+
+# ------------------------------------------------------------------------------------------ frameworks
+def framework(v) -> str:
+    """``"numpy"``, ``"torch"``, ``"cupy"``, ``"numba"`` (a numba device array) or ``"other"``."""
+    if isinstance(v, np.ndarray):
+        return "numpy"
+    torch = loaded("torch")
+    if torch is not None and isinstance(v, torch.Tensor):
+        return "torch"
+    cupy = loaded("cupy")
+    if cupy is not None and isinstance(v, cupy.ndarray):
+        return "cupy"
+    if type(v).__module__.startswith("numba") and hasattr(v, "copy_to_host"):
+        return "numba"
+    return "other"
+
+
+def is_device(v) -> bool:
+    """``v`` lives in GPU memory (a CUDA torch tensor, or anything with ``__cuda_array_interface__``)."""
+    kind = framework(v)
+    if kind == "torch":
+        return v.device.type == "cuda"
+    return kind == "numba" or hasattr(v, "__cuda_array_interface__")
+
+
+def shape_of(v) -> tuple:
+    """The shape of a tensor argument, without copying it anywhere."""
+    if hasattr(v, "shape"):
+        return tuple(int(s) for s in v.shape)
+    return to_host(v).array.shape
+
+
+class HostArray:
+    """A caller's tensor as a NumPy array (``array``), and how to give results back (``finish``)."""
+
+    def __init__(self, obj):
+        self.obj = obj
+        self.kind = framework(obj)
+        self.copy_back = False
+        self.array = self._to_numpy(obj)
+
+    def _to_numpy(self, obj):
+        if self.kind == "numpy":
+            return obj
+        if self.kind == "torch":
+            torch = loaded("torch")
+            t = obj.detach()
+            if t.device.type != "cpu" or not t.is_contiguous():
+                self.copy_back = True
+                t = t.cpu().contiguous()
+            name = str(t.dtype).replace("torch.", "")
+            if name in TORCH_RAW:
+                return t.view(getattr(torch, TORCH_RAW[name])).numpy().view(dt.np_dtype(name))
+            return t.numpy()
+        if self.kind == "cupy":
+            self.copy_back = True
+            return obj.get()
+        if hasattr(obj, "__array__"):
+            return np.asarray(obj)
+        if hasattr(obj, "__dlpack__"):
+            return np.from_dlpack(obj)
+        raise KernelRuntimeError(f"cannot use a {type(obj).__name__} as a tensor",
+                                 hint="pass NumPy arrays, torch tensors or objects with __array__/__dlpack__")
+
+    def finish(self):
+        """Copy ``array`` back into the caller's tensor where it was a copy (torch CUDA, CuPy)."""
+        if not self.copy_back:
+            return
+        if self.kind == "torch":
+            self.obj.copy_(numpy_to_torch(self.array).to(self.obj.device))
+        elif self.kind == "cupy":
+            self.obj.set(self.array)
+
+
+def to_host(obj) -> HostArray:
+    """``obj`` converted to NumPy (see the module docstring for what is copied)."""
+    return HostArray(obj)
+
+
+def numpy_to_torch(arr: np.ndarray):
+    """A torch CPU tensor with ``arr``'s values and dtype (``bfloat16``/fp8 through raw integer views)."""
+    torch = require("torch", "returning torch tensors")
+    name = dt.canon(arr.dtype)
+    if name in TORCH_RAW:
+        raw = np.dtype(TORCH_RAW[name])
+        return torch.from_numpy(arr.view(raw).copy()).view(getattr(torch, name))
+    return torch.from_numpy(np.ascontiguousarray(arr))
+
+
+def empty_like(kind: str, shape: tuple, dtype: str, device=None):
+    """An uninitialised device output of ``dtype`` in the framework ``kind`` (``"torch"`` or ``"cupy"``)."""
+    if kind == "torch":
+        torch = require("torch", "torch outputs")
+        return torch.empty(shape, dtype=getattr(torch, dtype), device=device or "cuda")
+    if kind == "cupy":
+        if dtype in dt.NARROW_FLOATS and dtype != "float16":
+            raise KernelTypeError(f"CuPy has no {dtype} arrays: pass torch tensors for {dtype} outputs")
+        return require("cupy", "CuPy outputs").empty(shape, dtype=dt.np_dtype(dtype))
+    raise InternalError(f"empty_like: no device allocation for framework {kind!r}")
+
+
+# ------------------------------------------------------------------------------------------ calls
+def normalise_out_idx(out_idx, nparams: int) -> tuple:
+    """``out_idx`` (None, an index or a list; negative from the end) as a tuple of distinct indices."""
+    if out_idx is None:
+        return ()
+    idx = [out_idx] if isinstance(out_idx, int) else list(out_idx)
+    out = []
+    for i in idx:
+        if not -nparams <= i < nparams:
+            raise KernelTypeError(f"out_idx {i} is out of range for {nparams} parameters")
+        out.append(i % nparams)
+    return tuple(sorted(set(out), key=out.index))
+
+
+def split_call(pf: N.PrimFunc, out_idx: tuple, args: tuple, kwargs: dict | None = None) -> list:
+    """One value per parameter of ``pf`` (``None`` at the outputs ``out_idx``) from a call's arguments."""
+    inputs = [i for i in range(len(pf.params)) if i not in out_idx]
+    names = ", ".join(pf.params[i].name for i in inputs)
+    kwargs = kwargs or {}
+    if len(args) + len(kwargs) != len(inputs) or len(args) > len(inputs):
+        got = f"{len(args)}" + (f" positional and {len(kwargs)} keyword" if kwargs else "")
+        raise KernelRuntimeError(f"kernel {pf.name} takes {len(inputs)} argument(s) ({names}), got {got}", pf.loc,
+                                 hint="outputs listed in out_idx are allocated and returned, not passed")
+    values: list = [None] * len(pf.params)
+    for i, v in zip(inputs, args):
+        values[i] = v
+    by_name = {p.name: i for i, p in enumerate(pf.params)}
+    for name, v in kwargs.items():
+        i = by_name.get(name)
+        if i is None:
+            raise KernelRuntimeError(f"kernel {pf.name} has no parameter '{name}'", pf.loc,
+                                     hint=f"its arguments are: {names}")
+        if i in out_idx:
+            raise KernelRuntimeError(f"argument '{name}' of {pf.name} is an output", pf.loc,
+                                     hint="outputs listed in out_idx are allocated and returned, not passed")
+        if inputs.index(i) < len(args):
+            raise KernelRuntimeError(f"argument '{name}' of {pf.name} is given twice (by position and by name)",
+                                     pf.loc)
+        values[i] = v
+    return values
+
+
+def scalar_arg(pf: N.PrimFunc, p: N.Var, v):
+    """The value of scalar parameter ``p``, in its compute type."""
+    if isinstance(v, np.ndarray) and v.ndim > 0 or hasattr(v, "shape") and getattr(v, "ndim", 0) > 0:
+        raise KernelRuntimeError(f"argument '{p.name}' of {pf.name} is a scalar {p.dtype}, got a tensor", p.loc)
+    if dt.is_float(p.dtype):
+        return dt.compute_dtype(p.dtype).type(v)
+    return bool(v) if p.dtype == "bool" else int(v)
+
+
+# ------------------------------------------------------------------------------------------ dtypes
+def dtype_name(d) -> str:
+    """``d`` (a NumPy dtype or a name) as tilesim names dtypes, or as NumPy does where tilesim has no name."""
+    try:
+        return dt.canon(d)
+    except Exception:  # noqa: BLE001 - an array type tilesim has no name for: show NumPy's
+        return str(d)
+
+
+def dtype_error(pf: N.PrimFunc, p: N.Buffer, got) -> KernelRuntimeError:
+    """The error for argument ``p`` of dtype ``got`` (a NumPy dtype or a dtype name)."""
+    return KernelRuntimeError(f"argument '{p.name}' of {pf.name}: expected dtype {p.dtype}, got {dtype_name(got)}",
+                              p.loc, hint=f"convert it first, e.g. x.astype({p.dtype!r}) / tensor.to(torch.{p.dtype})")
+
+
+def check_dtype(pf: N.PrimFunc, p: N.Buffer, got: np.dtype) -> None:
+    if got != dt.np_dtype(p.dtype):
+        raise dtype_error(pf, p, got)
+
+
+# ------------------------------------------------------------------------------------------ shapes
+def fmt_shape(shape) -> str:
+    """A declared shape as the user wrote it: ``(M, 128)``."""
+    return "(" + ", ".join(str(s) if isinstance(s, int) else getattr(s, "name", "?") for s in shape) + ")"
+
+
+def rank_error(where: str, name: str, declared, shape, loc) -> KernelRuntimeError:
+    return KernelRuntimeError(f"argument '{name}' of {where}: expected {len(declared)} dimension(s) "
+                              f"{fmt_shape(declared)}, got shape {tuple(shape)}", loc)
+
+
+def conflict_error(where: str, name: str, d: int, sym: str, got: int, before: int, loc) -> KernelRuntimeError:
+    return KernelRuntimeError(f"argument '{name}' of {where}: dimension {d} ({sym}) is {got} but another argument "
+                              f"set {sym} = {before}", loc)
+
+
+def check_shape(pf: N.PrimFunc, p: N.Buffer, shape: tuple, dims: dict) -> None:
+    """Check ``shape`` against ``p``'s rank and constant dims; bind its symbolic dims into ``dims``."""
+    shape = tuple(shape)
+    if len(shape) != p.ndim:
+        raise rank_error(pf.name, p.name, p.shape, shape, p.loc)
+    for d, (want, got) in enumerate(zip(p.shape, shape)):
+        if isinstance(want, int):
+            if want != got:
+                raise KernelRuntimeError(f"argument '{p.name}' of {pf.name}: dimension {d} must be {want}, "
+                                         f"got shape {shape} (expected {fmt_shape(p.shape)})", p.loc)
+        elif isinstance(want, N.Var):
+            if want.uid in dims and dims[want.uid] != got:
+                raise conflict_error(pf.name, p.name, d, want.name, got, dims[want.uid], p.loc)
+            dims[want.uid] = got
+
+
+def bind_dims(pf: N.PrimFunc, dims: dict) -> dict:
+    """``{uid: value}`` of every symbolic dimension of ``pf``; each must have been bound by an input."""
+    out = {}
+    for dv in pf.dyn_vars:
+        if dv.uid not in dims:
+            raise KernelRuntimeError(f"symbolic dimension '{dv.name}' of {pf.name} is not bound by any argument",
+                                     pf.loc)
+        out[dv.uid] = dims[dv.uid]
+    return out
+
+
+def check_derived(pf: N.PrimFunc, p: N.Buffer, shape: tuple, scalars: dict) -> None:
+    """Check the dims of ``p`` given by expressions of symbols (``M // 2``) once the symbols are bound."""
+    for d, want in enumerate(p.shape):
+        if isinstance(want, N.Expr) and not isinstance(want, N.Var):
+            val = eval_dim(want, scalars)
+            if val != shape[d]:
+                raise KernelRuntimeError(f"argument '{p.name}' of {pf.name}: dimension {d} must be {val}, "
+                                         f"got shape {tuple(shape)} (expected {fmt_shape(p.shape)})", p.loc)
+
+
+def output_shape(p: N.Buffer, scalars: dict) -> tuple:
+    return tuple(d if isinstance(d, int) else eval_dim(d, scalars) for d in p.shape)
+
+
+def host_value(e, scalars: dict):
+    """The value of expression ``e`` of bound symbols (``scalars``: uid → value), as a Python scalar."""
+    if isinstance(e, int):
+        return e
+    if isinstance(e, N.Const):
+        return e.value
+    ctx = Ctx(1, InterpOptions(), dict(scalars), {}, np.zeros(1, dtype=np.int64))
+    v = ev(e, ctx)
+    if isinstance(v, np.ndarray):
+        v = v.reshape(-1)[0]
+    return v.item() if hasattr(v, "item") else v
+
+
+def eval_dim(e, scalars: dict) -> int:
+    """The value of a shape expression given bound symbols."""
+    return int(host_value(e, scalars))
+
+
+# ------------------------------------------------------------------------------------------ host binding
+@dataclass
+class HostBinding:
+    """A call bound on the host (see the module docstring's invariants)."""
+
+    pf: N.PrimFunc
+    out_idx: tuple
+    arrays: dict = field(default_factory=dict)  # buffer uid -> ndarray
+    scalars: dict = field(default_factory=dict)  # var uid -> value (scalar params, symbolic dims)
+    converted: list = field(default_factory=list)  # HostArray of every tensor argument
+    torch_out: bool = False  # return torch tensors
+
+    def finish(self):
+        """Copy results back into the callers' tensors; the outputs (one bare, several as a list, or None)."""
+        for c in self.converted:
+            c.finish()
+        outs = [self.arrays[self.pf.params[i].uid] for i in self.out_idx]
+        if self.torch_out:
+            outs = [numpy_to_torch(o) for o in outs]
+        if not outs:
+            return None
+        return outs[0] if len(outs) == 1 else outs
+
+
+def bind_host(pf: N.PrimFunc, out_idx: tuple, values: list, allocate) -> HostBinding:
+    """Bind ``values`` (from :func:`split_call`) as NumPy arrays; outputs from ``allocate(shape, dtype)``."""
+    b = HostBinding(pf, tuple(out_idx))
+    dims: dict = {}
+    inputs = [(p, v) for i, (p, v) in enumerate(zip(pf.params, values)) if i not in b.out_idx]
+    for p, v in inputs:
+        if isinstance(p, N.Var):
+            b.scalars[p.uid] = scalar_arg(pf, p, v)
+            continue
+        c = to_host(v)
+        arr = c.array
+        check_dtype(pf, p, arr.dtype)
+        check_shape(pf, p, arr.shape, dims)
+        if not arr.flags.c_contiguous or not arr.flags.writeable:
+            arr = np.ascontiguousarray(arr).copy()
+            c.copy_back = c.copy_back or c.kind != "numpy"
+            c.array = arr
+        b.arrays[p.uid] = arr
+        b.converted.append(c)
+    b.scalars.update(bind_dims(pf, dims))
+    for p, _ in inputs:
+        if isinstance(p, N.Buffer):
+            check_derived(pf, p, b.arrays[p.uid].shape, b.scalars)
+    for i in b.out_idx:
+        p = pf.params[i]
+        b.arrays[p.uid] = allocate(output_shape(p, b.scalars), p.dtype)
+    b.torch_out = any(framework(v) == "torch" for _, v in inputs)
+    return b
