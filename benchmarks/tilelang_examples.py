@@ -1,0 +1,453 @@
+"""Conformance check: run TileLang's own example programs on tilesim (CPU), unchanged but for imports.
+
+Usage::
+
+    python benchmarks/tilelang_examples.py --mirror DIR [--only SUBSTR ...] [--timeout S] [--jobs N]
+                                           [--update PREV.json]
+
+``DIR`` is a bare git directory of TileLang's repository (``examples/`` of ``HEAD`` is extracted to a
+temp dir) or a checkout containing ``examples/``. Nothing of TileLang is copied into this repository.
+
+Contract
+--------
+* **Programs.** Every ``.py`` under ``examples/`` (all depths) is classified by its AST:
+  ``test_*.py`` / ``regression_*.py`` with a ``__main__`` block are **wrappers** (pytest / perf-regression
+  drivers that only import sibling examples; they are *not* run, listed with verdict ``wrapper`` so the
+  programs are not run twice); any other file with an ``if __name__ == "__main__":`` block, or with
+  module-level statements that do work (a bare call of a plain name such as ``main()`` or ``print(...)``,
+  a loop, a ``with``), is a
+  **program**; the rest (and ``conftest.py``) are helper modules, listed in the JSON only.
+  Programs under a path component in :data:`EXCLUDED_DIRS` (other vendors' hardware, layout
+  plotting/analysis tools) get verdict ``skip`` and are not run.
+* **Run.** The examples tree is staged once to a temp dir with every ``.py`` passed through
+  :func:`rewrite_imports` (``tilelang`` -> ``tilesim`` in import statements only; nothing else is
+  edited). Each program then runs in its own subprocess (``--jobs`` at a time, default 2; ``--timeout``
+  seconds each, default 120) from a private copy of its top-level example directory, with
+  ``PYTHONPATH`` = a temp dir holding :data:`SHIM` as ``sitecustomize.py`` (torch CUDA requests run on
+  the CPU) + this repository. Extra argv from :data:`SMALL_ARGS` shrinks sizes where the program's
+  argparse allows it; otherwise no arguments are passed.
+* **Verdicts.** ``pass`` (exit 0); ``timeout``; ``wrong`` (the program's reference check failed: the last
+  exception is an ``AssertionError`` (or ``*Mismatch*``) raised outside tilesim or by tilesim's
+  profiler/testing helpers, whose message ('not close', 'Mismatch', tolerances, ...) or asserting line
+  (``allclose``, ``diff``, ``ref``, ...) is a comparison); ``fail`` (any other non-zero exit);
+  ``skip``; ``wrapper``. ``error`` is the exception line of the last traceback in stderr.
+* **Output.** A table and a summary (counts; pass % of the programs run), a histogram of normalised
+  error lines (digits and paths stripped) of ``fail``/``wrong`` rows, and JSON written atomically to
+  ``reports/measurements/tilelang_examples_<UTC timestamp>.json``. ``--update PREV.json`` re-runs only the
+  selected programs and keeps PREV's rows for the rest (for re-running a subset).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import collections
+import concurrent.futures
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+EXCLUDED_DIRS = {"amd", "aws", "plot_layout", "visual_layout_inference", "analyze"}
+WRAPPER_PREFIXES = ("test_", "regression_")
+
+# Extra argv per program (path relative to examples/) that shrinks problem sizes, read off each
+# program's argparse; tile sizes, head dims and ratios the kernels assume are kept.
+SMALL_ARGS: dict[str, str] = {
+    "attention_sink/benchmark_gqa_sink_fwd.py": "--heads 8 --seq_q 256 --seq_kv 256",
+    "attention_sink/benchmark_mha_sink_fwd.py": "--batch 1 --heads 2 --seq_q 256 --seq_kv 256",
+    "attention_sink/example_gqa_sink_bwd_bhsd.py": "--h 8 --n_ctx 256",
+    "attention_sink/example_gqa_sink_bwd_varlen.py": "--batch 2 --heads 16 --q_seqlen 256 --k_seqlen 256",
+    "attention_sink/example_gqa_sink_fwd_varlen.py": "--batch 2 --heads 16 --q_seqlen 256 --k_seqlen 256",
+    "attention_sink/example_mha_sink_bwd_bhsd.py": "--h 2 --n_ctx 256",
+    "attention_sink/example_mha_sink_fwd_bhsd.py": "--batch 1 --heads 2 --seq_q 256 --seq_kv 256",
+    "blocksparse_attention/example_tilelang_sparse_gqa_decode_paged.py":
+        "--batch 1 --heads 8 --max_cache_seqlen 1024 --num_pages 16",
+    "blocksparse_attention/example_tilelang_sparse_gqa_decode_varlen_indice.py":
+        "--batch 1 --heads 8 --max_cache_seqlen 1024",
+    "blocksparse_attention/example_tilelang_sparse_gqa_decode_varlen_mask.py":
+        "--batch 1 --heads 8 --max_cache_seqlen 1024",
+    "blocksparse_gemm/example_blocksparse_gemm.py": "--m 256 --n 256 --k 256",
+    "convolution/example_convolution.py": "--n 2 --c 64 --h 16 --w 16 --f 64",
+    "convolution/example_convolution_autotune.py": "--n 2 --c 64 --h 16 --w 16 --f 64",
+    "deepseek_mla/example_mla_decode.py": "--batch 2 --heads 64 --kv_ctx 512",
+    "deepseek_mla/example_mla_decode_paged.py": "--batch 2 --h_q 64 --cache_seqlen 512",
+    "deepseek_mla/example_mla_decode_persistent.py": "--batch 2 --heads 64 --kv_ctx 512",
+    "deepseek_mla/example_mla_decode_ws.py": "--batch 2 --heads 64 --kv_ctx 512",
+    "deepseek_mla/experimental/example_mla_decode_kv_fp8.py": "--batch 2 --heads 64 --kv_ctx 512",
+    "deepseek_nsa/benchmark/benchmark_nsa_fwd.py": "--batch 1 --seq_len 256 --iterations 1 --warmup 1 --impl tilelang",
+    "deepseek_v4/fp8_fp4_gemm_1d1d_sm100.py": "--M 256 --N 8192 --K 256",
+    "deepseek_v4/sparse_attn_fwd_sm90.py": "--h 64 --n_ctx 128 --n_kv 512 --topk 128",
+    "elementwise/example_elementwise_add.py": "--m 256 --n 256",
+    "flash_attention/example_gqa_bwd.py": "--batch 1 --h 16 --n_ctx 256",
+    "flash_attention/example_gqa_bwd_tma_reduce.py": "--batch 1 --h 16 --n_ctx 256",
+    "flash_attention/example_gqa_bwd_tma_reduce_varlen.py": "--batch 1 --h 16 --n_ctx 256",
+    "flash_attention/example_gqa_fwd_bshd.py": "--heads 16 --seq_len 256",
+    "flash_attention/example_gqa_fwd_varlen.py": "--batch 2 --heads 16 --q_seqlen 256 --k_seqlen 256",
+    "flash_attention/example_mha_bwd_bhsd.py": "--batch 1 --h 2 --n_ctx 256",
+    "flash_attention/example_mha_bwd_bshd.py": "--batch 1 --h 2 --n_ctx 256",
+    "flash_attention/example_mha_fwd_bshd.py": "--batch 1 --heads 2 --seq_len 256",
+    "flash_attention/example_mha_fwd_varlen.py": "--batch 2 --heads 2 --seq_len 256",
+    "flash_attention_sm100/mha_fwd_bshd.py": "--heads 2 --seq_len 256",
+    "flash_decoding/example_gqa_decode.py": "--kv_seqlen 1024",
+    "flash_decoding/example_gqa_decode_varlen_logits.py": "--k_seqlen 1024",
+    "gemm/example_gemm_advanced_autotune.py": "--m 256 --n 256 --k 256",
+    "gemm/example_gemm_autotune.py": "--m 256 --n 256 --k 256",
+    "gemm/example_gemm_autotune_pass_configs.py": "--m 256 --n 256 --k 256",
+    "gemm/example_gemm_persistent.py": "--M 512 --N 512 --K 512",
+    "gemm_sm120/sm120_nvfp4_blockscaled_gemm.py": "--m 256 --n 256 --k 512",
+    "gemm_sp/example_gemm_sp.py": "--m 512 --n 512 --k 512",
+    "gemm_tcgen05/gemm_tcgen5mma_ws.py": "--m 512 --n 512 --k 512",
+    "gemm_tcgen05/gemm_tcgen5mma_ws_clc.py": "--m 512 --n 512 --k 512",
+    "gemm_tcgen05/gemm_tcgen5mma_ws_persistent.py": "--m 512 --n 512 --k 512",
+    "gemm_tcgen05/gemm_tcgen5mma_ws_persistent_streamk.py": "--m 512 --n 512 --k 512",
+    "grouped_gemm/example_grouped_gemm_bwd.py": "--K 256 --M 256",
+    "grouped_gemm/example_grouped_gemm_fwd.py": "--K 256 --M 256",
+    "grouped_gemm/example_grouped_gemm_fwd_ptr.py": "--K 256 --N 256",
+    "hadamard_transform/example_hadamard.py": "--batch 4 --dim 1024",
+    "linear_attention/example_linear_attn_bwd.py": "--B 1 --S 256 --H 2",
+    "linear_attention/example_linear_attn_fwd.py": "--B 1 --S 256 --H 2",
+    "linear_attention/example_mamba_chunk_scan.py": "--batch 1 --heads 2 --seq_len 512",
+    "linear_attention/example_mamba_chunk_state.py": "--batch 1 --heads 2 --seq_len 512",
+    "linear_attention/example_retention_fwd.py": "--B 1 --S 256 --H 2",
+    "minference/example_vertical_slash_sparse_attn.py": "--seq_len 1024 --vertical_size 100 --slash_size 20",
+    "warp_specialize/example_warp_specialize_flashmla.py": "--batch 2 --heads 64 --kv_ctx 512",
+}
+
+# sitecustomize.py for the subprocesses: torch's CUDA requests run on the CPU. Harness only.
+SHIM = r'''
+"""tilelang_examples harness shim: map torch CUDA device requests to the CPU."""
+import contextlib, time, types
+try:
+    import torch
+    from torch.overrides import TorchFunctionMode
+except Exception:  # no torch: nothing to shim
+    torch = None
+
+if torch is not None:
+    def _cpu(v):
+        cuda = (isinstance(v, str) and v.startswith("cuda")) or (isinstance(v, torch.device) and v.type == "cuda")
+        return "cpu" if cuda else v
+
+    class _CudaToCpu(TorchFunctionMode):
+        """Every torch call: device 'cuda'/'cuda:N'/torch.device('cuda') -> 'cpu'; .cuda()/.pin_memory() -> self."""
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if func is torch.Tensor.cuda or func is torch.Tensor.pin_memory:
+                return args[0]
+            kwargs = {k: _cpu(v) for k, v in (kwargs or {}).items()}
+            kwargs.pop("pin_memory", None)
+            return func(*(_cpu(a) for a in args), **kwargs)
+
+    _CudaToCpu().__enter__()   # bottom of the mode stack: also sees `with torch.device("cuda")`
+
+    class Generator(torch.Generator):
+        def __new__(cls, device="cpu"):
+            return torch._C.Generator.__new__(cls, _cpu(device))
+        def __init__(self, *args, **kwargs):
+            pass
+    torch.Generator = Generator
+
+    class Event:
+        def __init__(self, *args, **kwargs): self.t = time.perf_counter()
+        def record(self, stream=None): self.t = time.perf_counter()
+        def elapsed_time(self, end): return (end.t - self.t) * 1e3
+        def synchronize(self): pass
+        def wait(self, stream=None): pass
+        def query(self): return True
+
+    class Stream(contextlib.nullcontext):
+        cuda_stream = 0
+        def __init__(self, *args, **kwargs): super().__init__()
+        def synchronize(self): pass
+        def wait_stream(self, other): pass
+        def wait_event(self, event): pass
+        def record_event(self, event=None): return event or Event()
+        def query(self): return True
+
+    def _noop():  # a new function per attribute: torch._dynamo rejects one object under two names
+        return lambda *args, **kwargs: None
+    def _seed():  # torch.manual_seed calls back into torch.cuda.manual_seed_all
+        return lambda seed: torch.default_generator.manual_seed(int(seed))
+    _props = types.SimpleNamespace(name="tilesim CPU shim (sm_90)", major=9, minor=0, multi_processor_count=132,
+                                   total_memory=80 << 30, L2_cache_size=50 << 20, max_threads_per_multi_processor=2048,
+                                   regs_per_multiprocessor=65536, warp_size=32)
+    _stream = Stream()
+    for _name, _value in dict(
+            is_available=lambda: True, device_count=lambda: 1, current_device=lambda: 0, set_device=_noop(), init=_noop(),
+            synchronize=_noop(), empty_cache=_noop(), manual_seed=_seed(), manual_seed_all=_seed(),
+            get_device_capability=lambda d=None: (9, 0),
+            get_device_name=lambda d=None: _props.name, get_device_properties=lambda d=None: _props, Event=Event,
+            Stream=Stream, current_stream=lambda d=None: _stream, default_stream=lambda d=None: _stream,
+            stream=lambda s=None: contextlib.nullcontext(), device=lambda d=None: contextlib.nullcontext(),
+            memory_allocated=lambda d=None: 0, max_memory_allocated=lambda d=None: 0,
+            reset_peak_memory_stats=_noop(), is_current_stream_capturing=lambda: False).items():
+        setattr(torch.cuda, _name, _value)
+    for _mod, _names in (("profiler", ("start", "stop")), ("nvtx", ("range_push", "range_pop", "range_start",
+                                                                     "range_end", "mark"))):
+        for _name in _names:
+            setattr(getattr(torch.cuda, _mod), _name, _noop())
+'''
+
+
+# ----------------------------------------------------------------------------- staging
+def extract_examples(mirror: Path, dest: Path) -> tuple[Path, str | None]:
+    """The ``examples/`` directory of ``mirror`` (extracted from HEAD if it is a bare git dir) and its commit."""
+    if (mirror / "examples").is_dir():
+        git = ["git", "-C", str(mirror)]
+        root = mirror / "examples"
+    else:
+        git = ["git", "--git-dir", str(mirror)]
+        archive = subprocess.run(git + ["archive", "HEAD", "examples"], check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+        root = dest / "examples"
+    rev = subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True)
+    return root, (rev.stdout.strip() or None) if rev.returncode == 0 else None
+
+
+def _is_tilelang(name: str | None) -> bool:
+    return name == "tilelang" or (name or "").startswith("tilelang.")
+
+
+def rewrite_imports(src: str) -> str:
+    """Swap ``tilelang`` for ``tilesim`` in import statements only (any depth); lines keep their numbers."""
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        return src
+    data = src.encode()
+    starts = [0]
+    for line in data.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    edits = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and _is_tilelang(node.module):
+            new = re.sub(r"^from\s+tilelang\b", "from tilesim", ast.get_source_segment(src, node))
+        elif isinstance(node, ast.Import) and any(_is_tilelang(a.name) for a in node.names):
+            parts = []
+            for a in node.names:
+                name = "tilesim" + a.name[len("tilelang"):] if _is_tilelang(a.name) else a.name
+                if a.asname:
+                    parts.append(f"{name} as {a.asname}")
+                elif _is_tilelang(a.name):  # `import tilelang.x` binds `tilelang`
+                    parts += ([name] if name != "tilesim" else []) + ["tilesim as tilelang"]
+                else:
+                    parts.append(name)
+            new = "import " + ", ".join(parts)
+        else:
+            continue
+        edits.append((starts[node.lineno - 1] + node.col_offset, starts[node.end_lineno - 1] + node.end_col_offset,
+                      new.encode()))
+    for begin, end, new in sorted(edits, reverse=True):
+        data = data[:begin] + new + data[end:]
+    return data.decode()
+
+
+def classify(path: Path) -> str:
+    """'program', 'wrapper' or 'helper' (see the module docstring)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except SyntaxError:
+        return "helper"
+    has_main = any(isinstance(n, ast.If) and "__name__" in ast.unparse(n.test) and "__main__" in ast.unparse(n.test)
+                   for n in tree.body)
+    if path.name.startswith(WRAPPER_PREFIXES) or path.name == "conftest.py":
+        return "wrapper" if has_main else "helper"
+    does_work = any(isinstance(n, (ast.For, ast.While, ast.With)) or  # a script: loops, `main()`, `print(...)`
+                    (isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name))
+                    for n in tree.body)
+    return "program" if has_main or does_work else "helper"
+
+
+def stage(examples: Path, staging: Path) -> None:
+    """Copy the examples tree to ``staging`` with imports rewritten in every .py file."""
+    shutil.copytree(examples, staging, symlinks=True)
+    for py in staging.rglob("*.py"):
+        src = py.read_text(encoding="utf-8", errors="surrogateescape")
+        new = rewrite_imports(src)
+        if new != src:
+            py.write_text(new, encoding="utf-8", errors="surrogateescape")
+
+
+# ----------------------------------------------------------------------------- running and verdicts
+WRONG_MSG = re.compile(r"mismatch|not close|not equal|tolerance|allclose|differ\b|rtol|atol|max err|norm error", re.I)
+WRONG_SRC = re.compile(r"allclose|assert_close|isclose|assert_similar|array_equal|torch\.equal|\bdiff|\bref|\berr|\bcos"
+                       r"|\bsim", re.I)
+CHECK_SITE = re.compile(r"/tilesim/(profiler|testing)")  # tilesim code that runs a program's reference check
+
+
+def verdict_of(rc: int, stderr: str) -> tuple[str, str]:
+    """(verdict, error line) of a finished program (see the module docstring)."""
+    if rc == 0:
+        return "pass", ""
+    lines = stderr.rstrip().splitlines()
+    tbs = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")]
+    if not tbs:
+        tail = next((line.strip() for line in reversed(lines) if line.strip()), "")
+        return "fail", tail or (f"killed by signal {-rc}" if rc < 0 else f"exit code {rc}")
+    after = lines[tbs[-1] + 1:]
+    k = next((i for i, line in enumerate(after) if line and not line[0].isspace()), None)
+    if k is None:
+        return "fail", f"exit code {rc}"
+    error = after[k].strip()
+    frames = [i for i, line in enumerate(after[:k]) if line.lstrip().startswith('File "')]
+    frame = after[frames[-1]] if frames else ""
+    code = after[frames[-1] + 1].strip() if frames and frames[-1] + 1 < k else ""
+    check_site = "/tilesim/" not in frame or CHECK_SITE.search(frame)
+    is_assert = re.match(r"[\w.]*(AssertionError|Mismatch\w*)\b", error)
+    if check_site and is_assert and (WRONG_MSG.search(error) or WRONG_SRC.search(code)):
+        return "wrong", error
+    return "fail", error
+
+
+def run_one(rel: str, staging: Path, work: Path, env: dict, timeout: float) -> dict:
+    """Run examples/<rel> in a private copy of its top-level example directory."""
+    top = rel.split("/")[0]
+    private = Path(tempfile.mkdtemp(dir=work, prefix="run_"))
+    if (staging / top).is_dir():
+        shutil.copytree(staging / top, private / top, symlinks=True)
+    else:  # a program at the root of examples/
+        shutil.copy2(staging / rel, private / rel)
+    script = private / rel
+    argv = SMALL_ARGS.get(rel, "").split()
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, script.name, *argv], cwd=script.parent, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        verdict, error = verdict_of(proc.returncode, err)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        verdict, error = "timeout", f"timeout after {timeout:g} s"
+    seconds = round(time.perf_counter() - start, 2)
+    shutil.rmtree(private, ignore_errors=True)
+    return {"program": rel, "verdict": verdict, "seconds": seconds, "argv": argv, "error": error,
+            "returncode": proc.returncode, "stderr_tail": "\n".join(err.splitlines()[-25:])[-3000:],
+            "stdout_tail": "\n".join(out.splitlines()[-5:])[-800:]}
+
+
+def normalise(error: str) -> str:
+    """An error line with paths, addresses and numbers stripped, for the blocker histogram."""
+    s = re.sub(r"(?:[\w.~-]*/)+[\w.-]+", "<path>", error)
+    s = re.sub(r"0x[0-9a-fA-F]+", "<addr>", s)
+    s = re.sub(r"\b\d+(\.\d+)?\b", "N", s)  # numbers, not digits inside names (int4, tcgen05_gemm)
+    return re.sub(r"\s+", " ", s).strip()[:160]
+
+
+# ----------------------------------------------------------------------------- report
+def versions() -> dict:
+    import numpy
+    try:
+        import torch
+        torch_version = torch.__version__
+    except ImportError:
+        torch_version = None
+    git = ["git", "-C", str(REPO)]
+    rev = subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(git + ["status", "--porcelain", "--", "tilesim"], capture_output=True, text=True).stdout
+    return {"tilesim_commit": rev or None, "tilesim_uncommitted": dirty.splitlines(), "python": platform.python_version(), "numpy": numpy.__version__,
+            "torch": torch_version}
+
+
+def summarise(rows: list[dict]) -> dict:
+    counts = collections.Counter(r["verdict"] for r in rows)
+    ran = sum(counts[v] for v in ("pass", "fail", "wrong", "timeout"))
+    return {"counts": dict(sorted(counts.items())), "programs_run": ran,
+            "pass_pct": round(100.0 * counts["pass"] / ran, 1) if ran else 0.0}
+
+
+def histogram(rows: list[dict]) -> list[tuple[int, str, list[str]]]:
+    groups: dict[str, list[str]] = collections.defaultdict(list)
+    for r in rows:
+        if r["verdict"] in ("fail", "wrong"):
+            groups[normalise(r["error"])].append(r["program"])
+    return sorted(((len(p), e, p) for e, p in groups.items()), key=lambda t: (-t[0], t[1]))
+
+
+def print_report(rows: list[dict], summary: dict, hist) -> None:
+    width = max(len(r["program"]) for r in rows)
+    print(f"\n{'program':<{width}}  {'verdict':<8} {'seconds':>8}  error")
+    for r in rows:
+        print(f"{r['program']:<{width}}  {r['verdict']:<8} {r.get('seconds', 0):>8.1f}  {r.get('error', '')[:140]}")
+    print(f"\nsummary: {summary['counts']}  pass {summary['pass_pct']}% of {summary['programs_run']} programs run")
+    print("\nblockers (fail/wrong error lines, normalised):")
+    for n, error, programs in hist:
+        print(f"{n:4d}  {error}\n        e.g. {', '.join(programs[:3])}")
+
+
+def write_json(report: dict) -> Path:
+    out_dir = REPO / "reports" / "measurements"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"tilelang_examples_{report['date'].replace('-', '').replace(':', '')}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(report, indent=1) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--mirror", type=Path, required=True, help="bare git dir or checkout of TileLang")
+    ap.add_argument("--only", action="append", default=[], help="run programs whose path contains this (repeatable)")
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds per program")
+    ap.add_argument("--jobs", type=int, default=2, help="programs run in parallel")
+    ap.add_argument("--update", type=Path, help="previous JSON: keep its rows for programs not re-run")
+    args = ap.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="tilelang_examples_") as tmp:
+        work = Path(tmp)
+        examples, commit = extract_examples(args.mirror.resolve(), work)
+        files = sorted(p.relative_to(examples).as_posix() for p in examples.rglob("*.py"))
+        kinds = {rel: classify(examples / rel) for rel in files}
+        selected = [rel for rel in files if kinds[rel] == "program" and
+                    (not args.only or any(s in rel for s in args.only))]
+        excluded = [rel for rel in selected if EXCLUDED_DIRS & set(rel.split("/")[:-1])]
+        to_run = [rel for rel in selected if rel not in excluded]
+        stage(examples, work / "staged")
+        (work / "shim").mkdir()
+        (work / "shim" / "sitecustomize.py").write_text(SHIM)
+        env = dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg",
+                   OMP_NUM_THREADS=str(max(1, (os.cpu_count() or 1) // args.jobs)),
+                   PYTHONPATH=os.pathsep.join([str(work / "shim"), str(REPO), os.environ.get("PYTHONPATH", "")]))
+        print(f"{len(to_run)} programs to run, {len(excluded)} skipped; timeout {args.timeout:g} s, jobs {args.jobs}",
+              flush=True)
+        rows = {rel: {"program": rel, "verdict": "skip", "seconds": 0.0, "error": "excluded directory"}
+                for rel in excluded}
+        rows.update({rel: {"program": rel, "verdict": "wrapper", "seconds": 0.0, "error": ""} for rel in files
+                     if kinds[rel] == "wrapper" and (not args.only or any(s in rel for s in args.only))})
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            futures = [pool.submit(run_one, rel, work / "staged", work, env, args.timeout) for rel in to_run]
+            for fut in concurrent.futures.as_completed(futures):
+                row = fut.result()
+                rows[row["program"]] = row
+                done = sum(f.done() for f in futures)
+                print(f"[{done}/{len(to_run)}] {row['verdict']:<7} {row['seconds']:7.1f}s  {row['program']}  "
+                      f"{row['error'][:100]}", flush=True)
+
+    if args.update:
+        previous = json.loads(args.update.read_text())
+        rows = {**{r["program"]: r for r in previous["rows"]}, **rows}
+    rows_list = [rows[k] for k in sorted(rows)]
+    summary, hist = summarise(rows_list), histogram(rows_list)
+    print_report(rows_list, summary, hist)
+    report = {"mirror": str(args.mirror), "mirror_commit": commit,
+              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+              **versions(), "timeout_s": args.timeout, "jobs": args.jobs, "only": args.only,
+              "summary": summary, "rows": rows_list,
+              "helpers": [rel for rel in files if kinds[rel] == "helper"],
+              "blockers": [{"count": n, "error": e, "programs": p} for n, e, p in hist]}
+    print(f"\nwrote {write_json(report).relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
