@@ -35,10 +35,14 @@ def _loc_text(node) -> str:
 
 def source_of(fn) -> tuple[str, int, str]:
     """``(module, line, name)`` of a rule function (through ``functools.partial`` and wrappers)."""
-    f = getattr(fn, "func", fn)
-    f = inspect.unwrap(f)
+    f = inspect.unwrap(getattr(fn, "func", fn))
     code = getattr(f, "__code__", None)
     line = code.co_firstlineno if code is not None else 0
+    try:  # the ``def`` line, below the decorators
+        src, start = inspect.getsourcelines(f)
+        line = start + next((i for i, t in enumerate(src) if t.lstrip().startswith(("def ", "async def "))), 0)
+    except (OSError, TypeError):
+        pass
     return getattr(f, "__module__", "?") or "?", line, getattr(f, "__qualname__", repr(f))
 
 
