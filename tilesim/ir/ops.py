@@ -100,7 +100,8 @@ def describe(name: str) -> list[str]:
     return lines
 
 
-def main(name: str, out=sys.stdout) -> int:
+def main(name: str, out=None) -> int:
+    out = sys.stdout if out is None else out
     try:
         lines = describe(name)
     except KeyError as e:
