@@ -157,6 +157,10 @@ def _cmd_attention_cost(args):
     return 0
 
 
+def _cmd_ops(args):
+    return importlib.import_module("tilesim.ir.ops").main(args.node)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tilesim", description="TileLang-compatible tile language: interpret, "
                                 "run on a GPU, and simulate LLM kernels on A100/H100/H200/Ascend 910B/MLU370.")
@@ -212,6 +216,11 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("target")
     i.add_argument("--args", nargs="*", default=[])
     i.set_defaults(fn=_cmd_ir)
+
+    o = sub.add_parser("ops", help="where each consumer (frontend, verifier, printer, interpreter, CUDA lowering, "
+                                   "cost analysis) implements an IR node class: tilesim ops Gemm")
+    o.add_argument("node")
+    o.set_defaults(fn=_cmd_ops)
 
     b = sub.add_parser("bench", help="interpreter benchmarks against NumPy (ratios measured in one run)")
     b.add_argument("which", nargs="?", default="all", choices=["all", "gemm", "attention", "attention-large"])

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from . import dtypes as dt
 from .errors import Loc, render_snippet
 from .ir import nodes as N
+from .ir.traverse import bodies, loads_in, walk_exprs
 
 
 @dataclass(frozen=True)
@@ -46,13 +47,7 @@ def _pow2(n) -> bool:
 
 
 def _has_load(e) -> bool:
-    if isinstance(e, N.Load):
-        return True
-    for f in ("a", "b", "value", "cond"):
-        sub = getattr(e, f, None)
-        if isinstance(sub, N.Expr) and _has_load(sub):
-            return True
-    return any(_has_load(x) for x in getattr(e, "args", ()) or ())
+    return next(loads_in(e), None) is not None
 
 
 class _Linter:
@@ -66,6 +61,9 @@ class _Linter:
     def body(self, stmts, pvars):
         for s in stmts:
             self.stmt(s, pvars)
+            inner = pvars | {v.uid for v in s.vars} if isinstance(s, N.Parallel) else pvars
+            for b in bodies(s):
+                self.body(b, inner)
 
     def stmt(self, s, pvars):
         t = type(s)
@@ -89,14 +87,6 @@ class _Linter:
             if s.kind == "pipelined" and (_has_load(s.start) or _has_load(s.stop) or self._let_loads(s.stop)):
                 self.add("data-dependent-pipeline", f"T.Pipelined loop '{s.var.name}' has bounds read from a tensor",
                          s.loc, "use T.serial for data-dependent trip counts, or a fixed trip count with masked tiles")
-            self.body(s.body, pvars)
-        elif t is N.Parallel:
-            self.body(s.body, pvars | {v.uid for v in s.vars})
-        elif t in (N.If, N.While):
-            self.body(getattr(s, "then", getattr(s, "body", ())), pvars)
-            self.body(getattr(s, "orelse", ()), pvars)
-        elif t is N.Launch:
-            self.body(s.body, pvars)
         elif t is N.Let:
             self.lets[s.var.uid] = s.value
             self.expr(s.value, pvars, s.loc)
@@ -108,9 +98,13 @@ class _Linter:
             self.expr(s.value, pvars, s.loc)
 
     def _let_loads(self, e) -> bool:
-        if isinstance(e, N.Var) and e.uid in self.lets:
-            return _has_load(self.lets[e.uid]) or self._let_loads(self.lets[e.uid])
-        return any(self._let_loads(getattr(e, f)) for f in ("a", "b", "value") if isinstance(getattr(e, f, None), N.Expr))
+        """Whether ``e`` names a ``Let`` variable whose value reads a tensor (directly or through lets)."""
+        for x in walk_exprs(e):
+            if type(x) is N.Var and x.uid in self.lets:
+                v = self.lets[x.uid]
+                if _has_load(v) or self._let_loads(v):
+                    return True
+        return False
 
     def index(self, buf, indices, pvars, loc):
         for i in indices:
@@ -122,18 +116,9 @@ class _Linter:
             return
 
     def expr(self, e, pvars, loc):
-        if isinstance(e, N.Load):
-            if pvars and e.buffer.scope in ("fragment", "local") and e.buffer.ndim:
-                self.index(e.buffer, e.indices, pvars, e.loc or loc)
-            for i in e.indices:
-                self.expr(i, pvars, loc)
-            return
-        for f in ("a", "b", "value", "cond"):
-            sub = getattr(e, f, None)
-            if isinstance(sub, N.Expr):
-                self.expr(sub, pvars, loc)
-        for sub in getattr(e, "args", ()) or ():
-            self.expr(sub, pvars, loc)
+        for x in loads_in(e):
+            if pvars and x.buffer.scope in ("fragment", "local") and x.buffer.ndim:
+                self.index(x.buffer, x.indices, pvars, x.loc or loc)
 
 
 def lint(pf: N.PrimFunc) -> list[Finding]:

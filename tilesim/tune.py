@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from .errors import KernelTypeError, TilesimError
 from .ir import nodes as N
+from .ir.traverse import bodies
 
 
 @dataclass(frozen=True)
@@ -77,14 +78,13 @@ def smem_bytes(pf: N.PrimFunc) -> int:
 
 def _staged(body, depth_stages, out):
     for s in body:
-        if isinstance(s, N.For) and s.kind == "pipelined":
-            _staged(s.body, max(1, s.annotation("num_stages", 0) or 1), out)
-        elif isinstance(s, N.Copy) and s.dst.scope == "shared" and depth_stages > 1:
+        if isinstance(s, N.Copy) and s.dst.scope == "shared" and depth_stages > 1:
             out[s.dst.buffer.uid] = max(out.get(s.dst.buffer.uid, 1), depth_stages)
-        else:
-            for sub in ("body", "then", "orelse"):
-                if hasattr(s, sub):
-                    _staged(getattr(s, sub), depth_stages, out)
+        inner = depth_stages
+        if isinstance(s, N.For) and s.kind == "pipelined":
+            inner = max(1, s.annotation("num_stages", 0) or 1)
+        for b in bodies(s):
+            _staged(b, inner, out)
 
 
 def search_space(tunables: dict, defaults: dict, budget: int, seed: int = 0) -> list[dict]:

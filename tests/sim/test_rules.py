@@ -6,16 +6,20 @@ import pytest
 import hwmodels
 from tests import core_kernels as K
 from tilesim.analysis import COST_RULES, EXPR_RULES, PROFILES, analyze, get_profile, walk_ops
+from tilesim.analysis.rule_tables import ELEMENT_RULES
 from tilesim.errors import KernelTypeError
 from tilesim.ir import groups
 
 
 def test_every_statement_class_has_a_cost_rule():
-    assert set(COST_RULES) >= groups.STMTS, groups.STMTS - set(COST_RULES)
+    assert COST_RULES.groups == groups.STMTS
+    COST_RULES.check_coverage()
+    ELEMENT_RULES.check_coverage()
 
 
 def test_every_expression_class_has_a_cost_rule():
-    assert set(EXPR_RULES) >= groups.EXPRS, groups.EXPRS - set(EXPR_RULES)
+    assert EXPR_RULES.groups == groups.EXPRS
+    EXPR_RULES.check_coverage()
 
 
 def test_profiles():

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import InternalError, KernelError, KernelTypeError
+from ..errors import KernelError, KernelTypeError
 from ..ir import nodes as N
+from ..ir.traverse import walk_stmts
 from .node_helpers import _label, _root, _scope, _size, _static
 from .profiles import LoweringProfile
 from .program import GAccess, Op
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from .expr_rules import _Acc
 
 __all__ = ["Analyzer"]
+
+_COST, _EXPR = COST_RULES.rules, EXPR_RULES.rules  # the plain dicts, for the hot paths
 
 
 class Analyzer:
@@ -85,14 +88,10 @@ class Analyzer:
 
     # ------------------------------------------------------------------ helpers
     def _prescan(self, body):
-        for s in body:
+        for s in walk_stmts(body):
             if isinstance(s, N.Gemm):
                 self.gemm_operands |= {_root(s.a.buffer).uid, _root(s.b.buffer).uid}
                 self.gemm_outputs.add(_root(s.c.buffer).uid)
-            for attr in ("body", "then", "orelse"):
-                sub = getattr(s, attr, None)
-                if isinstance(sub, tuple):
-                    self._prescan(sub)
 
     def mean(self, v):
         return self.space.mean(v)
@@ -189,18 +188,18 @@ class Analyzer:
     def body(self, stmts) -> list:
         out = []
         for s in stmts:
-            fn = COST_RULES.get(type(s))
+            fn = _COST.get(type(s))
             if fn is None:
-                raise InternalError(f"the cost analysis has no rule for {type(s).__name__}")
+                raise COST_RULES.error(s)
             out.extend(fn(self, s))
         return out
 
     def element_cost(self, e, acc: _Acc):
         if self.parallel_vars and type(e) not in (N.Const, N.Var, N.Load) and self.uniform(e):
             return  # loop-invariant in the element loop: computed once per thread, not per element
-        fn = EXPR_RULES.get(type(e))
+        fn = _EXPR.get(type(e))
         if fn is None:
-            raise InternalError(f"the cost analysis has no rule for expression {type(e).__name__}")
+            raise EXPR_RULES.error(e)
         fn(self, e, acc)
 
     def set_var(self, buf: N.Buffer, value):

@@ -21,12 +21,12 @@ from ..ir.queries import deferrable_loop_reduce
 from .analyzer import Analyzer
 from .node_helpers import _label, _scope
 from .program import Loop
-from .rule_tables import COST_RULES, rule
+from .rule_tables import COST_RULES
 from .symbolic import DataDependent, fit, loop_samples
 from .tile_rules import reduce_finish
 
 
-@rule(COST_RULES, N.Alloc)
+@COST_RULES.register(N.Alloc)
 def _alloc(a: Analyzer, s: N.Alloc):
     a.buffers[s.buffer.uid] = s.buffer
     if s.buffer.scope == "var" and s.init is not None:
@@ -34,19 +34,19 @@ def _alloc(a: Analyzer, s: N.Alloc):
     return []
 
 
-@rule(COST_RULES, N.Let)
+@COST_RULES.register(N.Let)
 def _let(a: Analyzer, s: N.Let):
     a.lets[s.var.uid] = s.value
     return []
 
 
-@rule(COST_RULES, N.Break, N.Continue)
+@COST_RULES.register(N.Break, N.Continue)
 def _break(a: Analyzer, s):
     # The loop's trip count stays the upper bound (early exits are not modelled).
     return []
 
 
-@rule(COST_RULES, N.Launch)
+@COST_RULES.register(N.Launch)
 def _nested_launch(a: Analyzer, s):
     raise KernelTypeError("a T.Kernel inside another T.Kernel", s.loc)
 
@@ -63,7 +63,7 @@ def _loop_axis(a: Analyzer, var: N.Var, start, trip, step: int):
     a.env[var.uid] = st + jj * step
 
 
-@rule(COST_RULES, N.For)
+@COST_RULES.register(N.For)
 def _for(a: Analyzer, s: N.For):
     start, trip = a.trip_of(s)
     stages = int(s.annotation("num_stages", 0) or 0) if s.kind == "pipelined" else 0
@@ -109,7 +109,7 @@ def _deferred_in(a: Analyzer, s: N.For) -> list:
             and _scope(r.src.buffer) == "reg" and _scope(r.dst.buffer) == "reg"]
 
 
-@rule(COST_RULES, N.While)
+@COST_RULES.register(N.While)
 def _while(a: Analyzer, s: N.While):
     line = s.loc.line if s.loc else None
     for key in (f"while:{line}", "while"):
@@ -130,7 +130,7 @@ def _weighted(nodes, f):
     return nodes
 
 
-@rule(COST_RULES, N.If)
+@COST_RULES.register(N.If)
 def _if(a: Analyzer, s: N.If):
     try:
         c = a.ev(s.cond)

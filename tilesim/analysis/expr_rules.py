@@ -16,7 +16,7 @@ from .. import dtypes as dt
 from ..ir import nodes as N
 from .node_helpers import _root, _scope, _size
 from .profiles import MATH_COST
-from .rule_tables import EXPR_RULES, rule
+from .rule_tables import EXPR_RULES
 
 
 class _Acc:
@@ -69,7 +69,7 @@ class _Acc:
         self.loads |= o.loads
 
 
-@rule(EXPR_RULES, N.Const, N.Var)
+@EXPR_RULES.register(N.Const, N.Var)
 def _e_leaf(a, e, acc):
     return None
 
@@ -78,7 +78,7 @@ def _is_mul(x) -> bool:
     return type(x) is N.Binary and x.op == "mul" and dt.is_float(x.dtype)
 
 
-@rule(EXPR_RULES, N.Binary)
+@EXPR_RULES.register(N.Binary)
 def _e_binary(a, e, acc: _Acc):
     a.element_cost(e.a, acc)
     a.element_cost(e.b, acc)
@@ -98,20 +98,20 @@ def _e_binary(a, e, acc: _Acc):
         acc.add_alu(e.dtype, 1.0)
 
 
-@rule(EXPR_RULES, N.Compare, N.Logical)
+@EXPR_RULES.register(N.Compare, N.Logical)
 def _e_cmp(a, e, acc: _Acc):
     a.element_cost(e.a, acc)
     a.element_cost(e.b, acc)
     acc.add_alu(getattr(e.a, "dtype", "float32"), 1.0)
 
 
-@rule(EXPR_RULES, N.Unary)
+@EXPR_RULES.register(N.Unary)
 def _e_unary(a, e, acc: _Acc):
     a.element_cost(e.a, acc)
     acc.add_alu(e.dtype, 1.0)
 
 
-@rule(EXPR_RULES, N.Call)
+@EXPR_RULES.register(N.Call)
 def _e_call(a, e, acc: _Acc):
     for x in e.args:
         a.element_cost(x, acc)
@@ -121,7 +121,7 @@ def _e_call(a, e, acc: _Acc):
     acc.add_alu(e.dtype, float(n), flops=1.0 if dt.is_float(e.dtype) else 0.0)
 
 
-@rule(EXPR_RULES, N.Select)
+@EXPR_RULES.register(N.Select)
 def _e_select(a, e, acc: _Acc):
     a.element_cost(e.cond, acc)
     a.element_cost(e.a, acc)
@@ -129,19 +129,19 @@ def _e_select(a, e, acc: _Acc):
     acc.add_alu(e.dtype, 1.0)
 
 
-@rule(EXPR_RULES, N.Cast)
+@EXPR_RULES.register(N.Cast)
 def _e_cast(a, e, acc: _Acc):
     a.element_cost(e.value, acc)
     if getattr(e.value, "dtype", e.dtype) != e.dtype:
         acc.add_alu(e.dtype, 1.0)
 
 
-@rule(EXPR_RULES, N.Reinterpret)
+@EXPR_RULES.register(N.Reinterpret)
 def _e_reinterpret(a, e, acc: _Acc):
     a.element_cost(e.value, acc)
 
 
-@rule(EXPR_RULES, N.Load)
+@EXPR_RULES.register(N.Load)
 def _e_load(a, e, acc: _Acc):
     sc = _scope(e.buffer)
     size = _size(e.buffer.dtype)

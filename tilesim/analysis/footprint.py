@@ -25,9 +25,13 @@ import numpy as np
 from ..errors import KernelTypeError
 from ..ir import nodes as N
 from ..ir.queries import referenced_buffers
+from ..ir.traverse import bodies, walk_stmts
 from .analyzer import Analyzer
 from .node_helpers import _root, _scope, _size
 from .parallel_rules import _collect_rw
+
+#: statements whose bodies get their own liveness intervals (a T.Parallel counts as one statement)
+_BRANCHING = frozenset({N.For, N.While, N.If})
 
 
 def _footprint(a: Analyzer, launch: N.Launch, body_nodes):
@@ -54,33 +58,27 @@ def _footprint(a: Analyzer, launch: N.Launch, body_nodes):
     return shared, frag, local, side
 
 
+def _not_parallel(s) -> bool:
+    return not isinstance(s, N.Parallel)
+
+
 def _stages_of(stmts, uid) -> int:
     """num_stages of the innermost pipelined loop that copies into buffer ``uid``."""
     best = 1
-    for s in stmts:
-        if isinstance(s, N.For):
-            if s.kind == "pipelined" and _writes(s.body, uid):
-                best = max(best, int(s.annotation("num_stages", 0) or 0))
-            best = max(best, _stages_of(s.body, uid))
-        elif isinstance(s, N.If):
-            best = max(best, _stages_of(s.then, uid), _stages_of(s.orelse, uid))
-        elif isinstance(s, N.While):
-            best = max(best, _stages_of(s.body, uid))
+    for s in walk_stmts(stmts, enter=_not_parallel):
+        if isinstance(s, N.For) and s.kind == "pipelined" and _writes(s.body, uid):
+            best = max(best, int(s.annotation("num_stages", 0) or 0))
     return best
 
 
 def _writes(stmts, uid) -> bool:
-    for s in stmts:
+    for s in walk_stmts(stmts, enter=_not_parallel):
         if isinstance(s, N.Copy) and _root(s.dst.buffer).uid == uid:
             return True
         if isinstance(s, N.Parallel):
             w: set = set()
             _collect_rw(s.body, set(), w)
             if any(_root(b).uid == uid for b in w):
-                return True
-        for attr in ("body", "then", "orelse"):
-            sub = getattr(s, attr, None)
-            if isinstance(sub, tuple) and not isinstance(s, N.Parallel) and _writes(sub, uid):
                 return True
     return False
 
@@ -126,12 +124,9 @@ def peak_live_bytes(a: Analyzer, launch: N.Launch) -> float:
         best = sum(sizes[u] for u in carried)
         for i, st in enumerate(stmts):
             live = set(carried) | {u for u in first if first[u] <= i <= last[u]}
-            if isinstance(st, (N.For, N.While)):
+            if type(st) in _BRANCHING:  # loops and branches: each body inside what is live across it
                 inner = frozenset(u for u in live if u in carried or first[u] < i or last[u] > i)
-                val = peak(st.body, inner)
-            elif isinstance(st, N.If):
-                inner = frozenset(u for u in live if u in carried or first[u] < i or last[u] > i)
-                val = max(peak(st.then, inner), peak(st.orelse, inner))
+                val = max(peak(b, inner) for b in bodies(st))
             else:
                 val = sum(sizes[u] for u in live) + extra(st)
             best = max(best, val)

@@ -9,24 +9,26 @@ Contract
 * Global accesses count every element (TileLang does not guard them) times the taken fraction of
   enclosing ``if``s; the op's kind (``load``/``async``/``store``/``compute``) follows what it reads
   and writes. Statements without an element-level meaning are a ``KernelTypeError``.
-* ``_collect_rw`` / ``_expr_loads`` list the buffers a statement list writes and reads.
+* Element-level statements are costed by :data:`~.rule_tables.ELEMENT_RULES` (one rule per class).
+* ``_collect_rw`` / ``_expr_loads`` list the buffers a statement list writes and reads
+  (:func:`tilesim.ir.traverse.regions` of its stores, lets and conditions).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InternalError, KernelTypeError
+from ..errors import KernelTypeError
 from ..ir import nodes as N
-from ..ir.queries import expr_children
+from ..ir.traverse import loads_in, regions, walk_stmts
 from .analyzer import Analyzer
 from .expr_rules import _Acc
 from .node_helpers import _core, _root, _scope, _size
 from .program import GAccess, Op
-from .rule_tables import COST_RULES, rule
+from .rule_tables import COST_RULES, ELEMENT_RULES
 
 
-@rule(COST_RULES, N.Store)
+@COST_RULES.register(N.Store)
 def _store_stmt(a: Analyzer, s: N.Store):
     # a scalar store outside T.Parallel (a T.alloc_var or a single element)
     if s.buffer.scope == "var":
@@ -36,7 +38,7 @@ def _store_stmt(a: Analyzer, s: N.Store):
     return [_element_op(a, s, acc, 1.0, f"store {s.buffer.name}")]
 
 
-@rule(COST_RULES, N.Parallel)
+@COST_RULES.register(N.Parallel)
 def _parallel(a: Analyzer, s: N.Parallel):
     E = float(np.prod(s.extents)) if s.extents else 1.0
     # bind the element variables to (small) axes so element-level conditions can be evaluated
@@ -65,57 +67,81 @@ def _parallel(a: Analyzer, s: N.Parallel):
 
 
 def _element_body(a: Analyzer, stmts, acc: _Acc, f: float = 1.0):
+    """Add the per-element cost of element-level ``stmts``, times ``f``, to ``acc`` (:data:`ELEMENT_RULES`)."""
     for st in stmts:
-        t = type(st)
-        if t is N.Store:
-            sub = _Acc()
-            _element_store(a, st, sub)
-            acc.merge(sub.scaled(f) if f != 1.0 else sub)
-        elif t is N.Let:
-            a.lets[st.var.uid] = st.value
-            sub = _Acc()
-            a.element_cost(st.value, sub)
-            acc.merge(sub.scaled(f) if f != 1.0 else sub)
-        elif t is N.If:
-            frac = a.element_fraction(st.cond)
-            sub = _Acc()
-            a.element_cost(st.cond, sub)
-            acc.merge(sub.scaled(f))
-            _element_body(a, st.then, acc, f * frac)
-            if st.orelse:
-                _element_body(a, st.orelse, acc, f * (1.0 - frac))
-        elif t is N.For:
-            start, trip = a.trip_of(st)
-            tm = float(np.mean(trip)) if isinstance(trip, np.ndarray) else float(trip)
-            a.env[st.var.uid] = start if not isinstance(start, np.ndarray) else start
-            _element_body(a, st.body, acc, f * tm)
-            a.env.pop(st.var.uid, None)
-        elif t is N.Atomic:
-            sub = _Acc()
-            if not isinstance(st.value, N.Region):
-                a.element_cost(st.value, sub)
-            size = _size(st.dst.dtype)
-            sc = _scope(st.dst.buffer)
-            if sc == "global":
-                deps, data = a.block_deps(list(st.dst.starts))
-                r = _root(st.dst.buffer)
-                sub.gstore[r.uid] = [r, 2.0 * size, deps, data]  # read-modify-write at L2
-                sub.loads.add(st.dst.buffer)
-            elif sc == "shared":
-                sub.smem += 2.0 * size
-            sub.add_alu(st.dst.dtype, 2.0)
-            acc.merge(sub.scaled(f) if f != 1.0 else sub)
-        elif t in (N.Break, N.Continue, N.Alloc):
-            continue
-        elif t is N.Parallel:
-            inner = float(np.prod(st.extents))
-            _element_body(a, st.body, acc, f * inner)
-        else:
-            fn = COST_RULES.get(t)
-            if fn is None:
-                raise InternalError(f"the cost analysis has no rule for {t.__name__}")
-            raise KernelTypeError(f"{t.__name__} inside T.Parallel is not supported by the cost analysis",
+        fn = _ELEMENT.get(type(st))
+        if fn is None:
+            COST_RULES(st)  # a class the analysis does not know at all is an internal error
+            raise KernelTypeError(f"{type(st).__name__} inside T.Parallel is not supported by the cost analysis",
                                   st.loc)
+        fn(a, st, acc, f)
+
+
+_ELEMENT = ELEMENT_RULES.rules
+
+
+@ELEMENT_RULES.register(N.Store)
+def _el_store(a: Analyzer, st: N.Store, acc: _Acc, f: float):
+    sub = _Acc()
+    _element_store(a, st, sub)
+    acc.merge(sub.scaled(f) if f != 1.0 else sub)
+
+
+@ELEMENT_RULES.register(N.Let)
+def _el_let(a: Analyzer, st: N.Let, acc: _Acc, f: float):
+    a.lets[st.var.uid] = st.value
+    sub = _Acc()
+    a.element_cost(st.value, sub)
+    acc.merge(sub.scaled(f) if f != 1.0 else sub)
+
+
+@ELEMENT_RULES.register(N.If)
+def _el_if(a: Analyzer, st: N.If, acc: _Acc, f: float):
+    frac = a.element_fraction(st.cond)
+    sub = _Acc()
+    a.element_cost(st.cond, sub)
+    acc.merge(sub.scaled(f))
+    _element_body(a, st.then, acc, f * frac)
+    if st.orelse:
+        _element_body(a, st.orelse, acc, f * (1.0 - frac))
+
+
+@ELEMENT_RULES.register(N.For)
+def _el_for(a: Analyzer, st: N.For, acc: _Acc, f: float):
+    start, trip = a.trip_of(st)
+    tm = float(np.mean(trip)) if isinstance(trip, np.ndarray) else float(trip)
+    a.env[st.var.uid] = start if not isinstance(start, np.ndarray) else start
+    _element_body(a, st.body, acc, f * tm)
+    a.env.pop(st.var.uid, None)
+
+
+@ELEMENT_RULES.register(N.Atomic)
+def _el_atomic(a: Analyzer, st: N.Atomic, acc: _Acc, f: float):
+    sub = _Acc()
+    if not isinstance(st.value, N.Region):
+        a.element_cost(st.value, sub)
+    size = _size(st.dst.dtype)
+    sc = _scope(st.dst.buffer)
+    if sc == "global":
+        deps, data = a.block_deps(list(st.dst.starts))
+        r = _root(st.dst.buffer)
+        sub.gstore[r.uid] = [r, 2.0 * size, deps, data]  # read-modify-write at L2
+        sub.loads.add(st.dst.buffer)
+    elif sc == "shared":
+        sub.smem += 2.0 * size
+    sub.add_alu(st.dst.dtype, 2.0)
+    acc.merge(sub.scaled(f) if f != 1.0 else sub)
+
+
+@ELEMENT_RULES.register(N.Break, N.Continue, N.Alloc)
+def _el_nothing(a: Analyzer, st, acc: _Acc, f: float):
+    return
+
+
+@ELEMENT_RULES.register(N.Parallel)
+def _el_parallel(a: Analyzer, st: N.Parallel, acc: _Acc, f: float):
+    inner = float(np.prod(st.extents))
+    _element_body(a, st.body, acc, f * inner)
 
 
 def _element_store(a: Analyzer, st: N.Store, acc: _Acc):
@@ -201,28 +227,17 @@ def _element_op(a: Analyzer, s, acc: _Acc, E: float, label: str) -> Op:
     return op
 
 
+#: element-level statements whose reads/writes an element op records (loop bounds are not counted)
+_RW_STMTS = frozenset({N.Store, N.Let, N.If})
+
+
 def _collect_rw(stmts, reads: set, writes: set):
-    for st in stmts:
-        t = type(st)
-        if t is N.Store:
-            writes.add(st.buffer)
-            _expr_loads(st.value, reads)
-            for i in st.indices:
-                _expr_loads(i, reads)
-        elif t is N.Let:
-            _expr_loads(st.value, reads)
-        elif t is N.If:
-            _expr_loads(st.cond, reads)
-            _collect_rw(st.then, reads, writes)
-            _collect_rw(st.orelse, reads, writes)
-        elif t in (N.For, N.Parallel, N.While):
-            _collect_rw(st.body, reads, writes)
+    for st in walk_stmts(stmts):
+        if type(st) in _RW_STMTS:
+            r, w = regions(st)
+            reads.update(r)
+            writes.update(w)
 
 
 def _expr_loads(e, out: set):
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        if type(x) is N.Load:
-            out.add(x.buffer)
-        stack.extend(expr_children(x))
+    out.update(x.buffer for x in loads_in(e))

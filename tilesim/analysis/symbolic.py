@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import nodes as N
-from ..ir.queries import expr_children
+from ..ir.traverse import expr_children
 
 __all__ = ["Space", "Evaluator", "DataDependent", "EXACT_TRIPS", "EDGE_SAMPLES", "free_vars"]
 

@@ -18,10 +18,10 @@ from ..errors import KernelTypeError
 from ..ir import nodes as N
 from .analyzer import Analyzer
 from .node_helpers import _core, _elems, _root, _scope, _size, _static, _vec_dtype
-from .rule_tables import COST_RULES, rule
+from .rule_tables import COST_RULES
 
 
-@rule(COST_RULES, N.Copy)
+@COST_RULES.register(N.Copy)
 def _copy(a: Analyzer, s: N.Copy):
     p = a.profile
     src, dst = s.src, s.dst
@@ -124,7 +124,7 @@ def _partition(policy: str, units: int, m_units: int, n_units: int) -> tuple[int
     return best
 
 
-@rule(COST_RULES, N.Gemm)
+@COST_RULES.register(N.Gemm)
 def _gemm(a: Analyzer, s: N.Gemm):
     p, hw = a.profile, a.hw
     at, ct = s.a.tile_shape(), s.c.tile_shape()
@@ -209,7 +209,7 @@ def reduce_cross(a: Analyzer, s: N.Reduce) -> tuple[float, float, float]:
     return slots, syncs, chain * a.profile.reduce_step_cycles
 
 
-@rule(COST_RULES, N.Reduce)
+@COST_RULES.register(N.Reduce)
 def _reduce(a: Analyzer, s: N.Reduce):
     side = "vector"
     op = a.new_op("compute", s, side, (s.src.buffer, s.dst.buffer), (s.dst.buffer,), f"reduce_{s.kind}")
@@ -237,7 +237,7 @@ def reduce_finish(a: Analyzer, s: N.Reduce):
     return op
 
 
-@rule(COST_RULES, N.Cumsum)
+@COST_RULES.register(N.Cumsum)
 def _cumsum(a: Analyzer, s: N.Cumsum):
     op = a.new_op("compute", s, "vector", (s.src.buffer,), (s.dst.buffer,), "cumsum")
     a.round_trip(op, (s.src.buffer,))
@@ -251,7 +251,7 @@ def _cumsum(a: Analyzer, s: N.Cumsum):
     return [op]
 
 
-@rule(COST_RULES, N.Fill)
+@COST_RULES.register(N.Fill)
 def _fill(a: Analyzer, s: N.Fill):
     ds = _scope(s.dst.buffer)
     if ds == "global":
@@ -273,7 +273,7 @@ def _fill(a: Analyzer, s: N.Fill):
     return [op]
 
 
-@rule(COST_RULES, N.Atomic)
+@COST_RULES.register(N.Atomic)
 def _atomic(a: Analyzer, s: N.Atomic):
     dst = s.dst
     val_buf = s.value.buffer if isinstance(s.value, N.Region) else None

@@ -1,11 +1,20 @@
 """Readable text form of the tile IR (``tilesim ir kernel.py``, ``kernel.get_kernel_source()``).
 
 The text is Python-like and stable: names that repeat get a ``_<n>`` suffix in order of appearance.
+One rule per node class in the tables :data:`EXPRS` and :data:`STMTS`; a class without a rule prints
+as ``<ClassName>`` (the printer also shows invalid IR, in internal-error details).
 """
 
 from __future__ import annotations
 
+from . import groups as G
 from . import nodes as N
+from .rules import RuleTable
+
+#: ``rule(printer, expr) -> str``
+EXPRS = RuleTable("printer expressions", groups=G.EXPRS)
+#: ``rule(printer, stmt, depth)``: appends the statement's lines
+STMTS = RuleTable("printer statements", groups=G.STMTS)
 
 _SYM = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "floormod": "%",
         "bitand": "&", "bitor": "|", "bitxor": "^", "shl": "<<", "shr": ">>", "pow": "**",
@@ -30,33 +39,8 @@ class _P:
         return str(d) if isinstance(d, int) else self.e(d)
 
     def e(self, x) -> str:
-        if isinstance(x, N.Const):
-            return repr(x.value) if x.dtype in ("int32", "bool", "float32") else f"{x.dtype}({x.value!r})"
-        if isinstance(x, N.Var):
-            return self.name(x)
-        if isinstance(x, N.Binary):
-            if x.op in ("min", "max", "truncmod"):
-                return f"{x.op}({self.e(x.a)}, {self.e(x.b)})"
-            return f"({self.e(x.a)} {_SYM[x.op]} {self.e(x.b)})"
-        if isinstance(x, N.Compare):
-            return f"({self.e(x.a)} {_SYM[x.op]} {self.e(x.b)})"
-        if isinstance(x, N.Logical):
-            return f"({self.e(x.a)} {x.op} {self.e(x.b)})"
-        if isinstance(x, N.Unary):
-            return {"neg": "-", "not": "not ", "bitnot": "~"}[x.op] + self.e(x.a)
-        if isinstance(x, N.Call):
-            return f"T.{x.func}(" + ", ".join(self.e(a) for a in x.args) + ")"
-        if isinstance(x, N.Select):
-            return f"T.if_then_else({self.e(x.cond)}, {self.e(x.a)}, {self.e(x.b)})"
-        if isinstance(x, N.Cast):
-            return f"T.cast({self.e(x.value)}, {x.dtype})"
-        if isinstance(x, N.Reinterpret):
-            return f"T.reinterpret({self.e(x.value)}, {x.dtype})"
-        if isinstance(x, N.Load):
-            if x.buffer.scope == "var":
-                return self.name(x.buffer)
-            return f"{self.name(x.buffer)}[" + ", ".join(self.e(i) for i in x.indices) + "]"
-        return f"<{type(x).__name__}>"
+        fn = EXPRS.get(type(x))
+        return fn(self, x) if fn is not None else f"<{type(x).__name__}>"  # printable even when invalid
 
     def region(self, r: N.Region) -> str:
         parts = []
@@ -79,71 +63,186 @@ class _P:
             self.s(s, depth)
 
     def s(self, s, d):
-        t = type(s)
-        if t is N.Launch:
-            bv = ", ".join(self.name(v) for v in s.block_vars)
-            grid = ", ".join(self.e(g) for g in s.grid)
-            extra = "".join(f", {k}={v!r}" for k, v in s.annotations)
-            self.w(d, f"with T.Kernel({grid}, threads={s.threads if len(s.threads) > 1 else s.threads[0]}{extra}) as ({bv}):")
-            self.body(s.body, d + 1)
-        elif t is N.Alloc:
-            b = s.buffer
-            shape = "(" + ", ".join(self.dim(x) for x in b.shape) + ("," if len(b.shape) == 1 else "") + ")"
-            if b.alias_of is not None:
-                self.w(d, f"{self.name(b)} = T.view({self.name(b.alias_of)}, {shape}, {b.dtype})")
-            elif b.scope == "var":
-                init = f", {self.e(s.init)}" if s.init is not None else ""
-                self.w(d, f"{self.name(b)} = T.alloc_var({b.dtype}{init})")
-            else:
-                self.w(d, f"{self.name(b)} = T.alloc_{b.scope}({shape}, {b.dtype})")
-        elif t is N.Copy:
-            self.w(d, f"T.copy({self.region(s.src)}, {self.region(s.dst)})")
-        elif t is N.Gemm:
-            flags = "".join([", transpose_A=True" if s.trans_a else "", ", transpose_B=True" if s.trans_b else "",
-                             ", clear_accum=True" if s.clear_accum else ""])
-            self.w(d, f"T.gemm({self.region(s.a)}, {self.region(s.b)}, {self.region(s.c)}{flags})")
-        elif t is N.Reduce:
-            self.w(d, f"T.reduce_{s.kind}({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}, clear={s.clear})")
-        elif t is N.Cumsum:
-            self.w(d, f"T.cumsum({self.region(s.src)}, {self.region(s.dst)}, dim={s.dim}, reverse={s.reverse})")
-        elif t is N.Fill:
-            self.w(d, f"T.fill({self.region(s.dst)}, {self.e(s.value)})")
-        elif t is N.Atomic:
-            v = self.region(s.value) if isinstance(s.value, N.Region) else self.e(s.value)
-            self.w(d, f"T.atomic_{s.kind}({self.region(s.dst)}, {v})")
-        elif t is N.For:
-            extra = "".join(f", {k}={v!r}" for k, v in s.annotations if v is not None)
-            fn = {"serial": "T.serial", "pipelined": "T.Pipelined", "unroll": "T.unroll",
-                  "vectorized": "T.vectorized"}[s.kind]
-            step = f", {s.step}" if s.step != 1 else ""
-            self.w(d, f"for {self.name(s.var)} in {fn}({self.e(s.start)}, {self.e(s.stop)}{step}{extra}):")
-            self.body(s.body, d + 1)
-        elif t is N.Parallel:
-            vs = ", ".join(self.name(v) for v in s.vars)
-            self.w(d, f"for {vs} in T.Parallel({', '.join(map(str, s.extents))}):")
-            self.body(s.body, d + 1)
-        elif t is N.While:
-            self.w(d, f"while {self.e(s.cond)}:")
-            self.body(s.body, d + 1)
-        elif t is N.If:
-            self.w(d, f"if {self.e(s.cond)}:")
-            self.body(s.then, d + 1)
-            if s.orelse:
-                self.w(d, "else:")
-                self.body(s.orelse, d + 1)
-        elif t is N.Break:
-            self.w(d, "break")
-        elif t is N.Continue:
-            self.w(d, "continue")
-        elif t is N.Let:
-            self.w(d, f"{self.name(s.var)}: {s.var.dtype} = {self.e(s.value)}")
-        elif t is N.Store:
-            if s.buffer.scope == "var":
-                self.w(d, f"{self.name(s.buffer)} = {self.e(s.value)}")
-            else:
-                self.w(d, f"{self.name(s.buffer)}[" + ", ".join(self.e(i) for i in s.indices) + f"] = {self.e(s.value)}")
+        fn = STMTS.get(type(s))
+        if fn is None:
+            self.w(d, f"<{type(s).__name__}>")
         else:
-            self.w(d, f"<{t.__name__}>")
+            fn(self, s, d)
+
+
+# ------------------------------------------------------------------------------------ expressions
+@EXPRS.register(N.Const)
+def _const(p, x):
+    return repr(x.value) if x.dtype in ("int32", "bool", "float32") else f"{x.dtype}({x.value!r})"
+
+
+@EXPRS.register(N.Var)
+def _var(p, x):
+    return p.name(x)
+
+
+@EXPRS.register(N.Binary)
+def _binary(p, x):
+    if x.op in ("min", "max", "truncmod"):
+        return f"{x.op}({p.e(x.a)}, {p.e(x.b)})"
+    return f"({p.e(x.a)} {_SYM[x.op]} {p.e(x.b)})"
+
+
+@EXPRS.register(N.Compare)
+def _compare(p, x):
+    return f"({p.e(x.a)} {_SYM[x.op]} {p.e(x.b)})"
+
+
+@EXPRS.register(N.Logical)
+def _logical(p, x):
+    return f"({p.e(x.a)} {x.op} {p.e(x.b)})"
+
+
+_UNARY = {"neg": "-", "not": "not ", "bitnot": "~"}
+
+
+@EXPRS.register(N.Unary)
+def _unary(p, x):
+    return _UNARY[x.op] + p.e(x.a)
+
+
+@EXPRS.register(N.Call)
+def _call(p, x):
+    return f"T.{x.func}(" + ", ".join(p.e(a) for a in x.args) + ")"
+
+
+@EXPRS.register(N.Select)
+def _select(p, x):
+    return f"T.if_then_else({p.e(x.cond)}, {p.e(x.a)}, {p.e(x.b)})"
+
+
+@EXPRS.register(N.Cast)
+def _cast(p, x):
+    return f"T.cast({p.e(x.value)}, {x.dtype})"
+
+
+@EXPRS.register(N.Reinterpret)
+def _reinterpret(p, x):
+    return f"T.reinterpret({p.e(x.value)}, {x.dtype})"
+
+
+@EXPRS.register(N.Load)
+def _load(p, x):
+    if x.buffer.scope == "var":
+        return p.name(x.buffer)
+    return f"{p.name(x.buffer)}[" + ", ".join(p.e(i) for i in x.indices) + "]"
+
+
+# ------------------------------------------------------------------------------------- statements
+@STMTS.register(N.Launch)
+def _launch(p, s, d):
+    bv = ", ".join(p.name(v) for v in s.block_vars)
+    grid = ", ".join(p.e(g) for g in s.grid)
+    extra = "".join(f", {k}={v!r}" for k, v in s.annotations)
+    p.w(d, f"with T.Kernel({grid}, threads={s.threads if len(s.threads) > 1 else s.threads[0]}{extra}) as ({bv}):")
+    p.body(s.body, d + 1)
+
+
+@STMTS.register(N.Alloc)
+def _alloc(p, s, d):
+    b = s.buffer
+    shape = "(" + ", ".join(p.dim(x) for x in b.shape) + ("," if len(b.shape) == 1 else "") + ")"
+    if b.alias_of is not None:
+        p.w(d, f"{p.name(b)} = T.view({p.name(b.alias_of)}, {shape}, {b.dtype})")
+    elif b.scope == "var":
+        init = f", {p.e(s.init)}" if s.init is not None else ""
+        p.w(d, f"{p.name(b)} = T.alloc_var({b.dtype}{init})")
+    else:
+        p.w(d, f"{p.name(b)} = T.alloc_{b.scope}({shape}, {b.dtype})")
+
+
+@STMTS.register(N.Copy)
+def _copy(p, s, d):
+    p.w(d, f"T.copy({p.region(s.src)}, {p.region(s.dst)})")
+
+
+@STMTS.register(N.Gemm)
+def _gemm(p, s, d):
+    flags = "".join([", transpose_A=True" if s.trans_a else "", ", transpose_B=True" if s.trans_b else "",
+                     ", clear_accum=True" if s.clear_accum else ""])
+    p.w(d, f"T.gemm({p.region(s.a)}, {p.region(s.b)}, {p.region(s.c)}{flags})")
+
+
+@STMTS.register(N.Reduce)
+def _reduce(p, s, d):
+    p.w(d, f"T.reduce_{s.kind}({p.region(s.src)}, {p.region(s.dst)}, dim={s.dim}, clear={s.clear})")
+
+
+@STMTS.register(N.Cumsum)
+def _cumsum(p, s, d):
+    p.w(d, f"T.cumsum({p.region(s.src)}, {p.region(s.dst)}, dim={s.dim}, reverse={s.reverse})")
+
+
+@STMTS.register(N.Fill)
+def _fill(p, s, d):
+    p.w(d, f"T.fill({p.region(s.dst)}, {p.e(s.value)})")
+
+
+@STMTS.register(N.Atomic)
+def _atomic(p, s, d):
+    v = p.region(s.value) if isinstance(s.value, N.Region) else p.e(s.value)
+    p.w(d, f"T.atomic_{s.kind}({p.region(s.dst)}, {v})")
+
+
+_LOOP_FN = {"serial": "T.serial", "pipelined": "T.Pipelined", "unroll": "T.unroll", "vectorized": "T.vectorized"}
+
+
+@STMTS.register(N.For)
+def _for(p, s, d):
+    extra = "".join(f", {k}={v!r}" for k, v in s.annotations if v is not None)
+    step = f", {s.step}" if s.step != 1 else ""
+    p.w(d, f"for {p.name(s.var)} in {_LOOP_FN[s.kind]}({p.e(s.start)}, {p.e(s.stop)}{step}{extra}):")
+    p.body(s.body, d + 1)
+
+
+@STMTS.register(N.Parallel)
+def _parallel(p, s, d):
+    vs = ", ".join(p.name(v) for v in s.vars)
+    p.w(d, f"for {vs} in T.Parallel({', '.join(map(str, s.extents))}):")
+    p.body(s.body, d + 1)
+
+
+@STMTS.register(N.While)
+def _while(p, s, d):
+    p.w(d, f"while {p.e(s.cond)}:")
+    p.body(s.body, d + 1)
+
+
+@STMTS.register(N.If)
+def _if(p, s, d):
+    p.w(d, f"if {p.e(s.cond)}:")
+    p.body(s.then, d + 1)
+    if s.orelse:
+        p.w(d, "else:")
+        p.body(s.orelse, d + 1)
+
+
+@STMTS.register(N.Break)
+def _break(p, s, d):
+    p.w(d, "break")
+
+
+@STMTS.register(N.Continue)
+def _continue(p, s, d):
+    p.w(d, "continue")
+
+
+@STMTS.register(N.Let)
+def _let(p, s, d):
+    p.w(d, f"{p.name(s.var)}: {s.var.dtype} = {p.e(s.value)}")
+
+
+@STMTS.register(N.Store)
+def _store(p, s, d):
+    if s.buffer.scope == "var":
+        p.w(d, f"{p.name(s.buffer)} = {p.e(s.value)}")
+    else:
+        p.w(d, f"{p.name(s.buffer)}[" + ", ".join(p.e(i) for i in s.indices) + f"] = {p.e(s.value)}")
 
 
 def format_ir(pf: N.PrimFunc) -> str:

@@ -1,6 +1,6 @@
 """The IR verifier: invariants every consumer may rely on, checked once and reported as a list.
 
-Rules (one function per node family below):
+Rules (one function per node class in the tables :data:`EXPRS` and :data:`STMTS`):
 * every :class:`Var` used is in scope: a parameter or dynamic dim, a block index of the enclosing
   launch, an enclosing loop variable, or a :class:`Let` earlier in an enclosing body;
 * every buffer used is a parameter, or allocated (``Alloc``) before use in the program;
@@ -20,6 +20,14 @@ from dataclasses import dataclass
 from ..errors import InternalError, KernelSyntaxError, Loc
 from . import groups as G
 from . import nodes as N
+from .printer import format_ir
+from .rules import RuleTable
+from .traverse import expr_children, regions_of
+
+#: ``rule(verifier, expr, scope)``: checks one expression node (and its operands)
+EXPRS = RuleTable("verifier expressions", groups=G.EXPRS)
+#: ``rule(verifier, stmt, scope, ctx)``: checks one statement (and its bodies)
+STMTS = RuleTable("verifier statements", groups=G.STMTS)
 
 
 @dataclass(frozen=True)
@@ -40,46 +48,11 @@ class _V:
 
     # expressions -------------------------------------------------------------
     def expr(self, e, scope):
-        if isinstance(e, N.Const):
-            return
-        if isinstance(e, N.Var):
-            if e.uid not in scope:
-                self.bad(f"'{e.name}' is used outside the loop or `if` that defines it", self.at or e.loc, user=True)
-            return
-        if isinstance(e, N.Binary):
-            if e.op not in N.BINARY_OPS:
-                self.bad(f"unknown binary op {e.op}", e.loc)
-            if not (e.a.dtype == e.b.dtype == e.dtype):
-                self.bad(f"binary {e.op} operand dtypes {e.a.dtype}/{e.b.dtype} differ from {e.dtype}", e.loc)
-            self.expr(e.a, scope)
-            self.expr(e.b, scope)
-        elif isinstance(e, (N.Compare, N.Logical)):
-            if e.a.dtype != e.b.dtype:
-                self.bad(f"{type(e).__name__} operand dtypes differ: {e.a.dtype} vs {e.b.dtype}", e.loc)
-            self.expr(e.a, scope)
-            self.expr(e.b, scope)
-        elif isinstance(e, N.Unary):
-            self.expr(e.a, scope)
-        elif isinstance(e, N.Call):
-            if e.func not in N.MATH_FUNCS:
-                self.bad(f"unknown math function {e.func}", e.loc)
-            for a in e.args:
-                self.expr(a, scope)
-        elif isinstance(e, N.Select):
-            if e.a.dtype != e.dtype or e.b.dtype != e.dtype or e.cond.dtype != "bool":
-                self.bad("select operand dtypes are inconsistent", e.loc)
-            for a in (e.cond, e.a, e.b):
-                self.expr(a, scope)
-        elif isinstance(e, (N.Cast, N.Reinterpret)):
-            self.expr(e.value, scope)
-        elif isinstance(e, N.Load):
-            self.buffer(e.buffer, e.loc)
-            if e.buffer.scope != "var" and len(e.indices) != e.buffer.ndim:
-                self.bad(f"load of {e.buffer.name} with {len(e.indices)} indices", e.loc)
-            for i in e.indices:
-                self.expr(i, scope)
-        else:
+        fn = EXPRS.get(type(e))
+        if fn is None:
             self.bad(f"unknown expression node {type(e).__name__}", getattr(e, "loc", None))
+        else:
+            fn(self, e, scope)
 
     def buffer(self, b, loc):
         if b.uid not in self.buffers and (b.alias_of is None or b.alias_of.uid not in self.buffers):
@@ -103,77 +76,171 @@ class _V:
     def stmt(self, s, scope, ctx):
         t = type(s)
         self.at = getattr(s, "loc", None)
-        if t not in G.STMTS:
+        fn = STMTS.get(t)
+        if fn is None:
             self.bad(f"unknown statement node {t.__name__}", getattr(s, "loc", None))
             return
         if ctx.get("parallel") and (t in G.TILE_OPS and not (t is N.Atomic and not isinstance(s.value, N.Region))
                                     or t is N.Launch or (t is N.For and s.kind == "pipelined")):
             self.bad(f"{t.__name__} inside T.Parallel", s.loc, user=True)
-        if t is N.Launch:
-            if ctx.get("launch"):
-                self.bad("nested launch", s.loc)
-            for g in s.grid:
-                self.expr(g, scope)
-            inner = scope | {v.uid for v in s.block_vars}
-            self.body(s.body, inner, {**ctx, "launch": True})
-        elif t is N.Alloc:
-            b = s.buffer
-            if b.scope != "global" and b.static_shape() is None:
-                self.bad(f"on-chip buffer {b.name} has a non-constant shape", s.loc)
-            if b.alias_of is not None and b.alias_of.uid not in self.buffers:
-                self.bad(f"view of {b.alias_of.name} before it is allocated", s.loc)
-            self.buffers.add(b.uid)
-            if s.init is not None:
-                self.expr(s.init, scope)
-        elif t is N.Copy:
-            self.region(s.src, scope)
-            self.region(s.dst, scope)
-        elif t is N.Gemm:
-            for r in (s.a, s.b, s.c):
-                self.region(r, scope)
-        elif t in (N.Reduce, N.Cumsum):
-            self.region(s.src, scope)
-            self.region(s.dst, scope)
-        elif t is N.Fill:
-            self.region(s.dst, scope)
-            self.expr(s.value, scope)
-            if s.value.dtype != s.dst.dtype:
-                self.bad("fill value dtype differs from the buffer's", s.loc)
-        elif t is N.Atomic:
-            self.region(s.dst, scope)
-            if isinstance(s.value, N.Region):
-                self.region(s.value, scope)
-            else:
-                self.expr(s.value, scope)
-        elif t is N.For:
-            self.expr(s.start, scope)
-            self.expr(s.stop, scope)
-            self.body(s.body, scope | {s.var.uid}, {**ctx, "loop": True})
-        elif t is N.Parallel:
-            self.body(s.body, scope | {v.uid for v in s.vars}, {**ctx, "parallel": True})
-        elif t is N.While:
-            self.expr(s.cond, scope)
-            self.body(s.body, scope, {**ctx, "loop": True})
-        elif t is N.If:
-            self.expr(s.cond, scope)
-            self.body(s.then, scope, ctx)
-            self.body(s.orelse, scope, ctx)
-        elif t in (N.Break, N.Continue):
-            if not ctx.get("loop"):
-                self.bad(f"{t.__name__.lower()} outside a loop", s.loc)
-        elif t is N.Let:
-            self.expr(s.value, scope)
-            if s.var.dtype != s.value.dtype:
-                self.bad("let variable dtype differs from its value", s.loc)
-        elif t is N.Store:
-            self.buffer(s.buffer, s.loc)
-            if s.buffer.scope != "var" and len(s.indices) != s.buffer.ndim:
-                self.bad(f"store to {s.buffer.name} with {len(s.indices)} indices", s.loc)
-            for i in s.indices:
-                self.expr(i, scope)
-            self.expr(s.value, scope)
-            if s.value.dtype != s.buffer.dtype:
-                self.bad(f"store of {s.value.dtype} into {s.buffer.dtype} buffer {s.buffer.name}", s.loc)
+        fn(self, s, scope, ctx)
+
+
+# ------------------------------------------------------------------------------------ expressions
+@EXPRS.register(N.Const)
+def _const(v, e, scope):
+    return
+
+
+@EXPRS.register(N.Var)
+def _var(v, e, scope):
+    if e.uid not in scope:
+        v.bad(f"'{e.name}' is used outside the loop or `if` that defines it", v.at or e.loc, user=True)
+
+
+@EXPRS.register(N.Binary)
+def _binary(v, e, scope):
+    if e.op not in N.BINARY_OPS:
+        v.bad(f"unknown binary op {e.op}", e.loc)
+    if not (e.a.dtype == e.b.dtype == e.dtype):
+        v.bad(f"binary {e.op} operand dtypes {e.a.dtype}/{e.b.dtype} differ from {e.dtype}", e.loc)
+    v.expr(e.a, scope)
+    v.expr(e.b, scope)
+
+
+@EXPRS.register(N.Compare, N.Logical)
+def _compare(v, e, scope):
+    if e.a.dtype != e.b.dtype:
+        v.bad(f"{type(e).__name__} operand dtypes differ: {e.a.dtype} vs {e.b.dtype}", e.loc)
+    v.expr(e.a, scope)
+    v.expr(e.b, scope)
+
+
+@EXPRS.register(N.Unary, N.Cast, N.Reinterpret)
+def _operands(v, e, scope):
+    for a in expr_children(e):
+        v.expr(a, scope)
+
+
+@EXPRS.register(N.Call)
+def _call(v, e, scope):
+    if e.func not in N.MATH_FUNCS:
+        v.bad(f"unknown math function {e.func}", e.loc)
+    for a in e.args:
+        v.expr(a, scope)
+
+
+@EXPRS.register(N.Select)
+def _select(v, e, scope):
+    if e.a.dtype != e.dtype or e.b.dtype != e.dtype or e.cond.dtype != "bool":
+        v.bad("select operand dtypes are inconsistent", e.loc)
+    for a in (e.cond, e.a, e.b):
+        v.expr(a, scope)
+
+
+@EXPRS.register(N.Load)
+def _load(v, e, scope):
+    v.buffer(e.buffer, e.loc)
+    if e.buffer.scope != "var" and len(e.indices) != e.buffer.ndim:
+        v.bad(f"load of {e.buffer.name} with {len(e.indices)} indices", e.loc)
+    for i in e.indices:
+        v.expr(i, scope)
+
+
+# ------------------------------------------------------------------------------------- statements
+@STMTS.register(N.Launch)
+def _launch(v, s, scope, ctx):
+    if ctx.get("launch"):
+        v.bad("nested launch", s.loc)
+    for g in s.grid:
+        v.expr(g, scope)
+    inner = scope | {b.uid for b in s.block_vars}
+    v.body(s.body, inner, {**ctx, "launch": True})
+
+
+@STMTS.register(N.Alloc)
+def _alloc(v, s, scope, ctx):
+    b = s.buffer
+    if b.scope != "global" and b.static_shape() is None:
+        v.bad(f"on-chip buffer {b.name} has a non-constant shape", s.loc)
+    if b.alias_of is not None and b.alias_of.uid not in v.buffers:
+        v.bad(f"view of {b.alias_of.name} before it is allocated", s.loc)
+    v.buffers.add(b.uid)
+    if s.init is not None:
+        v.expr(s.init, scope)
+
+
+@STMTS.register(N.Copy, N.Gemm, N.Reduce, N.Cumsum)
+def _tile_op(v, s, scope, ctx):
+    for r in regions_of(s):
+        v.region(r, scope)
+
+
+@STMTS.register(N.Fill)
+def _fill(v, s, scope, ctx):
+    v.region(s.dst, scope)
+    v.expr(s.value, scope)
+    if s.value.dtype != s.dst.dtype:
+        v.bad("fill value dtype differs from the buffer's", s.loc)
+
+
+@STMTS.register(N.Atomic)
+def _atomic(v, s, scope, ctx):
+    v.region(s.dst, scope)
+    if isinstance(s.value, N.Region):
+        v.region(s.value, scope)
+    else:
+        v.expr(s.value, scope)
+
+
+@STMTS.register(N.For)
+def _for(v, s, scope, ctx):
+    v.expr(s.start, scope)
+    v.expr(s.stop, scope)
+    v.body(s.body, scope | {s.var.uid}, {**ctx, "loop": True})
+
+
+@STMTS.register(N.Parallel)
+def _parallel(v, s, scope, ctx):
+    v.body(s.body, scope | {x.uid for x in s.vars}, {**ctx, "parallel": True})
+
+
+@STMTS.register(N.While)
+def _while(v, s, scope, ctx):
+    v.expr(s.cond, scope)
+    v.body(s.body, scope, {**ctx, "loop": True})
+
+
+@STMTS.register(N.If)
+def _if(v, s, scope, ctx):
+    v.expr(s.cond, scope)
+    v.body(s.then, scope, ctx)
+    v.body(s.orelse, scope, ctx)
+
+
+@STMTS.register(N.Break, N.Continue)
+def _break(v, s, scope, ctx):
+    if not ctx.get("loop"):
+        v.bad(f"{type(s).__name__.lower()} outside a loop", s.loc)
+
+
+@STMTS.register(N.Let)
+def _let(v, s, scope, ctx):
+    v.expr(s.value, scope)
+    if s.var.dtype != s.value.dtype:
+        v.bad("let variable dtype differs from its value", s.loc)
+
+
+@STMTS.register(N.Store)
+def _store(v, s, scope, ctx):
+    v.buffer(s.buffer, s.loc)
+    if s.buffer.scope != "var" and len(s.indices) != s.buffer.ndim:
+        v.bad(f"store to {s.buffer.name} with {len(s.indices)} indices", s.loc)
+    for i in s.indices:
+        v.expr(i, scope)
+    v.expr(s.value, scope)
+    if s.value.dtype != s.buffer.dtype:
+        v.bad(f"store of {s.value.dtype} into {s.buffer.dtype} buffer {s.buffer.name}", s.loc)
 
 
 def verify(pf: N.PrimFunc) -> list[Problem]:
@@ -201,6 +268,5 @@ def verify_or_raise(pf: N.PrimFunc) -> None:
         hint = "declare it with T.alloc_var (or a fragment) before the loop/if and assign into it" \
             if "outside" in p.message else "T.Parallel bodies hold element-wise statements only"
         raise KernelSyntaxError(p.message, p.loc, hint=hint)
-    from .printer import format_ir
     raise InternalError("the frontend produced invalid IR: " + "; ".join(
         f"{p.message} at {p.loc}" for p in problems[:5]), detail=format_ir(pf))

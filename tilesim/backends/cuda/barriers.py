@@ -9,22 +9,22 @@ a fixpoint. It emits nothing itself: ``Emitter.body`` emits the barriers.
 
 from __future__ import annotations
 
-from ...errors import InternalError
+from ...ir import groups as G
 from ...ir import nodes as N
+from ...ir.traverse import bodies
 from . import rules as Rl
+
+#: statements whose bodies the pass walks itself (a T.Parallel's events come from its rule; launches
+#: do not nest)
+_COMPOUND = frozenset({N.If, N.For, N.While})
 
 
 class BarrierPlanner:
     """The barrier pass (see the module docstring)."""
 
     def plan_barriers(self):
-        EV = Rl.EVENT_RULES
-
         def events(s):
-            try:
-                return EV[type(s)](self, s)
-            except KeyError:
-                raise InternalError(f"no barrier rule for {type(s).__name__}") from None
+            return Rl.EVENT_RULES(s)(self, s)
 
         def step(s, written, read):
             ev = events(s)
@@ -50,24 +50,24 @@ class BarrierPlanner:
         def run(body, written, read):
             written, read = set(written), set(read)
             for s in body:
-                if isinstance(s, (N.If, N.For, N.While)):
-                    written, read = step(s, written, read)  # the condition / bounds
-                    if isinstance(s, N.If):
-                        w1, r1 = run(s.then, written, read)
-                        w2, r2 = run(s.orelse, written, read)
-                        written, read = w1 | w2, r1 | r2
-                    else:
-                        ew, er = set(written), set(read)
-                        for _ in range(4):
-                            w1, r1 = run(s.body, ew, er)
-                            nw, nr = ew | w1, er | r1
-                            if nw == ew and nr == er:
-                                break
-                            ew, er = nw, nr
-                        w1, r1 = run(s.body, ew, er)
-                        written, read = ew | w1, er | r1
-                else:
-                    written, read = step(s, written, read)
+                written, read = step(s, written, read)  # a compound statement's: its condition / bounds
+                if type(s) not in _COMPOUND:
+                    continue
+                if type(s) in G.LOOPS:  # iterate the body to a fixpoint
+                    (loop_body,) = bodies(s)
+                    ew, er = set(written), set(read)
+                    for _ in range(4):
+                        w1, r1 = run(loop_body, ew, er)
+                        nw, nr = ew | w1, er | r1
+                        if nw == ew and nr == er:
+                            break
+                        ew, er = nw, nr
+                    w1, r1 = run(loop_body, ew, er)
+                    written, read = ew | w1, er | r1
+                else:  # branches: each from the same state, joined
+                    outs = [run(b, written, read) for b in bodies(s)]
+                    written = set().union(*(w for w, _ in outs))
+                    read = set().union(*(r for _, r in outs))
             return written, read
 
         run(self.launch.body, set(), set())

@@ -94,20 +94,13 @@ class Emitter:
         return t
 
     def expr(self, e) -> str:
-        try:
-            fn = Rl.EXPR_RULES[type(e)]
-        except KeyError:
-            raise InternalError(f"no CUDA lowering rule for expression {type(e).__name__}") from None
-        return fn(self, e)
+        return Rl.EXPR_RULES(e)(self, e)
 
     def body(self, stmts):
         for s in stmts:
             if self.par is None and id(s) in self.barrier_before:
                 self.emit("cuda.syncthreads()")
-            try:
-                fn = Rl.STMT_RULES[type(s)]
-            except KeyError:
-                raise InternalError(f"no CUDA lowering rule for statement {type(s).__name__}") from None
+            fn = Rl.STMT_RULES(s)
             try:
                 fn(self, s)
             except KernelError as err:

@@ -40,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...ir import nodes as N
+from ...ir.traverse import bodies, loads_in, regions_of, stmt_exprs, walk_stmts
 
 
 def _ceil(a: int, b: int) -> int:
@@ -242,69 +243,8 @@ class Placement:
         return "reg"
 
 
-def _walk_exprs(e, fn):
-    fn(e)
-    for f in getattr(type(e), "__dataclass_fields__", {}):
-        if f in ("loc", "dtype", "buffer", "var"):
-            continue
-        v = getattr(e, f)
-        if isinstance(v, N.Expr):
-            _walk_exprs(v, fn)
-        elif isinstance(v, tuple):
-            for x in v:
-                if isinstance(x, N.Expr):
-                    _walk_exprs(x, fn)
-
-
-def stmt_exprs(s):
-    """Expressions directly held by statement ``s`` (not those of nested statement bodies)."""
-    out = []
-    if isinstance(s, N.Let):
-        out.append(s.value)
-    elif isinstance(s, N.Store):
-        out.extend(s.indices)
-        out.append(s.value)
-    elif isinstance(s, N.If):
-        out.append(s.cond)
-    elif isinstance(s, N.While):
-        out.append(s.cond)
-    elif isinstance(s, N.For):
-        out.extend([s.start, s.stop])
-    elif isinstance(s, N.Alloc):
-        if s.init is not None:
-            out.append(s.init)
-    elif isinstance(s, N.Fill):
-        out.append(s.value)
-        out.extend(_region_exprs(s.dst))
-    elif isinstance(s, N.Atomic):
-        out.extend(_region_exprs(s.dst))
-        if isinstance(s.value, N.Region):
-            out.extend(_region_exprs(s.value))
-        else:
-            out.append(s.value)
-    elif isinstance(s, (N.Copy, N.Reduce, N.Cumsum)):
-        out.extend(_region_exprs(s.src))
-        out.extend(_region_exprs(s.dst))
-    elif isinstance(s, N.Gemm):
-        for r in (s.a, s.b, s.c):
-            out.extend(_region_exprs(r))
-    elif isinstance(s, N.Launch):
-        out.extend(s.grid)
-    return out
-
-
-def _region_exprs(r: N.Region):
-    out = list(r.starts)
-    out.extend(e for e in r.extents if isinstance(e, N.Expr))
-    return out
-
-
-def sub_bodies(s):
-    if isinstance(s, N.If):
-        return [s.then, s.orelse]
-    if isinstance(s, (N.For, N.While, N.Parallel, N.Launch)):
-        return [s.body]
-    return []
+#: the statement bodies of a node (re-exported for :mod:`.runtime`; the walks live in ir.traverse)
+sub_bodies = bodies
 
 
 def is_full_region(r: N.Region) -> bool:
@@ -340,22 +280,14 @@ def _parallel_accesses(p: N.Parallel, onchip):
                 ok = False
         acc.append(_Access(buf, tuple(dims) if ok else None, write, ok))
 
-    def on_expr(e):
-        if isinstance(e, N.Load) and onchip(e.buffer):
-            classify(e.buffer, e.indices, False)
-
-    def walk(body):
-        for s in body:
-            if isinstance(s, N.Store) and onchip(s.buffer):
-                classify(s.buffer, s.indices, True)
-            if isinstance(s, N.Atomic) and onchip(s.dst.buffer):
-                classify(s.dst.buffer, s.dst.starts, True)
-            for e in stmt_exprs(s):
-                _walk_exprs(e, on_expr)
-            for b in sub_bodies(s):
-                walk(b)
-
-    walk(p.body)
+    for s in walk_stmts(p.body):
+        if isinstance(s, N.Store) and onchip(s.buffer):
+            classify(s.buffer, s.indices, True)
+        if isinstance(s, N.Atomic) and onchip(s.dst.buffer):
+            classify(s.dst.buffer, s.dst.starts, True)
+        for e in loads_in(stmt_exprs(s)):
+            if onchip(e.buffer):
+                classify(e.buffer, e.indices, False)
     return acc
 
 
@@ -364,14 +296,9 @@ def place_buffers(launch: N.Launch, gemm_rows_hint=None) -> Placement:
     nt = launch.num_threads
     frags = {}
 
-    def collect(body):
-        for s in body:
-            if isinstance(s, N.Alloc) and s.buffer.scope in ("fragment", "local"):
-                frags[s.buffer.uid] = s.buffer
-            for b in sub_bodies(s):
-                collect(b)
-
-    collect(launch.body)
+    for s in walk_stmts(launch.body):
+        if isinstance(s, N.Alloc) and s.buffer.scope in ("fragment", "local"):
+            frags[s.buffer.uid] = s.buffer
     forced: dict[int, str] = {}
     while True:
         pl = _place_once(launch, nt, frags, forced)
@@ -420,72 +347,58 @@ def _place_once(launch, nt, frags, forced):
     parallels: list[N.Parallel] = []
     reduces, copies, gemms = [], [], []
 
-    def scan(body, in_par):
-        for s in body:
-            if isinstance(s, N.Alloc) and s.buffer.alias_of is not None:
-                root = s.buffer.alias_of
-                if root.uid in frags:
-                    demote(root, "viewed with T.view/T.reshape")
-                if s.buffer.uid in frags:
-                    demote(s.buffer, "a T.view/T.reshape of another buffer")
-            if isinstance(s, N.Parallel):
-                parallels.append(s)
-                for a in _parallel_accesses(s, onchip_reg):
-                    if not a.aligned:
-                        if a.write:
-                            demote(a.buf, "written at indices that are not the T.Parallel loop variables")
-                        else:
-                            require(a.buf, full_replicated(a.buf.shape, nt), "read at computed indices")
-                continue
-            if not in_par:
-                for e in stmt_exprs(s):
-                    def on(e):
-                        if isinstance(e, N.Load) and e.buffer.uid in frags:
-                            require(e.buffer, full_replicated(e.buffer.shape, nt), "read outside T.Parallel")
-                    _walk_exprs(e, on)
-                if isinstance(s, N.Store) and s.buffer.uid in frags:
-                    require(s.buffer, full_replicated(s.buffer.shape, nt), "written outside T.Parallel")
-            if isinstance(s, N.Gemm):
-                gemms.append(s)
-                for r in (s.a, s.b):
+    # T.Parallel bodies are not entered: their accesses are classified with the loop
+    for s in walk_stmts(launch.body, enter=lambda s: not isinstance(s, N.Parallel)):
+        if isinstance(s, N.Alloc) and s.buffer.alias_of is not None:
+            root = s.buffer.alias_of
+            if root.uid in frags:
+                demote(root, "viewed with T.view/T.reshape")
+            if s.buffer.uid in frags:
+                demote(s.buffer, "a T.view/T.reshape of another buffer")
+        if isinstance(s, N.Parallel):
+            parallels.append(s)
+            for a in _parallel_accesses(s, onchip_reg):
+                if not a.aligned:
+                    if a.write:
+                        demote(a.buf, "written at indices that are not the T.Parallel loop variables")
+                    else:
+                        require(a.buf, full_replicated(a.buf.shape, nt), "read at computed indices")
+            continue
+        for e in loads_in(stmt_exprs(s)):
+            if e.buffer.uid in frags:
+                require(e.buffer, full_replicated(e.buffer.shape, nt), "read outside T.Parallel")
+        if isinstance(s, N.Store) and s.buffer.uid in frags:
+            require(s.buffer, full_replicated(s.buffer.shape, nt), "written outside T.Parallel")
+        if isinstance(s, N.Gemm):
+            gemms.append(s)
+            for r in (s.a, s.b):
+                if r.buffer.uid in frags:
+                    demote(r.buffer, "an operand A/B of T.gemm (read by every thread)")
+        if isinstance(s, (N.Copy, N.Reduce, N.Cumsum, N.Fill, N.Atomic, N.Gemm)):
+            regions = (s.c,) if isinstance(s, N.Gemm) else regions_of(s)  # gemm A/B: demoted above
+            for r in regions:
+                if r.buffer.uid in frags and not is_full_region(r):
+                    demote(r.buffer, f"a partial region in {type(s).__name__}")
+            if isinstance(s, N.Cumsum):
+                for r in (s.src, s.dst):
                     if r.buffer.uid in frags:
-                        demote(r.buffer, "an operand A/B of T.gemm (read by every thread)")
-            if isinstance(s, (N.Copy, N.Reduce, N.Cumsum, N.Fill, N.Atomic, N.Gemm)):
-                regions = []
-                if isinstance(s, (N.Copy, N.Reduce, N.Cumsum)):
-                    regions = [s.src, s.dst]
-                elif isinstance(s, N.Fill):
-                    regions = [s.dst]
-                elif isinstance(s, N.Atomic):
-                    regions = [s.dst] + ([s.value] if isinstance(s.value, N.Region) else [])
-                elif isinstance(s, N.Gemm):
-                    regions = [s.c]
-                for r in regions:
-                    if r.buffer.uid in frags and not is_full_region(r):
-                        demote(r.buffer, f"a partial region in {type(s).__name__}")
-                if isinstance(s, N.Cumsum):
-                    for r in (s.src, s.dst):
-                        if r.buffer.uid in frags:
-                            demote(r.buffer, "an operand of T.cumsum")
-                if isinstance(s, N.Atomic) and s.dst.buffer.uid in frags:
-                    demote(s.dst.buffer, "the destination of an atomic")
-                if isinstance(s, N.Reduce):
-                    reduces.append(s)
-                if isinstance(s, N.Copy):
-                    copies.append(s)
-                    if s.src.buffer.uid in frags and s.dst.buffer.uid in frags:
-                        if s.src.buffer.static_shape() != s.dst.buffer.static_shape():
-                            pass  # relayout through shared scratch handles it
-                    elif s.src.buffer.uid in frags or s.dst.buffer.uid in frags:
-                        r = s.src if s.src.buffer.uid in frags else s.dst
-                        other = s.dst if r is s.src else s.src
-                        if r is s.src and _broadcasts(s):
-                            demote(r.buffer, "broadcast by T.copy into a larger tile")
-                        del other
-            for b in sub_bodies(s):
-                scan(b, in_par or isinstance(s, N.Parallel))
+                        demote(r.buffer, "an operand of T.cumsum")
+            if isinstance(s, N.Atomic) and s.dst.buffer.uid in frags:
+                demote(s.dst.buffer, "the destination of an atomic")
+            if isinstance(s, N.Reduce):
+                reduces.append(s)
+            if isinstance(s, N.Copy):
+                copies.append(s)
+                if s.src.buffer.uid in frags and s.dst.buffer.uid in frags:
+                    if s.src.buffer.static_shape() != s.dst.buffer.static_shape():
+                        pass  # relayout through shared scratch handles it
+                elif s.src.buffer.uid in frags or s.dst.buffer.uid in frags:
+                    r = s.src if s.src.buffer.uid in frags else s.dst
+                    other = s.dst if r is s.src else s.src
+                    if r is s.src and _broadcasts(s):
+                        demote(r.buffer, "broadcast by T.copy into a larger tile")
+                    del other
 
-    scan(launch.body, False)
     vpref = _preferred_vec(copies, frags)
 
     # 2. gemm accumulators
@@ -614,13 +527,7 @@ def _validate(launch, pl: Placement, frags) -> dict:
 
 
 def _all_parallels(body):
-    out = []
-    for s in body:
-        if isinstance(s, N.Parallel):
-            out.append(s)
-        for b in sub_bodies(s):
-            out.extend(_all_parallels(b))
-    return out
+    return [s for s in walk_stmts(body) if isinstance(s, N.Parallel)]
 
 
 def _size(ext) -> int:

@@ -32,12 +32,12 @@ from ... import dtypes as dt
 from ...errors import InternalError, KernelTypeError
 from ...ir import nodes as N
 from ...ir.queries import referenced_vars
+from ...ir.traverse import walk_stmts
 from . import rules as Rl
 from .barriers import BarrierPlanner
 from .caps import STATIC_SMEM_LIMIT
 from .codestr import _prod, _san
 from .emitter import Emitter, ParCtx
-from .layout import sub_bodies
 from .memory import MemoryAccess
 from .tile_copy import CopyLowering
 from .tile_gemm import GemmLowering
@@ -77,14 +77,9 @@ class KernelGen(CopyLowering, GemmLowering, ReduceLowering, BarrierPlanner, Memo
         return self._assemble()
 
     def _declare_onchip(self):
-        def walk(body):
-            for s in body:
-                if isinstance(s, N.Alloc) and s.buffer.scope not in ("global", "var"):
-                    self.allocs.append(s.buffer)
-                for b in sub_bodies(s):
-                    walk(b)
-
-        walk(self.launch.body)
+        for s in walk_stmts(self.launch.body):
+            if isinstance(s, N.Alloc) and s.buffer.scope not in ("global", "var"):
+                self.allocs.append(s.buffer)
         aliased = {b.alias_of.uid for b in self.allocs if b.alias_of is not None}
         shared = [b for b in self.allocs if b.alias_of is None and self.where(b) == "shared"]
         for b in self.allocs:

@@ -5,8 +5,9 @@
 ``STMT_RULES[cls](g, s)`` emits the statements of ``s`` through the kernel generator ``g``
 (:class:`tilesim.backends.cuda.lower.KernelGen`). ``EVENT_RULES[cls](g, s)`` lists the shared/global
 memory a block-level statement reads and writes (``("R", res)``, ``("W", res)``) and the barriers it
-contains (``("SYNC",)``), for the barrier pass. ``tests/backends`` checks each table covers its IR
-families (``tilesim.ir.groups``).
+contains (``("SYNC",)``), for the barrier pass. Each is a :class:`tilesim.ir.rules.RuleTable` (a missing
+rule is an ``InternalError`` naming the node and its location); ``tests/backends`` checks each table
+covers its IR families (``tilesim.ir.groups``).
 
 What maps to what
 -----------------
@@ -33,19 +34,15 @@ import math
 
 from ... import dtypes as dt
 from ...errors import KernelTypeError
+from ...ir import groups as G
 from ...ir import nodes as N
+from ...ir.rules import RuleTable
+from ...ir.traverse import expr_children, loads_in, walk_stmts
 from .layout import Layout, default_layout, full_replicated
 
-EXPR_RULES: dict = {}
-STMT_RULES: dict = {}
-EVENT_RULES: dict = {}
-
-
-def _rule(table, cls):
-    def deco(fn):
-        table[cls] = fn
-        return fn
-    return deco
+EXPR_RULES = RuleTable("CUDA lowering expressions", groups=G.EXPRS)
+STMT_RULES = RuleTable("CUDA lowering statements", groups=G.STMTS)
+EVENT_RULES = RuleTable("CUDA barrier events", groups=G.STMTS)
 
 
 # ------------------------------------------------------------------------------------------ dtypes
@@ -155,7 +152,7 @@ def convert(code: str, src: str, dst: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------ expressions
-@_rule(EXPR_RULES, N.Const)
+@EXPR_RULES.register(N.Const)
 def _const(g, e):
     c = ctype(e.dtype)
     if c in ("f32", "f64"):
@@ -166,7 +163,7 @@ def _const(g, e):
     return f"int64({v})" if v < 0 else f"int64({v})"
 
 
-@_rule(EXPR_RULES, N.Var)
+@EXPR_RULES.register(N.Var)
 def _var(g, e):
     return g.var_ref(e)
 
@@ -181,7 +178,7 @@ def _as(g, e, dtype):
         e.dtype == "float64") != (dtype == "float64") else g.expr(e)
 
 
-@_rule(EXPR_RULES, N.Binary)
+@EXPR_RULES.register(N.Binary)
 def _binary(g, e):
     d = e.dtype
     c = ctype(d)
@@ -247,18 +244,18 @@ def _common(a: str, b: str) -> str:
 _CMPS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 
-@_rule(EXPR_RULES, N.Compare)
+@EXPR_RULES.register(N.Compare)
 def _compare(g, e):
     t = _common(e.a.dtype, e.b.dtype)
     return f"({_as(g, e.a, t)} {_CMPS[e.op]} {_as(g, e.b, t)})"
 
 
-@_rule(EXPR_RULES, N.Logical)
+@EXPR_RULES.register(N.Logical)
 def _logical(g, e):
     return f"({_as(g, e.a, 'bool')} {e.op} {_as(g, e.b, 'bool')})"
 
 
-@_rule(EXPR_RULES, N.Unary)
+@EXPR_RULES.register(N.Unary)
 def _unary(g, e):
     if e.op == "neg":
         return f"(-{_as(g, e.a, e.dtype)})"
@@ -267,7 +264,7 @@ def _unary(g, e):
     return f"(~{_as(g, e.a, 'int64')})"
 
 
-@_rule(EXPR_RULES, N.Call)
+@EXPR_RULES.register(N.Call)
 def _call(g, e):
     d = e.dtype
     f = e.func
@@ -303,12 +300,12 @@ def _call(g, e):
     return r
 
 
-@_rule(EXPR_RULES, N.Select)
+@EXPR_RULES.register(N.Select)
 def _select(g, e):
     return f"({_as(g, e.a, e.dtype)} if {_as(g, e.cond, 'bool')} else {_as(g, e.b, e.dtype)})"
 
 
-@_rule(EXPR_RULES, N.Cast)
+@EXPR_RULES.register(N.Cast)
 def _cast(g, e):
     return convert(g.expr(e.value), e.value.dtype, e.dtype)
 
@@ -317,7 +314,7 @@ _BITS_FROM_F32 = {"int32": "_f32_as_i32", "uint32": "_f32_as_i32"}
 _F32_FROM_BITS = {"int32": "_i32_as_f32", "uint32": "_i32_as_f32"}
 
 
-@_rule(EXPR_RULES, N.Reinterpret)
+@EXPR_RULES.register(N.Reinterpret)
 def _reinterpret(g, e):
     s, d = e.value.dtype, e.dtype
     x = g.expr(e.value)
@@ -344,7 +341,7 @@ def _reinterpret(g, e):
     raise KernelTypeError(f"T.reinterpret from {s} to {d} is not supported by the CUDA backend", e.loc)
 
 
-@_rule(EXPR_RULES, N.Load)
+@EXPR_RULES.register(N.Load)
 def _load(g, e):
     return g.load(e.buffer, [g.expr(i) for i in e.indices], e.indices)
 
@@ -357,22 +354,22 @@ def _body(g, stmts):
         g.emit("pass")
 
 
-@_rule(STMT_RULES, N.Let)
+@STMT_RULES.register(N.Let)
 def _let(g, s):
     g.emit(f"{g.bind_let(s.var)} = {g.expr(s.value)}")
 
 
-@_rule(STMT_RULES, N.Store)
+@STMT_RULES.register(N.Store)
 def _store(g, s):
     g.store(s.buffer, [g.expr(i) for i in s.indices], s.indices, g.expr(s.value), s.value.dtype)
 
 
-@_rule(STMT_RULES, N.Alloc)
+@STMT_RULES.register(N.Alloc)
 def _alloc(g, s):
     g.alloc(s)
 
 
-@_rule(STMT_RULES, N.If)
+@STMT_RULES.register(N.If)
 def _if(g, s):
     g.emit(f"if {_as(g, s.cond, 'bool')}:")
     with g.indent():
@@ -383,7 +380,7 @@ def _if(g, s):
             _body(g, s.orelse)
 
 
-@_rule(STMT_RULES, N.For)
+@STMT_RULES.register(N.For)
 def _for(g, s):
     name = g.bind_loop(s.var)
     g.defer_begin(s)
@@ -393,7 +390,7 @@ def _for(g, s):
     g.defer_end(s)
 
 
-@_rule(STMT_RULES, N.While)
+@STMT_RULES.register(N.While)
 def _while(g, s):
     # the condition may need hoisted temporaries: evaluate it at the top of every iteration
     g.emit("while True:")
@@ -403,23 +400,23 @@ def _while(g, s):
         _body(g, s.body)
 
 
-@_rule(STMT_RULES, N.Break)
+@STMT_RULES.register(N.Break)
 def _break(g, s):
     g.emit("break")
 
 
-@_rule(STMT_RULES, N.Continue)
+@STMT_RULES.register(N.Continue)
 def _continue(g, s):
     g.emit("continue")
 
 
-@_rule(STMT_RULES, N.Launch)
+@STMT_RULES.register(N.Launch)
 def _launch(g, s):
     raise KernelTypeError("a T.Kernel launch nested inside another launch", s.loc,
                           hint="launches are top-level statements of a prim_func")
 
 
-@_rule(STMT_RULES, N.Parallel)
+@STMT_RULES.register(N.Parallel)
 def _parallel(g, s):
     if g.par is not None:  # nested T.Parallel inside an element: plain serial loops
         names = [g.bind_loop(v) for v in s.vars]
@@ -434,32 +431,32 @@ def _parallel(g, s):
     g.parallel(s, lay)
 
 
-@_rule(STMT_RULES, N.Copy)
+@STMT_RULES.register(N.Copy)
 def _copy(g, s):
     g.tile_copy(s)
 
 
-@_rule(STMT_RULES, N.Gemm)
+@STMT_RULES.register(N.Gemm)
 def _gemm(g, s):
     g.tile_gemm(s)
 
 
-@_rule(STMT_RULES, N.Reduce)
+@STMT_RULES.register(N.Reduce)
 def _reduce(g, s):
     g.tile_reduce(s)
 
 
-@_rule(STMT_RULES, N.Fill)
+@STMT_RULES.register(N.Fill)
 def _fill(g, s):
     g.tile_fill(s)
 
 
-@_rule(STMT_RULES, N.Atomic)
+@STMT_RULES.register(N.Atomic)
 def _atomic(g, s):
     g.tile_atomic(s)
 
 
-@_rule(STMT_RULES, N.Cumsum)
+@STMT_RULES.register(N.Cumsum)
 def _cumsum(g, s):
     g.tile_cumsum(s)
 
@@ -467,25 +464,10 @@ def _cumsum(g, s):
 # ------------------------------------------------------------------------------------------ events
 def _expr_reads(g, exprs):
     out = []
-
-    def walk(e):
-        if isinstance(e, N.Load):
-            r = g.resource(e.buffer)
-            if r is not None:
-                out.append(("R", r))
-        for f in getattr(type(e), "__dataclass_fields__", {}):
-            if f in ("loc", "dtype", "buffer"):
-                continue
-            v = getattr(e, f)
-            if isinstance(v, N.Expr):
-                walk(v)
-            elif isinstance(v, tuple):
-                for x in v:
-                    if isinstance(x, N.Expr):
-                        walk(x)
-
-    for e in exprs:
-        walk(e)
+    for e in loads_in(exprs):
+        r = g.resource(e.buffer)
+        if r is not None:
+            out.append(("R", r))
     return out
 
 
@@ -498,68 +480,49 @@ def _region_reads(g, r):
     return _expr_reads(g, list(r.starts) + [x for x in r.extents if isinstance(x, N.Expr)])
 
 
-@_rule(EVENT_RULES, N.Let)
+@EVENT_RULES.register(N.Let)
 def _ev_let(g, s):
     return _expr_reads(g, [s.value])
 
 
-@_rule(EVENT_RULES, N.Store)
+@EVENT_RULES.register(N.Store)
 def _ev_store(g, s):
     return _expr_reads(g, list(s.indices) + [s.value]) + _mem(g, s.buffer, "W")
 
 
-@_rule(EVENT_RULES, N.Alloc)
+@EVENT_RULES.register(N.Alloc)
 def _ev_alloc(g, s):
     return _expr_reads(g, [s.init]) if s.init is not None else []
 
 
-@_rule(EVENT_RULES, N.Break)
+@EVENT_RULES.register(N.Break, N.Continue, N.Launch)
 def _ev_break(g, s):
     return []
 
 
-EVENT_RULES[N.Continue] = _ev_break
-EVENT_RULES[N.Launch] = _ev_break
-
-
-@_rule(EVENT_RULES, N.Parallel)
+@EVENT_RULES.register(N.Parallel)
 def _ev_parallel(g, s):
-    from .layout import sub_bodies
-
+    # a nested T.Parallel's own rule lists its body's events
     out = []
-
-    def walk(body):
-        for x in body:
-            out.extend(EVENT_RULES[type(x)](g, x))
-            if not isinstance(x, N.Parallel):
-                for b in sub_bodies(x):
-                    walk(b)
-
-    walk(s.body)
+    for x in walk_stmts(s.body, enter=lambda x: not isinstance(x, N.Parallel)):
+        out.extend(EVENT_RULES(x)(g, x))
     return out
 
 
+@EVENT_RULES.register(N.If, N.For, N.While)
 def _ev_compound_cond(g, s):
-    if isinstance(s, N.If):
-        return _expr_reads(g, [s.cond])
-    if isinstance(s, N.For):
-        return _expr_reads(g, [s.start, s.stop])
-    return _expr_reads(g, [s.cond])
+    # the condition / bounds (the bodies are walked by the barrier pass)
+    return _expr_reads(g, expr_children(s))
 
 
-EVENT_RULES[N.If] = _ev_compound_cond
-EVENT_RULES[N.For] = _ev_compound_cond
-EVENT_RULES[N.While] = _ev_compound_cond
-
-
-@_rule(EVENT_RULES, N.Copy)
+@EVENT_RULES.register(N.Copy)
 def _ev_copy(g, s):
     ev = _region_reads(g, s.src) + _region_reads(g, s.dst) + _mem(g, s.src.buffer, "R")
     ev += g.copy_internal_events(s)
     return ev + _mem(g, s.dst.buffer, "W")
 
 
-@_rule(EVENT_RULES, N.Gemm)
+@EVENT_RULES.register(N.Gemm)
 def _ev_gemm(g, s):
     ev = []
     for r in (s.a, s.b, s.c):
@@ -568,7 +531,7 @@ def _ev_gemm(g, s):
     return ev + _mem(g, s.c.buffer, "W")
 
 
-@_rule(EVENT_RULES, N.Reduce)
+@EVENT_RULES.register(N.Reduce)
 def _ev_reduce(g, s):
     ev = _region_reads(g, s.src) + _region_reads(g, s.dst) + _mem(g, s.src.buffer, "R")
     ev += g.reduce_internal_events(s)
@@ -577,12 +540,12 @@ def _ev_reduce(g, s):
     return ev + _mem(g, s.dst.buffer, "W")
 
 
-@_rule(EVENT_RULES, N.Fill)
+@EVENT_RULES.register(N.Fill)
 def _ev_fill(g, s):
     return _region_reads(g, s.dst) + _expr_reads(g, [s.value]) + _mem(g, s.dst.buffer, "W")
 
 
-@_rule(EVENT_RULES, N.Atomic)
+@EVENT_RULES.register(N.Atomic)
 def _ev_atomic(g, s):
     ev = _region_reads(g, s.dst)
     if isinstance(s.value, N.Region):
@@ -592,7 +555,7 @@ def _ev_atomic(g, s):
     return ev + _mem(g, s.dst.buffer, "W")
 
 
-@_rule(EVENT_RULES, N.Cumsum)
+@EVENT_RULES.register(N.Cumsum)
 def _ev_cumsum(g, s):
     return (_region_reads(g, s.src) + _region_reads(g, s.dst) + _mem(g, s.src.buffer, "R")
             + _mem(g, s.dst.buffer, "W"))

@@ -13,6 +13,7 @@ from ... import dtypes as dt
 from ...errors import KernelTypeError
 from ...ir import nodes as N
 from ...ir.queries import deferrable_loop_reduce
+from ...ir.traverse import walk_stmts
 from . import rules as Rl
 from .codestr import _add, _mul, _pow2, _prod
 from .emitter import ParCtx
@@ -22,6 +23,11 @@ from .layout import default_layout, full_replicated
 #: On since run 5 (docs/cuda-backend.md): an A/B in one H200 run, alternating off/on twice, timed the
 #: chunked RMSNorm (8192², bf16, 1024-column chunks, 512 threads) at 185.0/185.3 us off and 93.0/92.9 us on.
 DEFER_LOOP_REDUCTIONS = True
+
+
+def _not_parallel(s) -> bool:
+    """Block-level walks do not enter T.Parallel bodies (element code has no tile reductions)."""
+    return not isinstance(s, N.Parallel)
 
 
 class ReduceLowering:
@@ -74,20 +80,12 @@ class ReduceLowering:
         self.scr_alt = {}
         flip = 0
 
-        def walk(body):
-            nonlocal flip
-            for st in body:
-                if isinstance(st, N.Reduce) and id(st) not in self.deferred:
-                    cross, _ = self._reduce_plan(st)
-                    if cross in ("scratch", "mixed"):
-                        self.scr_alt[id(st)] = flip
-                        flip ^= 1
-                for attr in ("body", "then", "orelse"):
-                    sub = getattr(st, attr, None)
-                    if isinstance(sub, tuple) and not isinstance(st, N.Parallel):
-                        walk(sub)
-
-        walk(self.launch.body)
+        for st in walk_stmts(self.launch.body, enter=_not_parallel):
+            if isinstance(st, N.Reduce) and id(st) not in self.deferred:
+                cross, _ = self._reduce_plan(st)
+                if cross in ("scratch", "mixed"):
+                    self.scr_alt[id(st)] = flip
+                    flip ^= 1
 
     def plan_deferred(self):
         self.deferred = {}
@@ -95,23 +93,14 @@ class ReduceLowering:
         if not DEFER_LOOP_REDUCTIONS:
             return
 
-        def walk(body):
-            for st in body:
-                if isinstance(st, N.For):
-                    for r in st.body:
-                        if deferrable_loop_reduce(st.body, r) and self._deferrable(r):
-                            lay = self.layout(r.src.buffer)
-                            nout = lay.restrict([d for d in range(lay.ndim) if d != r.dim]).nslots
-                            self.deferred[id(r)] = (self.fresh("_dpart"), nout)
-                            self.deferred_by_loop.setdefault(id(st), []).append(r)
-                    walk(st.body)
-                elif isinstance(st, N.If):
-                    walk(st.then)
-                    walk(st.orelse)
-                elif isinstance(st, N.While):
-                    walk(st.body)
-
-        walk(self.launch.body)
+        for st in walk_stmts(self.launch.body, enter=_not_parallel):
+            if isinstance(st, N.For):
+                for r in st.body:
+                    if deferrable_loop_reduce(st.body, r) and self._deferrable(r):
+                        lay = self.layout(r.src.buffer)
+                        nout = lay.restrict([d for d in range(lay.ndim) if d != r.dim]).nslots
+                        self.deferred[id(r)] = (self.fresh("_dpart"), nout)
+                        self.deferred_by_loop.setdefault(id(st), []).append(r)
 
     def _deferrable(self, r) -> bool:
         if self.where(r.src.buffer) != "reg" or self.where(r.dst.buffer) != "reg":

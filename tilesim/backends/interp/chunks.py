@@ -49,6 +49,7 @@ from concurrent.futures import wait as wait_futures
 import numpy as np
 
 from ...ir import nodes as N
+from ...ir.traverse import walk_stmts
 
 #: Most worker threads ``threads=0`` (auto) picks.
 MAX_AUTO_THREADS = 8
@@ -77,13 +78,7 @@ def resolve_threads(threads: int) -> int:
 
 
 def _has_atomic(stmts) -> bool:
-    for s in stmts:
-        if isinstance(s, N.Atomic):
-            return True
-        for sub in ("body", "then", "orelse"):
-            if _has_atomic(getattr(s, sub, ())):
-                return True
-    return False
+    return any(isinstance(s, N.Atomic) for s in walk_stmts(stmts))
 
 
 def parallel_safe(launch: N.Launch, options) -> bool:

@@ -1,4 +1,5 @@
-"""Expression rules of the interpreter: one function per IR expression class (``EXPR_RULES``)."""
+"""Expression rules of the interpreter: one function per IR expression class (``EXPR_RULES``, the table
+of :mod:`.tables`), and :func:`ev`, which evaluates an expression through it."""
 
 from __future__ import annotations
 
@@ -8,19 +9,18 @@ from ... import dtypes as dt
 from ...ir import nodes as N
 from . import memory
 from .state import Ctx, lift
+from .tables import EXPR_RULES
 
-EXPR_RULES: dict = {}
-
-
-def rule(cls):
-    def deco(fn):
-        EXPR_RULES[cls] = fn
-        return fn
-    return deco
+rule = EXPR_RULES.register
+_RULES = EXPR_RULES.rules  # the plain dict, for the hot path
 
 
 def ev(e, ctx: Ctx):
-    return EXPR_RULES[type(e)](e, ctx)
+    try:
+        fn = _RULES[type(e)]
+    except KeyError:
+        raise EXPR_RULES.error(e) from None
+    return fn(e, ctx)
 
 
 def scalar_of(value, dtype: str):
@@ -68,6 +68,17 @@ _FLOAT_OPS = {
 }
 
 
+def _bool_and(a, b):
+    return np.logical_and(a, b) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else (a and b)
+
+
+def _bool_or(a, b):
+    return np.logical_or(a, b) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else (a or b)
+
+
+_BOOL_OPS = {"bitand": _bool_and, "min": _bool_and, "bitor": _bool_or, "max": _bool_or, "bitxor": np.logical_xor}
+
+
 @rule(N.Binary)
 def _binary(e, ctx):
     a = ev(e.a, ctx)
@@ -80,12 +91,9 @@ def _binary(e, ctx):
             r = _round(r, d)
         return r
     if d == "bool":
-        if e.op in ("bitand", "min"):
-            return np.logical_and(a, b) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else (a and b)
-        if e.op in ("bitor", "max"):
-            return np.logical_or(a, b) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else (a or b)
-        if e.op == "bitxor":
-            return np.logical_xor(a, b)
+        f = _BOOL_OPS.get(e.op)
+        if f is not None:
+            return f(a, b)
     if e.op in ("floordiv", "floormod", "div", "truncmod") and _has_zero(b):
         from ...errors import KernelRuntimeError
         raise KernelRuntimeError("integer division by zero", e.loc)
@@ -132,14 +140,16 @@ def _logical(e, ctx):
     return np.logical_and(a, b) if e.op == "and" else np.logical_or(a, b)
 
 
+_UNARY = {
+    "neg": lambda a: -a,
+    "not": lambda a: np.logical_not(a) if isinstance(a, np.ndarray) else (not a),
+    "bitnot": lambda a: ~a,
+}
+
+
 @rule(N.Unary)
 def _unary(e, ctx):
-    a = ev(e.a, ctx)
-    if e.op == "neg":
-        return -a
-    if e.op == "not":
-        return np.logical_not(a) if isinstance(a, np.ndarray) else (not a)
-    return ~a
+    return _UNARY[e.op](ev(e.a, ctx))
 
 
 def _sigmoid(x):

@@ -45,6 +45,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from ... import dtypes as dt
 from ...ir import nodes as N
 from ...ir.queries import buffer_refs, referenced_vars
+from ...ir.traverse import walk_stmts
 from . import memory
 from .exprs import ev
 from .state import Ctx
@@ -80,16 +81,7 @@ def _static_tile(r: N.Region):
 
 
 def _refs_beside_alloc(body, uid) -> int:
-    allocs = 0
-    stack = list(body)
-    while stack:
-        st = stack.pop()
-        if isinstance(st, N.Alloc) and st.buffer.uid == uid:
-            allocs += 1
-        for attr in ("body", "then", "orelse"):
-            sub = getattr(st, attr, None)
-            if isinstance(sub, tuple):
-                stack.extend(sub)
+    allocs = sum(1 for st in walk_stmts(body) if isinstance(st, N.Alloc) and st.buffer.uid == uid)
     return buffer_refs(body, uid) - allocs
 
 

@@ -1,4 +1,5 @@
-"""Statement rules of the interpreter: loops, branches, bindings and stores (``STMT_RULES``).
+"""Statement rules of the interpreter: loops, branches, bindings and stores (``STMT_RULES``, the table of
+:mod:`.tables`, complete once this module is imported), and :func:`run_body`, which runs a body through it.
 
 Control flow that differs between blocks (or between elements inside ``T.Parallel``) runs under a
 mask: both sides of a block-varying ``if`` run with complementary masks; a loop whose bounds differ
@@ -15,15 +16,13 @@ from ...ir import nodes as N
 from . import gemm_loop, memory, tile_copy, tile_gemm, tile_reduce
 from .exprs import ev
 from .state import Ctx, LoopFrame, mask_and, mask_as_set, mask_minus, none_active, set_or
+from .tables import STMT_RULES
 
-STMT_RULES: dict = {**tile_copy.TILE_RULES, **tile_gemm.TILE_RULES, **tile_reduce.TILE_RULES}
-
-
-def rule(cls):
-    def deco(fn):
-        STMT_RULES[cls] = fn
-        return fn
-    return deco
+#: imported for their rules: the tile-op modules register ``Copy``/``Fill``/``Atomic``, ``Gemm``,
+#: ``Reduce``/``Cumsum`` into :data:`STMT_RULES`
+TILE_MODULES = (tile_copy, tile_gemm, tile_reduce)
+rule = STMT_RULES.register
+_RULES = STMT_RULES.rules  # the plain dict, for the hot path
 
 
 def run_body(stmts, ctx: Ctx):
@@ -31,7 +30,10 @@ def run_body(stmts, ctx: Ctx):
         if ctx.mask is False:
             return
         try:
-            STMT_RULES[type(s)](s, ctx)
+            fn = _RULES.get(type(s))
+            if fn is None:
+                raise STMT_RULES.error(s)
+            fn(s, ctx)
         except KernelError as e:
             raise e.with_loc(getattr(s, "loc", None))  # noqa: B904 - the same exception, located
         except (FloatingPointError, IndexError, ValueError, TypeError) as e:

@@ -27,6 +27,7 @@ import numpy as np
 from ... import dtypes as dt
 from ...errors import KernelRuntimeError
 from ...ir import nodes as N
+from ...ir.traverse import walk_stmts
 from . import chunks, gemm_loop
 from .exprs import ev
 from .options import InterpOptions
@@ -66,27 +67,21 @@ def allocate_onchip(s: N.Alloc, ctx: Ctx):
 
 def _onchip_bytes(stmts) -> int:
     total = 0
-    for s in stmts:
+    for s in walk_stmts(stmts):
         if isinstance(s, N.Alloc) and s.buffer.scope != "global" and s.buffer.alias_of is None:
             n = 1
             for d in s.buffer.shape:
                 n *= d
             total += n * max(4, dt.np_dtype(s.buffer.dtype).itemsize)
-        for sub in ("body", "then", "orelse"):
-            if hasattr(s, sub):
-                total += _onchip_bytes(getattr(s, sub))
     return total
 
 
 def _alias_roots(stmts):
     out = set()
-    for s in stmts:
+    for s in walk_stmts(stmts):
         if isinstance(s, N.Alloc) and s.buffer.alias_of is not None:
             out.add(s.buffer.alias_of.uid)
             out.add(s.buffer.uid)
-        for sub in ("body", "then", "orelse"):
-            if hasattr(s, sub):
-                out |= _alias_roots(getattr(s, sub))
     return out
 
 
@@ -104,7 +99,7 @@ def run(pf: N.PrimFunc, arrays: dict, scalars: dict, options: InterpOptions, pro
             _launch(s, top, options, progress, n_launch)
             n_launch += 1
         else:
-            STMT_RULES[type(s)](s, top)
+            STMT_RULES(s)(s, top)
 
 
 def _launch(s: N.Launch, top: Ctx, options: InterpOptions, progress=None, index=0):

@@ -15,15 +15,9 @@ from ...ir import nodes as N
 from . import memory, pool
 from .exprs import ev
 from .state import Ctx, block_mask, is_deferred, storage_dtype
+from .tables import STMT_RULES
 
-TILE_RULES: dict = {}
-
-
-def rule(cls):
-    def deco(fn):
-        TILE_RULES[cls] = fn
-        return fn
-    return deco
+rule = STMT_RULES.register
 
 
 def _squeeze_to(vals, src_ext, dst_ext):

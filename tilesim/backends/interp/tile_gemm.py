@@ -13,16 +13,10 @@ from ...ir import nodes as N
 from . import memory, pool
 from .exprs import ev
 from .state import Ctx
+from .tables import STMT_RULES
 from .tile_copy import _adopt
 
-TILE_RULES: dict = {}
-
-
-def rule(cls):
-    def deco(fn):
-        TILE_RULES[cls] = fn
-        return fn
-    return deco
+rule = STMT_RULES.register
 
 
 def _as_matrix(vals):

@@ -9,15 +9,9 @@ from ...ir import nodes as N
 from . import memory
 from .exprs import ev
 from .state import Ctx
+from .tables import STMT_RULES
 
-TILE_RULES: dict = {}
-
-
-def rule(cls):
-    def deco(fn):
-        TILE_RULES[cls] = fn
-        return fn
-    return deco
+rule = STMT_RULES.register
 
 
 def _reduce_fn(kind):
