@@ -11,6 +11,8 @@ API
     (``kernel.simulate(...)`` calls it).
 ``simulate_programs(programs, hw, profile, ...)`` — schedule already analysed launches (calibration
     re-simulates one analysis under many hardware-model variants).
+``load_hw(hw)`` — the model ``hw`` denotes (:func:`tilesim.hw.resolve`, the core's one seam to the
+    ``hwmodels`` package: a loaded model passes through, a name or path is resolved on first use).
 
 Model, parameters and blind spots: ``docs/simulator.md``.
 """
@@ -20,18 +22,15 @@ from __future__ import annotations
 import math
 
 from ..analysis import analyze, default_profile, get_profile
+from ..hw import resolve as load_hw
 from ..ir import nodes as N
 from .device import simulate_launch
 from .machine import Machine, hw_dtype
 from .report import SimReport, format_summary
+from .trace import chrome_trace
 
 __all__ = ["simulate", "simulate_kernel", "simulate_programs", "SimReport", "format_summary", "load_hw",
            "default_profile"]
-
-
-def load_hw(hw):
-    import hwmodels
-    return hwmodels.load(hw)
 
 
 def _roofline(hw, machine, results):
@@ -108,7 +107,6 @@ def simulate_programs(programs, hw, profile, *, name="kernel", trace=False) -> S
     notes = list(dict.fromkeys(machine.assumptions + [n for r in results for n in r.notes]))
     trace_obj = None
     if trace:
-        from .trace import chrome_trace
         trace_obj = chrome_trace(results, machine, name)
     first = results[0]
     return SimReport(
