@@ -9,10 +9,11 @@ simulator and the cost analysis read a hardware model through the attributes :cl
 lists and take the model as an argument. A user who writes ``kernel.simulate(hw="h100")`` gives a
 *name*; this module is the only place the core turns a name into a model.
 
-The **app layer** sits above both packages and may import them at module level: ``tilesim.cli``,
-``tilesim.cli_args``, ``tilesim.report`` (``tilesim report``), ``tilesim.tune`` (``tilesim
-tune``), ``tilesim.bench``, ``tilesim.runner`` (``tilesim run``), ``tilesim.sim.cli`` (``tilesim
-sim``) and ``tilesim.sim.validation`` (calibration of the hardware-model data files).
+The **app layer** sits above both packages and may import them at module level: ``tilesim.cli``
+and ``tilesim.__main__`` (the command line), ``tilesim.cli_args``, ``tilesim.report`` (``tilesim
+report``), ``tilesim.tune`` (``tilesim tune``), ``tilesim.bench``, ``tilesim.runner`` (``tilesim
+run``), ``tilesim.sim.cli`` (``tilesim sim``) and ``tilesim.sim.validation`` (calibration of the
+hardware-model data files). The core never imports the app layer.
 ``tests/meta/test_layers.py`` checks the rule and imports the core with both packages blocked.
 
 Contract
@@ -20,8 +21,9 @@ Contract
 * :class:`Hardware` is a :class:`typing.Protocol` of what the core reads from a model;
   ``hwmodels.HardwareModel`` satisfies it. The core annotates with it and never names the class.
 * ``resolve(hw) -> model``: a model (not a ``str``/``os.PathLike``, and its class has every method
-  :class:`Hardware` lists; properties are not evaluated) is returned as it is; anything else (a built-in name, an alias, a ``.toml`` path, ``"file.toml:variant"``) goes to the
-  installed resolver. Errors are the resolver's (``hwmodels``: :class:`~tilesim.errors.HardwareModelError`
+  :class:`Hardware` lists; properties are not evaluated) is returned as it is; anything else (a
+  built-in name, an alias, a ``.toml`` path, ``"file.toml:variant"``) goes to the installed
+  resolver. Errors are the resolver's (``hwmodels``: :class:`~tilesim.errors.HardwareModelError`
   naming the file and key, or the unknown name and the built-ins).
 * ``set_resolver(fn) -> previous``: install ``fn(name_or_path) -> model`` (``None`` restores the
   default). The default resolver is ``hwmodels.load``, imported through :mod:`importlib` the first
