@@ -1,4 +1,4 @@
-"""Command-line arguments shared by the ``tilesim`` commands: ``FILE.py::NAME`` targets and ``KEY=VALUE`` lists.
+"""Arguments shared by the ``tilesim`` commands: ``FILE.py::NAME`` targets and ``KEY=VALUE`` lists.
 
 Contract
 --------

@@ -23,8 +23,8 @@ from tilesim import hw
 ROOT = Path(__file__).resolve().parents[2]
 
 #: The app layer: may import kernels/hwmodels at module level (tilesim/hw.py lists the same modules).
-APP = ("tilesim.__main__", "tilesim.cli", "tilesim.cli_args", "tilesim.report", "tilesim.tune", "tilesim.bench",
-       "tilesim.runner", "tilesim.sim.cli", "tilesim.sim.validation")
+APP = ("tilesim.__main__", "tilesim.cli", "tilesim.cli_args", "tilesim.report", "tilesim.tune",
+       "tilesim.bench", "tilesim.runner", "tilesim.sim.cli", "tilesim.sim.validation")
 ABOVE_CORE = ("kernels", "hwmodels")
 
 BLOCK = """
@@ -41,8 +41,8 @@ sys.meta_path.insert(0, _Blocked())
 
 
 def _run(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
 
 
 def _is_app(module: str) -> bool:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 from ..analysis import analyze, default_profile, get_profile
+from ..hw import Hardware
 from ..hw import resolve as load_hw
 from ..ir import nodes as N
 from .device import simulate_launch
@@ -82,7 +83,7 @@ def _bound(machine, results, total):
     return "latency/occupancy"
 
 
-def simulate_programs(programs, hw, profile, *, name="kernel", trace=False) -> SimReport:
+def simulate_programs(programs, hw: Hardware | str, profile, *, name="kernel", trace=False) -> SimReport:
     """Schedule analysed launches (``tilesim.analysis.analyze``) on ``hw``."""
     hw = load_hw(hw)
     prof = get_profile(profile)
@@ -124,8 +125,8 @@ def simulate_programs(programs, hw, profile, *, name="kernel", trace=False) -> S
         notes=tuple(notes), trace=trace_obj)
 
 
-def simulate(prim_func: N.PrimFunc, hw="h200_sxm_141gb", profile=None, *, trace=False, name=None,
-             **shapes) -> SimReport:
+def simulate(prim_func: N.PrimFunc, hw: Hardware | str = "h200_sxm_141gb", profile=None, *, trace=False,
+             name=None, **shapes) -> SimReport:
     """Simulate ``prim_func`` on ``hw`` under a lowering ``profile`` (see the module docstring)."""
     hwm = load_hw(hw)
     prof = get_profile(profile if profile is not None else default_profile(hwm))
@@ -133,7 +134,8 @@ def simulate(prim_func: N.PrimFunc, hw="h200_sxm_141gb", profile=None, *, trace=
     return simulate_programs(programs, hwm, prof, name=name or prim_func.name, trace=trace)
 
 
-def simulate_kernel(kernel, hw="h200_sxm_141gb", profile=None, *, trace=False, **shapes) -> SimReport:
+def simulate_kernel(kernel, hw: Hardware | str = "h200_sxm_141gb", profile=None, *, trace=False,
+                    **shapes) -> SimReport:
     """Simulate a compiled kernel (``JITKernel``) — ``kernel.simulate(...)`` calls this."""
     pf = kernel.prim_func if hasattr(kernel, "prim_func") else kernel
     name = getattr(getattr(kernel, "prim_func", None), "name", None) or getattr(pf, "name", "kernel")
