@@ -21,6 +21,7 @@ import sys
 from tilesim.errors import HardwareModelError
 
 from . import builtin_names, load
+from .claims import check_claim
 from .dump import iter_fields
 from .model import HardwareModel, HardwareQueryError
 from .units import UNIT_SYMBOLS
@@ -117,8 +118,6 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from .claims import check_claim
-
     result = check_claim(args.name, tflops=args.tflops, tbps=args.tbps)
     print(result.summary)
     return 0 if result.matches else 1

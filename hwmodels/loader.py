@@ -26,6 +26,7 @@ from .formula import FormulaError, evaluate, references
 from .model import HardwareModel, toml_key
 from .schema import ModelData, Override, Variant, frozen_map
 from .units import DTYPES, INTEGRAL_UNITS, canonical_dtype, source_kind, unit_of, unit_problem
+from .validate import validate
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -354,8 +355,6 @@ def _join(path: str, key: str) -> str:
 
 def load_raw(raw: dict, file: str) -> HardwareModel:
     """Build and validate a model from already-parsed (and variant-applied) TOML data."""
-    from .validate import validate
-
     reader = _Reader(file)
     reader.table(ModelData, raw, "")
     reader.derive()

@@ -23,6 +23,10 @@ import json
 import platform
 import time
 
+import numpy as np
+
+from tilesim import optional
+
 SRC = r"""
 extern "C" __global__ void spin(long long cycles) {
     long long t0 = clock64();
@@ -122,8 +126,7 @@ def _chase_buffer(cp, np, region_bytes: int, stride_words: int = 32):
 
 def run() -> dict:
     """Run every microbenchmark; return the results as a flat dict."""
-    import cupy as cp
-    import numpy as np
+    cp = optional.require("cupy", "the hardware microbenchmarks (python -m hwmodels.microbench)")
 
     mod = cp.RawModule(code=SRC)
     k = {name: mod.get_function(name) for name in (

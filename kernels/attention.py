@@ -23,6 +23,7 @@ import numpy as np
 import tilesim as tilelang
 import tilesim.language as T
 from kernels.registry import KernelSpec, register
+from tilesim import dtypes as _dt
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
@@ -260,8 +261,7 @@ def attention_bwd_reference(q, k, v, o, do, lse, *, is_causal=True):
 
 # ---------------------------------------------------------------------------------------- registry glue
 def _np_dtype(name):
-    from tilesim import dtypes as dt
-    return dt.np_dtype(name)
+    return _dt.np_dtype(name)
 
 
 def _fwd_inputs(rng, batch, heads, seq_q, dim, seq_kv=None, groups=1, dtype="float16", **_):

@@ -41,6 +41,7 @@ import numpy as np
 import tilesim as tilelang
 import tilesim.language as T
 from kernels.registry import KernelSpec, register
+from tilesim import dtypes as _dt
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
@@ -339,8 +340,7 @@ def mla_attention_reference(q, kv, *, dim=512, is_causal=True, sm_scale=None, in
 
 # ---------------------------------------------------------------------------------------- registry glue
 def _npd(name):
-    from tilesim import dtypes as dt
-    return dt.np_dtype(name)
+    return _dt.np_dtype(name)
 
 
 def _indexer_inputs(rng, seq_q, seq_kv, index_heads=64, index_dim=128, dtype="float8_e4m3fn", **_):

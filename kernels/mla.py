@@ -23,6 +23,7 @@ import tilesim as tilelang
 import tilesim.language as T
 from kernels.dsa import DEEPSEEK_SM_SCALE, mla_attention_reference
 from kernels.registry import KernelSpec, register
+from tilesim import dtypes as _dt
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
@@ -136,8 +137,7 @@ def mla_decode_reference(q, kv, seq_lens, *, dim=512, sm_scale=None):
 
 # ---------------------------------------------------------------------------------------- registry glue
 def _inputs(rng, batch, heads, seq_kv, dim=512, pe_dim=64, dtype="bfloat16", seq_lens=None, **_):
-    from tilesim import dtypes as dt
-    npd = dt.np_dtype(dtype)
+    npd = _dt.np_dtype(dtype)
     lens = (np.asarray(seq_lens, dtype=np.int32) if seq_lens is not None
             else rng.integers(1, seq_kv + 1, size=batch).astype(np.int32))
     kv = rng.standard_normal((batch, seq_kv, dim + pe_dim))
@@ -160,8 +160,7 @@ def _flops(batch, heads, seq_kv, dim=512, pe_dim=64, seq_lens=None, **_):
 
 
 def _bytes(batch, heads, seq_kv, dim=512, pe_dim=64, seq_lens=None, dtype="bfloat16", **_):
-    from tilesim import dtypes as dt
-    e = dt.np_dtype(dtype).itemsize
+    e = _dt.np_dtype(dtype).itemsize
     return (e * (dim + pe_dim) * sum(_lens(batch, seq_kv, seq_lens)) + 4 * batch
             + e * batch * heads * (2 * dim + pe_dim) + 4 * batch * heads)
 

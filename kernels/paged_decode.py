@@ -31,6 +31,7 @@ import numpy as np
 import tilesim as tilelang
 import tilesim.language as T
 from kernels.registry import KernelSpec, register
+from tilesim import dtypes as _dt
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
@@ -193,8 +194,7 @@ def make_paged_inputs(rng, batch, heads, dim, max_len, block_size=16, groups=1, 
                       seq_lens=None, **_):
     """Random Q and a shuffled page pool. Every slot no sequence owns (the spare block, the unused tail of
     each last page) holds NaN, so a kernel that reads past a sequence's end shows it."""
-    from tilesim import dtypes as dt
-    npd = dt.np_dtype(dtype)
+    npd = _dt.np_dtype(dtype)
     max_blocks, num_blocks = _geometry(batch, max_len, block_size)
     kv_heads = heads // groups
     lens = _seq_lens(rng, batch, max_len, q_len, seq_lens)
@@ -229,8 +229,7 @@ def _flops(batch, heads, dim, max_len, q_len=1, seq_lens=None, **_):
 
 
 def _bytes(batch, heads, dim, max_len, block_size=16, groups=1, q_len=1, seq_lens=None, dtype="float16", **_):
-    from tilesim import dtypes as dt
-    e = dt.np_dtype(dtype).itemsize
+    e = _dt.np_dtype(dtype).itemsize
     lens = _lens_for_cost(batch, max_len, q_len, seq_lens)
     kv = 2 * sum(lens) * (heads // groups) * dim * e  # each visible K/V token read once
     table = 4 * sum(-(-n // block_size) for n in lens) + 4 * batch

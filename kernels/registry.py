@@ -4,7 +4,8 @@ Contract
 --------
 Each kernel family module in ``kernels/`` calls :func:`register` once per kernel with a
 :class:`KernelSpec`. ``import kernels`` imports every module of the package, so registering is all a
-new module has to do.
+new module has to do; and since importing ``kernels.registry`` first imports the package, every family
+is registered by the time :func:`get` or :func:`all_specs` can be called.
 
 A spec's callables take plain keyword parameters:
 
@@ -30,6 +31,7 @@ candidate values (the autotuner's search space); ``tolerance`` is ``{"rtol": ..,
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -72,9 +74,7 @@ def register(spec: KernelSpec) -> KernelSpec:
 
 
 def get(name: str) -> KernelSpec:
-    _load_all()
     if name not in _REGISTRY:
-        import difflib
         close = difflib.get_close_matches(name, list(_REGISTRY), n=3)
         raise KernelTypeError(f"unknown kernel {name!r}",
                               hint=("did you mean " + ", ".join(close) + "?") if close else "run `tilesim kernels list`")
@@ -82,9 +82,5 @@ def get(name: str) -> KernelSpec:
 
 
 def all_specs() -> list[KernelSpec]:
-    _load_all()
     return sorted(_REGISTRY.values(), key=lambda s: (s.family, s.name))
 
-
-def _load_all():
-    import kernels  # noqa: F401  (importing the package imports every family module)

@@ -7,6 +7,8 @@
   (``tracemalloc`` peak of NumPy allocations, and the process's peak RSS).
 
 Each timing is the median of several runs after a warm-up. Nothing here asserts a time.
+
+Layer: app (see :mod:`tilesim.hw`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import time
 import tracemalloc
 
 import numpy as np
+
+from .examples import flash_attention, matmul
 
 
 def _median_time(fn, reps=5, warmup=1):
@@ -43,7 +47,6 @@ def _ref_attention(q, k, v, causal=True):
 
 
 def bench_gemm(out):
-    from .examples import matmul
     M = N = K = 512
     rng = np.random.default_rng(0)
     a = rng.standard_normal((M, K), dtype=np.float32)
@@ -59,7 +62,6 @@ def bench_gemm(out):
 
 
 def bench_attention(out):
-    from .examples import flash_attention
     rng = np.random.default_rng(0)
     shape = (1, 256, 1, 64)
     q, k_, v = (rng.standard_normal(shape, dtype=np.float32) for _ in range(3))
@@ -75,7 +77,6 @@ def bench_attention(out):
 
 
 def bench_attention_large(out):
-    from .examples import flash_attention
     rng = np.random.default_rng(0)
     shape = (1, 4096, 8, 64)
     q, k_, v = (rng.standard_normal(shape, dtype=np.float32).astype(np.float16) for _ in range(3))

@@ -3,90 +3,43 @@
 Subcommands: ``report`` (the main job), ``sim``, ``hw``, ``kernels``, ``run``, ``ir``, ``bench``,
 ``attention-cost``. User errors print the ``KernelError`` text (with file:line and a hint) and exit 2;
 internal errors say they are bugs and exit 3.
+
+Layer: app (see :mod:`tilesim.hw`): imports the kernel library and the hardware models at module level.
+One command is loaded on use: ``report`` (:data:`REPORT_MODULE`) pulls in ``matplotlib.pyplot``,
+which would more than double the start-up time of every other command.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
-import os
 import sys
 
+from hwmodels.cli import add_subcommands as add_hw_subcommands
+from kernels.memory_accounting import attention_cost
+from kernels.registry import all_specs
+from kernels.registry import get as get_spec
+
+from .bench import main as bench_main
+from .cli_args import load_factory as _load_factory
+from .cli_args import parse_kv
 from .errors import InternalError, TilesimError
+from .ir.nodes import PrimFunc
+from .ir.printer import format_ir
+from .lint import lint
+from .runner import run_registered
+from .sim.cli import main_sim
+from .tune import tune_spec
 
+__all__ = ["main", "build_parser", "parse_kv"]
 
-def _package_module(path: str):
-    """``kernels/norms.py`` → ``"kernels.norms"`` when the file sits in a package (``__init__.py`` up
-    the tree), else None. Importing such a file under its package name runs it once, so a module that
-    registers kernels (the library) is not executed a second time."""
-    path = os.path.realpath(path)
-    d, base = os.path.split(path)
-    if not base.endswith(".py"):
-        return None
-    parts = [base[:-3]]
-    while os.path.isfile(os.path.join(d, "__init__.py")):
-        d, pkg = os.path.split(d)
-        parts.append(pkg)
-    return ".".join(reversed(parts)) if len(parts) > 1 else None
-
-
-def _load_factory(spec: str):
-    """``path/to/file.py::name`` → the object ``name`` defined in that file."""
-    if "::" not in spec:
-        raise SystemExit(f"tilesim: expected FILE.py::NAME, got {spec!r}")
-    path, name = spec.split("::", 1)
-    dotted = _package_module(path)
-    if dotted is not None:  # a module of an installed package (e.g. kernels/norms.py): import it once
-        try:
-            mod = importlib.import_module(dotted)
-        except ImportError:
-            mod = None
-        if mod is not None and os.path.realpath(getattr(mod, "__file__", "") or "") == os.path.realpath(path):
-            if not hasattr(mod, name):
-                raise SystemExit(f"tilesim: {path} has no {name!r}")
-            return getattr(mod, name)
-    mod_spec = importlib.util.spec_from_file_location("_tilesim_user_module", path)
-    if mod_spec is None or mod_spec.loader is None:
-        raise SystemExit(f"tilesim: cannot load {path}")
-    mod = importlib.util.module_from_spec(mod_spec)
-    sys.modules["_tilesim_user_module"] = mod
-    mod_spec.loader.exec_module(mod)
-    if not hasattr(mod, name):
-        raise SystemExit(f"tilesim: {path} has no {name!r}")
-    return getattr(mod, name)
-
-
-def parse_kv(items) -> dict:
-    """``["M=1024", "dtype=float16", "causal=true"]`` → dict with ints/floats/bools parsed."""
-    out = {}
-    for it in items or []:
-        if "=" not in it:
-            raise SystemExit(f"tilesim: expected KEY=VALUE, got {it!r}")
-        k, v = it.split("=", 1)
-        low = v.lower()
-        if low in ("true", "false"):
-            out[k] = low == "true"
-            continue
-        try:
-            out[k] = int(v)
-            continue
-        except ValueError:
-            pass
-        try:
-            out[k] = float(v)
-            continue
-        except ValueError:
-            pass
-        out[k] = v
-    return out
+#: The module whose ``main(args)`` runs ``tilesim report``, imported when that command runs.
+REPORT_MODULE = "tilesim.report.main"
 
 
 def _cmd_ir(args):
     obj = _load_factory(args.target)
     kernel = obj(**parse_kv(args.args)) if callable(obj) and not hasattr(obj, "get_kernel_source") else obj
-    from .ir.nodes import PrimFunc
-    from .ir.printer import format_ir
     if isinstance(kernel, PrimFunc):
         print(format_ir(kernel), end="")
     else:
@@ -95,8 +48,6 @@ def _cmd_ir(args):
 
 
 def _cmd_lint(args):
-    from .ir.nodes import PrimFunc
-    from .lint import lint
     obj = _load_factory(args.target)
     kernel = obj(**parse_kv(args.args)) if callable(obj) and not hasattr(obj, "prim_func") else obj
     pf = kernel if isinstance(kernel, PrimFunc) else kernel.prim_func
@@ -108,7 +59,6 @@ def _cmd_lint(args):
 
 
 def _cmd_kernels(args):
-    from kernels.registry import all_specs
     specs = all_specs()
     width = max((len(s.name) for s in specs), default=10)
     print(f"{'kernel':<{width}}  {'family':<12} shapes  description")
@@ -118,15 +68,12 @@ def _cmd_kernels(args):
 
 
 def _cmd_run(args):
-    from .runner import run_registered
-    return run_registered(args.name, parse_kv(args.shape), target=args.target, seed=args.seed)
+    # the stream at call time (the default is bound when tilesim.runner is imported)
+    return run_registered(args.name, parse_kv(args.shape), target=args.target, seed=args.seed, out=sys.stdout)
 
 
 def _cmd_tune(args):
-    from kernels.registry import get
-
-    from .tune import tune_spec
-    spec = get(args.name)
+    spec = get_spec(args.name)
     shape = dict(spec.shapes[0]) if spec.shapes else {}
     extra = parse_kv(args.shape)
     if extra:
@@ -137,22 +84,18 @@ def _cmd_tune(args):
 
 
 def _cmd_bench(args):
-    from .bench import main as bench_main
     return bench_main(args.which)
 
 
 def _cmd_report(args):
-    from .report.main import main as report_main
-    return report_main(args)
+    return importlib.import_module(REPORT_MODULE).main(args)
 
 
 def _cmd_sim(args):
-    from .sim.cli import main_sim
     return main_sim(args.rest)
 
 
 def _cmd_attention_cost(args):
-    from kernels.memory_accounting import attention_cost
     print(attention_cost(args.model, args.context, batch=args.batch).summary())
     return 0
 
@@ -181,11 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("rest", nargs=argparse.REMAINDER)
     s.set_defaults(fn=_cmd_sim)
 
-    try:
-        from hwmodels.cli import add_subcommands
-        add_subcommands(sub)
-    except ImportError:  # pragma: no cover - hwmodels is part of the package
-        pass
+    add_hw_subcommands(sub)
 
     k = sub.add_parser("kernels", help="list the kernel library")
     k.add_argument("action", nargs="?", default="list", choices=["list"])
@@ -238,8 +177,7 @@ def main(argv=None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["sim"]:  # its own parser: argparse.REMAINDER would not pass "-h"/"--hw" first
-        from argparse import Namespace
-        args = Namespace(fn=_cmd_sim, rest=argv[1:])
+        args = argparse.Namespace(fn=_cmd_sim, rest=argv[1:])
     else:
         args = parser.parse_args(argv)
     if not getattr(args, "fn", None):

@@ -9,6 +9,10 @@ returns every trial, the fastest, and the Pareto front of (simulated time, share
 the trade-off between speed and on-chip footprint the seeds' "AutoTuner with a Pareto result" names.
 Configurations that do not fit the device (shared memory, registers) are recorded with their error and
 never chosen. ``@tilesim.autotune(..., oracle="sim")`` uses the same oracle for user factories.
+``hw`` is a loaded model or a name/path (resolved by :func:`tilesim.hw.resolve`).
+
+Layer: app (``tilesim tune``, ``tilesim report``; see :mod:`tilesim.hw`). It takes a registry entry
+(``kernels.registry.KernelSpec``) as an argument and imports neither ``kernels`` nor ``hwmodels``.
 """
 
 from __future__ import annotations
@@ -17,9 +21,12 @@ import itertools
 import random
 from dataclasses import dataclass
 
+from . import dtypes as dt
 from .errors import KernelTypeError, TilesimError
+from .hw import resolve
 from .ir import nodes as N
 from .ir.traverse import bodies
+from .sim import simulate
 
 
 @dataclass(frozen=True)
@@ -60,7 +67,6 @@ def smem_bytes(pf: N.PrimFunc) -> int:
     A shared buffer filled by a copy inside ``T.Pipelined(num_stages=s)`` counts ``s`` times, as a
     production compiler multi-buffers it.
     """
-    from . import dtypes as dt
     best = 0
     for launch in pf.launches:
         stages: dict[int, int] = {}
@@ -109,10 +115,7 @@ def pareto_front(trials) -> tuple:
 
 
 def tune_spec(spec, shape: dict, hw, profile=None, budget: int = 16, seed: int = 0) -> TuneResult:
-    import hwmodels
-
-    from .sim import simulate
-    model = hwmodels.load(hw) if isinstance(hw, str) else hw
+    model = resolve(hw)
     trials = []
     for cfg in search_space(spec.tunables, spec.defaults, budget, seed):
         params = spec.params(shape, **cfg)

@@ -6,7 +6,10 @@ eager-style ``@tilesim.jit`` function for one specialisation. Both run the IR ve
 
 from __future__ import annotations
 
+import ast
+
 from ..ir.verify import verify_or_raise
+from .source import get_source
 from .tracer import Tracer
 
 
@@ -38,9 +41,6 @@ def trace_eager(fn, const_values: dict, scalar_args: dict):
 
 def is_eager_source(fn) -> bool:
     """True if ``fn`` is an eager kernel (no nested ``@T.prim_func`` definition)."""
-    import ast
-
-    from .source import get_source
     src = get_source(fn)
     for node in ast.walk(src.fn_node):
         if node is src.fn_node:

@@ -18,6 +18,7 @@ import math
 from .. import dtypes as dt
 from ..errors import KernelError, KernelSyntaxError, KernelTypeError
 from ..ir import nodes as N
+from ..language.kernel import Kernel
 from . import exprs as X
 from . import regions as R
 
@@ -73,10 +74,9 @@ def _tile_op_context(tr, loc, name):
 # ---------------------------------------------------------------------------------------- launch
 def launch(tr, node, call_node, target):
     loc = tr.loc(node)
-    from .. import language as T
     args, kwargs = tr.call_args(call_node)
     try:
-        ba = inspect.signature(T.Kernel.__tilesim_sig__).bind(*args, **kwargs)
+        ba = inspect.signature(Kernel.__tilesim_sig__).bind(*args, **kwargs)
     except TypeError as e:
         raise KernelTypeError(f"T.Kernel: {e}", loc) from None
     ba.apply_defaults()

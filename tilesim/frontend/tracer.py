@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import ast
 import builtins
+import difflib
 import inspect
+import operator
 
 from .. import dtypes as dt
 from ..errors import InternalError, KernelError, KernelSyntaxError, KernelTypeError
 from ..ir import nodes as N
 from ..language.kernel import _Macro
-from ..language.types import DType
+from ..language.types import DType, TensorSpec
 from . import exprs as X
 from . import prims
 from .source import Source, get_source, python_env
@@ -127,7 +129,6 @@ class Tracer:
             self._add_param(name, spec, arg)
 
     def _add_param(self, name, spec, node):
-        from ..language.types import TensorSpec
         loc = self.loc(node)
         if isinstance(spec, TensorSpec):
             shape = []
@@ -241,7 +242,6 @@ class Tracer:
 
     def stmt_AnnAssign(self, node):
         ann = self.ev(node.annotation)
-        from ..language.types import TensorSpec
         if isinstance(node.target, ast.Name) and isinstance(ann, TensorSpec):
             name = node.target.id
             if not self.eager:
@@ -510,10 +510,8 @@ class Tracer:
         try:
             return getattr(obj, attr)
         except AttributeError:
-            from .. import language as T
-            if obj is T:
-                import difflib
-                close = difflib.get_close_matches(attr, [n for n in dir(T) if not n.startswith("_")], n=3)
+            if getattr(obj, "__tilesim_language__", False) is True:  # the `T` namespace
+                close = difflib.get_close_matches(attr, [n for n in dir(obj) if not n.startswith("_")], n=3)
                 hint = ("did you mean " + " or ".join(f"T.{c}" for c in close) + "?") if close else \
                     "see docs/language.md for the primitives tilesim supports"
                 raise self.error(KernelSyntaxError, f"unknown primitive T.{attr}", node, hint=hint) from None
@@ -584,8 +582,7 @@ class Tracer:
                     r = self.ev(right_node)
                     if X.is_ir(left) or X.is_ir(r):
                         raise self.error(KernelSyntaxError, "`is`/`in` on kernel values", node)
-                    import operator as _op
-                    fn = {ast.Is: _op.is_, ast.IsNot: _op.is_not, ast.In: lambda a, b: a in b,
+                    fn = {ast.Is: operator.is_, ast.IsNot: operator.is_not, ast.In: lambda a, b: a in b,
                           ast.NotIn: lambda a, b: a not in b}[type(op)]
                     part = fn(left, r)
                     result = part if result is None else X.logical("and", result, part, loc)

@@ -40,7 +40,7 @@ from .annotate import (
 from .atomic import atomic_add, atomic_max, atomic_min  # noqa: F401
 from .copy import async_copy, copy, tma_copy  # noqa: F401
 from .gemm import GemmWarpPolicy, gemm, gemm_v2, wgmma_gemm  # noqa: F401
-from .kernel import Kernel, macro, prim_func  # noqa: F401
+from .kernel import Kernel, macro  # noqa: F401
 from .loops import Parallel, Persistent, Pipelined, grid, serial, unroll, vectorized  # noqa: F401
 from .math import (  # noqa: F401
     And,
@@ -65,6 +65,7 @@ from .math import (  # noqa: F401
     truncdiv,
     truncmod,
 )
+from .program import prim_func  # noqa: F401
 from .reduce import (  # noqa: F401
     clear,
     cumsum,
@@ -111,6 +112,10 @@ from .types import (  # noqa: F401
     uint32,
     uint64,
 )
+
+#: How the frontend recognises this namespace (``T.<unknown name>`` gets a did-you-mean hint) without
+#: importing it: the frontend is imported by this package (``T.prim_func``), not the other way round.
+__tilesim_language__ = True
 
 for _n in _math._UNARY:
     globals()[_n] = getattr(_math, _n)

@@ -1,31 +1,13 @@
-"""Program structure: ``T.prim_func``, ``T.Kernel``, ``T.macro``."""
+"""Program structure: ``T.Kernel`` and ``T.macro`` (``T.prim_func`` is in :mod:`.program`).
+
+This module does not import the frontend (the frontend imports it: ``T.Kernel``'s signature and the
+``T.macro`` wrapper class ``_Macro``).
+"""
 
 from __future__ import annotations
 
+from ..errors import KernelSyntaxError
 from ._marker import marker
-
-
-def prim_func(fn=None, *, private: bool = False, check_well_formed: bool = True):
-    """``@T.prim_func``: trace the decorated function into a tile-IR program (``PrimFunc``).
-
-    Parameters are annotated with ``T.Tensor(shape, dtype)`` (or a scalar dtype). Python values the
-    function closes over (tile sizes, flags, dtypes) are constants folded at trace time.
-    """
-    import sys
-
-    from ..frontend import trace_prim_func
-
-    # The caller's local names (the kernel factory's parameters): with `from __future__ import
-    # annotations` the parameter annotations are strings naming them, and they are not closure cells.
-    caller = sys._getframe(1).f_locals if fn is not None else sys._getframe(1).f_locals
-
-    from ..errors import user_facing
-
-    @user_facing
-    def wrap(f):
-        return trace_prim_func(f, extra_env=dict(caller))
-
-    return wrap(fn) if fn is not None else wrap
 
 
 class _Macro:
@@ -38,7 +20,6 @@ class _Macro:
         self.__tilesim_macro__ = True
 
     def __call__(self, *args, **kwargs):
-        from ..errors import KernelSyntaxError
         raise KernelSyntaxError(f"macro {self.__name__} can only be called inside a kernel body")
 
 

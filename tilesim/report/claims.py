@@ -8,6 +8,10 @@ report simulated (so nothing is simulated twice) and may simulate the extra shap
 
 from __future__ import annotations
 
+import hwmodels
+from hwmodels.claims import check_claim
+from kernels.memory_accounting import attention_cost
+
 SEED_A = "000 (TileKernels article)"
 SEED_B = "001 (TileLang / DeepSeek-V3.2 article)"
 
@@ -18,7 +22,6 @@ def _claim(id, claim, source, verdict, evidence, **numbers):
 
 
 def hardware_table(models_by_name) -> list[dict]:
-    from hwmodels.claims import check_claim
     rows = [("H100", "h100_sxm5_80gb", 756, 3.0), ("Ascend 910B", "ascend_910b2", 640, 2.4),
             ("MLU370", "mlu370_x8", 512, 1.8)]
     out = []
@@ -65,7 +68,6 @@ def bandwidth(points, models_by_name) -> dict:
     for p in points:
         if p["bound"] == "DRAM bandwidth" and p.get("bytes_per_s") and p.get("device_dram_bytes_per_s"):
             best[p["device"]] = max(best.get(p["device"], 0.0), p["bytes_per_s"] / p["device_dram_bytes_per_s"])
-    import hwmodels
     h200 = models_by_name.get("h200_sxm_141gb") or hwmodels.load("h200_sxm_141gb")
     copy = (h200.calibration or {}).get("copy_bytes_per_s")
     eff = copy / h200.dram_bandwidth if copy else None
@@ -83,7 +85,6 @@ def bandwidth(points, models_by_name) -> dict:
 
 
 def dsa_memory() -> list[dict]:
-    from kernels.memory_accounting import attention_cost
     c = attention_cost("deepseek-v3.2", 131072)
     gib = 2**30
     out = [_claim(
@@ -130,7 +131,6 @@ def throughput_table(points) -> dict:
 def tiling(models_by_name) -> dict:
     m = models_by_name.get("a100_sxm4_80gb")
     if m is None:
-        import hwmodels
         m = hwmodels.load("a100_sxm4_80gb")
     smem = m.buffer_for_scope("shared").bytes
     tile_fp16 = 256 * 256 * 2

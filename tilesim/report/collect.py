@@ -18,6 +18,8 @@ import os
 import traceback
 
 from ..errors import TilesimError
+from ..sim import default_profile, simulate
+from ..tune import tune_spec
 
 #: The lowering profile each device kind is simulated with by default.
 DEFAULT_PROFILE = {"gpu": "tensorcore", "npu-ascend": "ascend", "npu-mlu": "mlu"}
@@ -26,7 +28,6 @@ DEFAULT_PROFILE = {"gpu": "tensorcore", "npu-ascend": "ascend", "npu-mlu": "mlu"
 def device_profile(model, override: str | None) -> str:
     if override:
         return override
-    from ..sim import default_profile
     return default_profile(model)
 
 
@@ -44,7 +45,6 @@ def _limits_text(rep, point) -> str:
 
 def simulate_point(spec, shape: dict, model, profile: str, config: dict | None = None) -> dict:
     """Simulate one registered kernel at one shape on one device; return the point dict."""
-    from ..sim import simulate
     params = spec.params(shape, **(config or {}))
     kernel = spec.build(**params)
     hints = spec.data_hints(**params) if spec.data_hints else {}
@@ -125,7 +125,6 @@ def collect(specs, models, profile_override=None, shapes_per_kernel=None, progre
             progress(i, len(jobs), f"{model.name}: {spec.name} @ {shape.get('label', '')}")
         try:
             if first and tune_budget and spec.tunables:
-                from ..tune import tune_spec
                 try:
                     configs[(spec.name, model.name)] = tune_spec(spec, shape, model, prof, budget=tune_budget).best.config
                 except TilesimError:
@@ -136,7 +135,6 @@ def collect(specs, models, profile_override=None, shapes_per_kernel=None, progre
                 if not (tune_budget and spec.tunables):
                     raise
                 # the configuration tuned at the first shape does not fit this one: tune here
-                from ..tune import tune_spec
                 cfg = tune_spec(spec, shape, model, prof, budget=tune_budget).best.config
                 points.append(simulate_point(spec, shape, model, prof, cfg))
         except TilesimError as e:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import tempfile
 from pathlib import Path
+
+import numpy as np
 
 
 def write_bytes(path, data: bytes) -> None:
@@ -34,7 +37,6 @@ def write_json(path, obj) -> None:
 
 
 def _default(o):
-    import numpy as np
     if isinstance(o, (np.integer,)):
         return int(o)
     if isinstance(o, (np.floating,)):
@@ -48,10 +50,9 @@ def _default(o):
 
 def save_figure(fig, path, formats=("png",)) -> list[str]:
     """Save a matplotlib figure atomically in each format; return the paths written."""
-    import io as _io
     out = []
     for fmt in formats:
-        buf = _io.BytesIO()
+        buf = io.BytesIO()
         fig.savefig(buf, format=fmt, dpi=130, bbox_inches="tight")
         p = Path(str(path) + "." + fmt)
         write_bytes(p, buf.getvalue())

@@ -4,6 +4,8 @@ Writes into ``--out`` (default ``reports/``): ``roofline_<device>.png`` and ``.s
 kernel at its first report shape, measured points beside them), ``devices.png``, ``summary.json``
 (every number, and the display strings the Markdown uses) and ``summary.md``. A kernel that fails is
 listed under Failures and the rest of the report still completes; the exit code is then 1.
+
+Layer: app (see :mod:`tilesim.hw`).
 """
 
 from __future__ import annotations
@@ -13,10 +15,15 @@ import os
 import sys
 import time
 
+import matplotlib.pyplot as plt  # the backend is Agg: .roofline and .devices select it before any figure
+
+import hwmodels
+from kernels.registry import all_specs, get
+
 from .. import __version__
 from . import io
 from .claims import all_claims
-from .collect import attach_measurements, collect, load_measurements
+from .collect import attach_measurements, collect, device_profile, load_measurements
 from .devices import devices_figure
 from .roofline import roofline_figure
 from .summary import display_device, display_point, render_markdown
@@ -75,7 +82,6 @@ def _short_label(text: str, n: int = 44) -> str:
 
 
 def write_figures(summary, models, out) -> list[str]:
-    import matplotlib.pyplot as plt
     written = []
     for m in models:
         pts, seen = [], set()
@@ -106,9 +112,6 @@ def write_figures(summary, models, out) -> list[str]:
 
 def run_report(hw=("all",), kernels=("all",), profile=None, out="reports", quick=False, progress=True,
                tune_budget=12) -> int:
-    import hwmodels
-    from kernels.registry import all_specs, get
-
     names = list(ALL_DEVICES) if "all" in hw else list(hw)
     models = [hwmodels.load(n) for n in names]
     specs = all_specs() if "all" in kernels else [get(k) for k in kernels]
@@ -116,7 +119,6 @@ def run_report(hw=("all",), kernels=("all",), profile=None, out="reports", quick
     points, failures, unsupported = collect(specs, models, profile, shapes_per_kernel=1 if quick else None,
                                             progress=prog, tune_budget=tune_budget)
     attach_measurements(points, load_measurements(os.path.join(out, "measurements")))
-    from .collect import device_profile
     profiles = {m.name: device_profile(m, profile) for m in models}
     claims = all_claims(points, {m.name: m for m in models}, os.path.join(out, "measurements"))
     summary = build_summary(points, failures, models, profiles, claims)

@@ -11,6 +11,8 @@ API
     (``kernel.simulate(...)`` calls it).
 ``simulate_programs(programs, hw, profile, ...)`` — schedule already analysed launches (calibration
     re-simulates one analysis under many hardware-model variants).
+``load_hw(hw)`` — the model ``hw`` denotes (:func:`tilesim.hw.resolve`, the core's one seam to the
+    ``hwmodels`` package: a loaded model passes through, a name or path is resolved on first use).
 
 Model, parameters and blind spots: ``docs/simulator.md``.
 """
@@ -20,18 +22,16 @@ from __future__ import annotations
 import math
 
 from ..analysis import analyze, default_profile, get_profile
+from ..hw import Hardware
+from ..hw import resolve as load_hw
 from ..ir import nodes as N
 from .device import simulate_launch
 from .machine import Machine, hw_dtype
 from .report import SimReport, format_summary
+from .trace import chrome_trace
 
 __all__ = ["simulate", "simulate_kernel", "simulate_programs", "SimReport", "format_summary", "load_hw",
            "default_profile"]
-
-
-def load_hw(hw):
-    import hwmodels
-    return hwmodels.load(hw)
 
 
 def _roofline(hw, machine, results):
@@ -83,7 +83,7 @@ def _bound(machine, results, total):
     return "latency/occupancy"
 
 
-def simulate_programs(programs, hw, profile, *, name="kernel", trace=False) -> SimReport:
+def simulate_programs(programs, hw: Hardware | str, profile, *, name="kernel", trace=False) -> SimReport:
     """Schedule analysed launches (``tilesim.analysis.analyze``) on ``hw``."""
     hw = load_hw(hw)
     prof = get_profile(profile)
@@ -108,7 +108,6 @@ def simulate_programs(programs, hw, profile, *, name="kernel", trace=False) -> S
     notes = list(dict.fromkeys(machine.assumptions + [n for r in results for n in r.notes]))
     trace_obj = None
     if trace:
-        from .trace import chrome_trace
         trace_obj = chrome_trace(results, machine, name)
     first = results[0]
     return SimReport(
@@ -126,8 +125,8 @@ def simulate_programs(programs, hw, profile, *, name="kernel", trace=False) -> S
         notes=tuple(notes), trace=trace_obj)
 
 
-def simulate(prim_func: N.PrimFunc, hw="h200_sxm_141gb", profile=None, *, trace=False, name=None,
-             **shapes) -> SimReport:
+def simulate(prim_func: N.PrimFunc, hw: Hardware | str = "h200_sxm_141gb", profile=None, *, trace=False,
+             name=None, **shapes) -> SimReport:
     """Simulate ``prim_func`` on ``hw`` under a lowering ``profile`` (see the module docstring)."""
     hwm = load_hw(hw)
     prof = get_profile(profile if profile is not None else default_profile(hwm))
@@ -135,7 +134,8 @@ def simulate(prim_func: N.PrimFunc, hw="h200_sxm_141gb", profile=None, *, trace=
     return simulate_programs(programs, hwm, prof, name=name or prim_func.name, trace=trace)
 
 
-def simulate_kernel(kernel, hw="h200_sxm_141gb", profile=None, *, trace=False, **shapes) -> SimReport:
+def simulate_kernel(kernel, hw: Hardware | str = "h200_sxm_141gb", profile=None, *, trace=False,
+                    **shapes) -> SimReport:
     """Simulate a compiled kernel (``JITKernel``) — ``kernel.simulate(...)`` calls this."""
     pf = kernel.prim_func if hasattr(kernel, "prim_func") else kernel
     name = getattr(getattr(kernel, "prim_func", None), "name", None) or getattr(pf, "name", "kernel")

@@ -4,6 +4,8 @@ Builds the kernel (a ``@tilesim.jit`` factory is called with ``--args``; an eage
 with them; a ``@T.prim_func`` or kernel object is used as it is), simulates it and prints a readable
 summary. ``--shapes`` gives dynamic dimensions and hints (``hints.k=64`` → ``hints={"k": 64}``);
 ``--json`` prints the report as JSON; ``--trace`` writes a Chrome trace (open it in Perfetto).
+
+Layer: app (see :mod:`tilesim.hw`).
 """
 
 from __future__ import annotations
@@ -12,14 +14,17 @@ import argparse
 import json
 import sys
 
+from ..cli_args import load_factory, parse_kv
+from ..ir.nodes import PrimFunc
+from ..jit import EagerJIT, LazyJIT
+from ..kernel import JITKernel
+from . import simulate_kernel
+
 __all__ = ["main_sim", "build_kernel"]
 
 
 def build_kernel(obj, args: dict):
     """The kernel or program ``obj`` denotes once called/compiled with ``args``."""
-    from ..ir.nodes import PrimFunc
-    from ..jit import EagerJIT, LazyJIT
-    from ..kernel import JITKernel
     if isinstance(obj, (JITKernel, PrimFunc)):
         return obj
     if isinstance(obj, EagerJIT):
@@ -45,10 +50,8 @@ def _parse(argv):
 
 def main_sim(argv=None) -> int:
     """Entry point of ``tilesim sim`` (``argv`` without the program name)."""
-    from ..cli import _load_factory, parse_kv
-    from . import simulate_kernel
     a = _parse(list(sys.argv[1:] if argv is None else argv))
-    obj = _load_factory(a.target)
+    obj = load_factory(a.target)
     kernel = build_kernel(obj, parse_kv(a.args))
     shapes = parse_kv(a.shapes)
     hints = {k.split(".", 1)[1]: v for k, v in shapes.items() if k.startswith("hints.")}

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..analysis.program import Loop
 from ..errors import KernelError
 from .engine import BlockModel, Timeline, block_time, busy, sfu_funcs
 
@@ -220,7 +221,6 @@ def dispatch_coords(grid, swizzle, pos: np.ndarray):
 
 
 def _walk_mult(body, mult=1.0):
-    from ..analysis.program import Loop
     for n in body:
         if isinstance(n, Loop):
             yield from _walk_mult(n.body, mult * n.trip * n.weight)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from ..analysis.profiles import LoweringProfile
 from ..errors import KernelTypeError
+from ..hw import Hardware
 
 __all__ = ["Machine", "hw_dtype"]
 
@@ -35,7 +36,7 @@ def _clip(x, default=1.0):
 
 @dataclass
 class Machine:
-    hw: object
+    hw: Hardware
     profile: LoweringProfile
     assumptions: list = field(default_factory=list)
 

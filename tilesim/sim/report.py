@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -97,7 +98,6 @@ class SimReport:
 
     def write_trace(self, path) -> None:
         """Write the Chrome trace (open it in https://ui.perfetto.dev)."""
-        import json
         if self.trace is None:
             raise ValueError("this report has no trace: simulate with trace=True")
         with open(path, "w", encoding="utf-8") as f:

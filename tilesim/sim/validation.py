@@ -16,6 +16,9 @@ Contract
 * :func:`apply_overrides` returns a copy of a hardware model with dotted keys replaced; the
   simulator then reads the new numbers like any other (no number lives in this module except the
   search grids' bounds).
+
+Layer: app (see :mod:`tilesim.hw`): it edits ``hwmodels`` data classes by their TOML keys, so it imports
+``hwmodels``; the simulator package itself does not import this module.
 """
 
 from __future__ import annotations
@@ -26,6 +29,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+
+import hwmodels
+from hwmodels.model import toml_key
+from hwmodels.schema import frozen_map
 
 from ..analysis import analyze, get_profile
 from . import simulate_programs
@@ -53,8 +60,6 @@ class Measurement:
 
 def apply_overrides(hw, overrides: Mapping):
     """A copy of hardware model ``hw`` with dotted keys replaced by new values."""
-    from hwmodels.model import toml_key
-    from hwmodels.schema import frozen_map
 
     def put(obj, parts, value):
         if not parts:
@@ -145,7 +150,6 @@ def _loss(sim, meas) -> float:
 
 def calibrate(measurements, hw, profile: str = "tensorcore", *, sweeps: int = 3, points: int = 9) -> dict:
     """Fit efficiency fields (and unknown copy-path numbers) on the ``train`` split; see module docs."""
-    import hwmodels
     hw = hwmodels.load(hw)
     get_profile(profile)
     train = [m for m in measurements if m.split == "train"]
@@ -174,7 +178,6 @@ def calibrate(measurements, hw, profile: str = "tensorcore", *, sweeps: int = 3,
 def validate(measurements, hw, calibration: Mapping | None = None, profile: str = "tensorcore",
              split: str = "test") -> dict:
     """Error of the calibrated simulator on one split (see module docs)."""
-    import hwmodels
     hw = hwmodels.load(hw)
     model = apply_overrides(hw, calibration or {})
     pts = [m for m in measurements if split in (None, "all") or m.split == split]
