@@ -39,8 +39,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ... import dtypes as dt
 from ...ir import nodes as N
-from ...ir.traverse import bodies, loads_in, regions_of, stmt_exprs, walk_stmts
+from ...ir.traverse import loads_in, regions_of, stmt_exprs, walk_stmts
 
 
 def _ceil(a: int, b: int) -> int:
@@ -241,10 +242,6 @@ class Placement:
         if buf.uid in self.demoted:
             return "shared"
         return "reg"
-
-
-#: the statement bodies of a node (re-exported for :mod:`.runtime`; the walks live in ir.traverse)
-sub_bodies = bodies
 
 
 def is_full_region(r: N.Region) -> bool:
@@ -491,7 +488,6 @@ def _place_once(launch, nt, frags, forced):
 def _preferred_vec(copies, frags) -> int:
     """8 lanes (16-byte bf16/fp16 loads, 8-byte fp8 stores) when every global <-> fragment copy of the
     launch has a global dtype of at most 2 bytes; else ``DEFAULT_VEC``."""
-    from ... import dtypes as dt
     seen = False
     for c in copies:
         for g, f in ((c.src, c.dst), (c.dst, c.src)):

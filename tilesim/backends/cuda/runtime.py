@@ -26,12 +26,12 @@ from ... import binding as B
 from ... import dtypes as dt
 from ...errors import KernelRuntimeError, KernelSyntaxError
 from ...ir import nodes as N
+from ...ir.traverse import walk_stmts
 from ...optional import loaded
 from .. import Program as _TargetProgram
 from . import rules as Rl
 from .caps import DEFAULT_CC, cuda_module, numba_types, simulator
 from .intrinsics import gpu_namespace, sim_namespace
-from .layout import sub_bodies
 from .lower import Program, lower_program
 
 _DISPATCH_CACHE: dict = {}
@@ -67,24 +67,18 @@ def _np_storage(dtype: str):
 
 
 def _written_globals(pf: N.PrimFunc) -> set:
-    """uids of the global buffers (alias roots) any launch writes."""
+    """uids of the global buffers (alias roots) any launch writes (stores and tile-op destinations)."""
     out = set()
-
-    def root(b):
-        return (b.alias_of or b).uid
-
-    def walk(body):
-        for s in body:
-            if isinstance(s, N.Store) and (s.buffer.alias_of or s.buffer).scope == "global":
-                out.add(root(s.buffer))
-            elif isinstance(s, (N.Copy, N.Reduce, N.Cumsum)) and (s.dst.buffer.alias_of or s.dst.buffer).scope == "global":
-                out.add(root(s.dst.buffer))
-            elif isinstance(s, (N.Fill, N.Atomic)) and (s.dst.buffer.alias_of or s.dst.buffer).scope == "global":
-                out.add(root(s.dst.buffer))
-            for b in sub_bodies(s):
-                walk(b)
-
-    walk(pf.body)
+    for s in walk_stmts(pf.body):
+        if isinstance(s, N.Store):
+            dst = s.buffer
+        elif isinstance(s, (N.Copy, N.Reduce, N.Cumsum, N.Fill, N.Atomic)):
+            dst = s.dst.buffer
+        else:
+            continue
+        root = dst.alias_of or dst
+        if root.scope == "global":
+            out.add(root.uid)
     return out
 
 

@@ -3,9 +3,12 @@ of :mod:`.tables`), and :func:`ev`, which evaluates an expression through it."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ... import dtypes as dt
+from ...errors import InternalError, KernelRuntimeError
 from ...ir import nodes as N
 from . import memory
 from .state import Ctx, lift
@@ -42,7 +45,6 @@ def _var(e, ctx):
     try:
         v = ctx.env[e.uid]
     except KeyError:
-        from ...errors import InternalError
         raise InternalError(f"variable {e.name} has no value at {e.loc}") from None
     return lift(v, ctx.rank)
 
@@ -95,7 +97,6 @@ def _binary(e, ctx):
         if f is not None:
             return f(a, b)
     if e.op in ("floordiv", "floormod", "div", "truncmod") and _has_zero(b):
-        from ...errors import KernelRuntimeError
         raise KernelRuntimeError("integer division by zero", e.loc)
     r = _INT_OPS[e.op](a, b)
     if isinstance(r, np.ndarray) and r.ndim == 0:
@@ -168,7 +169,6 @@ _MATH = {
 
 
 def _erf(x):
-    import math
     f = np.vectorize(math.erf, otypes=[np.float64])
     return f(x).astype(np.asarray(x).dtype)
 

@@ -16,7 +16,7 @@ from numpy.lib.stride_tricks import as_strided, sliding_window_view
 from ... import dtypes as dt
 from ...errors import KernelRuntimeError
 from ...ir import nodes as N
-from .state import Ctx, block_mask, lift
+from .state import Ctx, Storage, block_mask, lift, new_array
 
 
 def to_compute(arr, dtype: str):
@@ -533,3 +533,32 @@ def region_indices(r: N.Region, ctx: Ctx, ev):
     for d, i in enumerate(idx):
         valid &= (i >= 0) & (i < st.shape[d])
     return idx, valid, exts
+
+
+def allocate_onchip(s: N.Alloc, ctx: Ctx, ev):
+    """Make the storage of ``T.alloc_*`` ``s`` (a view of its root for ``T.view``; deferred when uninitialised)."""
+    b = s.buffer
+    if b.alias_of is not None:
+        root = ctx.storage[b.alias_of.uid]
+        if b.scope == "global":
+            shape = tuple(int(ev(d, ctx)) if not isinstance(d, int) else d for d in b.shape)
+            ctx.storage[b.uid] = root.view(dt.np_dtype(b.dtype)).reshape(shape)
+        else:
+            nbk = root.shape[0]
+            flat = root.reshape(nbk, -1).view(dt.np_dtype(b.dtype))
+            ctx.storage[b.uid] = flat.reshape((nbk,) + tuple(b.shape))
+        return
+    if b.scope == "global":
+        shape = tuple(int(ev(d, ctx)) if not isinstance(d, int) else d for d in b.shape)
+        ctx.storage[b.uid] = new_array(shape, b.dtype, ctx.options.uninit)
+        return
+    shape = (ctx.nb,) + tuple(b.shape)
+    if s.init is None and isinstance(ctx.storage, Storage):
+        ctx.storage.defer(b.uid, shape, b.dtype, ctx.options.uninit)  # made when first read
+        return
+    arr = new_array(shape, b.dtype, ctx.options.uninit)
+    if s.init is not None:
+        v = ev(s.init, ctx)
+        arr[...] = dt.convert(np.asarray(v), b.dtype).reshape(-1)[: ctx.nb] if np.ndim(v) else \
+            dt.convert(np.asarray(v), b.dtype)
+    ctx.storage[b.uid] = arr

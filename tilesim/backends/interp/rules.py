@@ -67,8 +67,7 @@ def _store(s, ctx):
 
 @rule(N.Alloc)
 def _alloc(s, ctx):
-    from .runtime import allocate_onchip
-    allocate_onchip(s, ctx)
+    memory.allocate_onchip(s, ctx, ev)
 
 
 @rule(N.If)

@@ -34,35 +34,7 @@ from .options import InterpOptions
 from .rules import STMT_RULES, run_body
 from .state import Ctx, Storage, new_array
 
-__all__ = ["allocate_onchip", "new_array", "run"]
-
-
-def allocate_onchip(s: N.Alloc, ctx: Ctx):
-    b = s.buffer
-    if b.alias_of is not None:
-        root = ctx.storage[b.alias_of.uid]
-        if b.scope == "global":
-            shape = tuple(int(ev(d, ctx)) if not isinstance(d, int) else d for d in b.shape)
-            ctx.storage[b.uid] = root.view(dt.np_dtype(b.dtype)).reshape(shape)
-        else:
-            nbk = root.shape[0]
-            flat = root.reshape(nbk, -1).view(dt.np_dtype(b.dtype))
-            ctx.storage[b.uid] = flat.reshape((nbk,) + tuple(b.shape))
-        return
-    if b.scope == "global":
-        shape = tuple(int(ev(d, ctx)) if not isinstance(d, int) else d for d in b.shape)
-        ctx.storage[b.uid] = new_array(shape, b.dtype, ctx.options.uninit)
-        return
-    shape = (ctx.nb,) + tuple(b.shape)
-    if s.init is None and isinstance(ctx.storage, Storage):
-        ctx.storage.defer(b.uid, shape, b.dtype, ctx.options.uninit)  # made when first read
-        return
-    arr = new_array(shape, b.dtype, ctx.options.uninit)
-    if s.init is not None:
-        v = ev(s.init, ctx)
-        arr[...] = dt.convert(np.asarray(v), b.dtype).reshape(-1)[: ctx.nb] if np.ndim(v) else \
-            dt.convert(np.asarray(v), b.dtype)
-    ctx.storage[b.uid] = arr
+__all__ = ["new_array", "run"]
 
 
 def _onchip_bytes(stmts) -> int:
