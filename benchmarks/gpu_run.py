@@ -6,10 +6,10 @@ times it against torch — all in one run, short table printed last.
 Installs nothing. Steps:
 
 1. environment (device, driver, package versions, date);
-2. correctness: every kernel of ``tests/core_kernels.py`` (shapes tiles do not divide) and every kernel
-   registered in ``kernels.registry`` (each test shape) runs with ``target="cuda"`` on fresh random
-   inputs and is compared with the interpreter (relative norm error per output dtype); one kernel also
-   runs on torch CUDA tensors (in place, outputs allocated on the device);
+2. correctness: every test kernel of ``tests/registry.py`` at its GPU size (shapes tiles do not divide)
+   and every kernel registered in ``kernels.registry`` (each test shape) runs with ``target="cuda"`` on
+   fresh random inputs and is compared with the interpreter (relative norm error per output dtype); one
+   kernel also runs on torch CUDA tensors (in place, outputs allocated on the device);
 3. benchmarks, each checked first against a float64 reference on fresh random data (relative norm
    error): the device-to-device copy ceiling, fp32 GEMM 4096³ (torch with TF32 off), RMSNorm and row
    softmax on (8192, 8192) bf16, the per-token FP8 cast (against the copy bandwidth), causal
@@ -34,7 +34,6 @@ import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-sys.path.append(os.path.join(ROOT, "tests"))
 
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 import warnings  # noqa: E402
@@ -105,12 +104,11 @@ def environment():
 
 # ---------------------------------------------------------------------------------------------- checks
 def run_checks(quick: bool):
-    import core_kernels as ck
-
-    from tilesim.backends.cuda.check import core_cases, library_cases, run_case
+    from tests.registry import cuda_cases
+    from tilesim.backends.cuda.check import library_cases, run_case
 
     rng = np.random.default_rng(int(time.time()) % 100000)
-    cases = core_cases(ck, "gpu")
+    cases = cuda_cases("gpu")
     if CHECKS == "core":
         cases_lib = False
     else:
@@ -558,7 +556,7 @@ def main():
     ap.add_argument("--skip-bench", action="store_true")
     ap.add_argument("--all-shapes", action="store_true", help="check library kernels at every test shape")
     ap.add_argument("--checks", choices=["all", "core"], default="all",
-                    help="core: only tests/core_kernels.py (a short re-check)")
+                    help="core: only the test kernels of tests/registry.py (a short re-check)")
     ap.add_argument("--sweep", action="store_true",
                     help="time more configurations per kernel (data for benchmarks/numba_profile_validation.py)")
     ap.add_argument("--only", nargs="*", help="benchmarks to run: copy gemm rows fp8 attention")

@@ -1,26 +1,14 @@
 """Every kernel is lowered and compiled for compute capability 9.0 with ``numba.cuda.compile_ptx``
-(no GPU and no driver: only numba-cuda and the pip NVVM compiler)."""
+(no GPU and no driver: only numba-cuda and the pip NVVM compiler): the test kernels the registry marks
+``ptx`` (at their GPU size) and every library kernel."""
 
 import pytest
 
-from ._util import can_compile_ptx, core_module, needs_numba_cuda
+from tests.registry import REGISTRY
+
+from ._util import can_compile_ptx, needs_numba_cuda
 
 pytestmark = [needs_numba_cuda]
-
-
-def _core():
-    ck = core_module()
-    return [
-        ("matmul_relu", lambda: ck.matmul_relu(1000, 777, 515)),
-        ("matmul_dynamic", lambda: ck.matmul_dynamic()),
-        ("matmul_dynamic_tt", lambda: ck.matmul_dynamic(trans_A=True, trans_B=True)),
-        ("matmul_splitk", lambda: ck.matmul_splitk(333, 290, 1000)),
-        ("elementwise_add", lambda: ck.elementwise_add.compile(M=1000, N=999)),
-        ("softmax", lambda: ck.softmax(1000, 777)),
-        ("rms_norm", lambda: ck.rms_norm(1001, 515)),
-        ("flash_attention", lambda: ck.flash_attention(2, 3, 300, 64)),
-        ("flash_attention_full", lambda: ck.flash_attention(1, 2, 300, 64, is_causal=False)),
-    ]
 
 
 def _specs():
@@ -44,9 +32,10 @@ def _check(kernel):
         assert ".target sm_90" in text and f"{name}" in text
 
 
-@pytest.mark.parametrize("name,make", _core(), ids=[n for n, _ in _core()])
-def test_core_kernel_compiles_for_sm90(name, make):
-    _check(make())
+@pytest.mark.parametrize("name", [n for n, tk in REGISTRY.items() if tk.ptx])
+def test_core_kernel_compiles_for_sm90(name):
+    tk = REGISTRY[name]
+    _check(tk.build(tk.gpu))
 
 
 @pytest.mark.parametrize("spec", _specs(), ids=[s.name for s in _specs()])

@@ -1,10 +1,11 @@
 """Cross-checks of the CUDA backend against the interpreter (used by the tests, the simulator run and
 ``benchmarks/gpu_run.py``).
 
-A :class:`Case` is a kernel (built for the interpreter) plus an input maker. :func:`run_case` runs it with
-``target="interp"`` and with ``target="cuda"`` (on a GPU, or under numba's CUDA simulator) on the same
-fresh random inputs and returns the relative norm error of every output, ``‖cuda − interp‖ / ‖interp‖``
-(in float64), and whether it is within the output dtype's tolerance.
+A :class:`Case` is a kernel (built for the interpreter) plus an input maker (:func:`library_cases` makes
+them for registered library kernels; the test kernels' come from ``tests/registry.py``, ``cuda_cases``).
+:func:`run_case` runs it with ``target="interp"`` and with ``target="cuda"`` (on a GPU, or under numba's
+CUDA simulator) on the same fresh random inputs and returns the relative norm error of every output,
+``‖cuda − interp‖ / ‖interp‖`` (in float64), and whether it is within the output dtype's tolerance.
 """
 
 from __future__ import annotations
@@ -93,14 +94,7 @@ def run_case(case: Case, rng, twin=None) -> dict:
             "shapes": [list(np.shape(x)) for x in inputs if hasattr(x, "shape")]}
 
 
-# ------------------------------------------------------------------------------------------ core kernels
-def _dyn_inputs(rn, m, n, k, trans_a, trans_b):
-    def make(rng):
-        return (rn(rng, (k, m) if trans_a else (m, k), np.float16), rn(rng, (n, k) if trans_b else (k, n), np.float16))
-
-    return make
-
-
+# ------------------------------------------------------------------------------------------ library kernels
 def _spec_inputs(spec, params):
     def make(rng):
         return spec.make_inputs(rng, **params)
@@ -108,63 +102,6 @@ def _spec_inputs(spec, params):
     return make
 
 
-def core_cases(ck, size: str = "toy") -> list[Case]:
-    """Cases for ``tests/core_kernels.py`` (module ``ck``): ``toy`` (simulator) or ``gpu`` sizes.
-
-    Shapes are chosen so that the tiles do not divide them.
-    """
-    f16, f32 = np.float16, np.float32
-    toy = size == "toy"
-
-    def rn(rng, shape, t):
-        return rng.standard_normal(shape).astype(t)
-
-    cases = []
-    if toy:
-        M, N, K = 40, 36, 20
-        mk = dict(block_M=32, block_N=32, block_K=16, threads=64)
-    else:
-        M, N, K = 1000, 777, 515
-        mk = {}
-    cases.append(Case("matmul_relu", ck.matmul_relu(M, N, K, **mk),
-                      lambda rng: (rn(rng, (M, K), f16), rn(rng, (K, N), f16))))
-    dmk = dict(block_M=16, block_N=16, block_K=8, threads=32) if toy else {}
-    dM, dN, dK = (20, 18, 13) if toy else (1001, 517, 263)
-    for ta in (False, True):
-        for tb in (False, True):
-            cases.append(Case(f"matmul_dynamic_{'T' if ta else 'N'}{'T' if tb else 'N'}",
-                              ck.matmul_dynamic(trans_A=ta, trans_B=tb, **dmk),
-                              _dyn_inputs(rn, dM, dN, dK, ta, tb)))
-    sM, sN, sK = (20, 18, 40) if toy else (333, 290, 1000)
-    smk = dict(block_M=16, block_N=16, block_K=8, split_k=2) if toy else {}
-    cases.append(Case("matmul_splitk", ck.matmul_splitk(sM, sN, sK, **smk),
-                      lambda rng: (rn(rng, (sM, sK), f16), rn(rng, (sK, sN), f16), np.zeros((sM, sN), f32)),
-                      inplace=(2,)))
-    eM, eN = (7, 45) if toy else (1000, 999)
-    cases.append(Case("elementwise_add", ck.elementwise_add.compile(M=eM, N=eN, **({"block": 64, "threads": 32} if toy else {})),
-                      lambda rng: (rn(rng, (eM, eN), f32), rn(rng, (eM, eN), f32))))
-    xM, xN = (10, 37) if toy else (1000, 777)
-    cases.append(Case("softmax", ck.softmax(xM, xN, **({"block_M": 4, "threads": 32} if toy else {})),
-                      lambda rng: (rn(rng, (xM, xN), f32),)))
-    rM, rN = (6, 37) if toy else (1001, 515)
-    cases.append(Case("rms_norm", ck.rms_norm(rM, rN, **({"block_M": 4} if toy else {})),
-                      lambda rng: (rn(rng, (rM, rN), f32), rn(rng, (rN,), f32))))
-    # rows long enough for vector (4-wide) global accesses, with a ragged edge
-    vM, vN = (5, 256) if toy else (999, 4096)
-    cases.append(Case("rms_norm_vec", ck.rms_norm(vM, vN, block_M=2),
-                      lambda rng: (rn(rng, (vM, vN), f32), rn(rng, (vN,), f32))))
-    cases.append(Case("softmax_vec", ck.softmax(vM, vN, block_M=2, threads=32 if toy else 128),
-                      lambda rng: (rn(rng, (vM, vN), f32),)))
-    fb, fh, fs, fd = (1, 2, 40, 16) if toy else (2, 3, 300, 64)
-    fmk = dict(block_M=16, block_N=16, threads=32) if toy else {}
-    for causal in (True, False):
-        cases.append(Case(f"flash_attention_{'causal' if causal else 'full'}",
-                          ck.flash_attention(fb, fh, fs, fd, is_causal=causal, **fmk),
-                          lambda rng: tuple(rn(rng, (fb, fs, fh, fd), f16) for _ in range(3))))
-    return cases
-
-
-# ------------------------------------------------------------------------------------------ library kernels
 def library_cases(specs, allow_dtypes=None, shape_index=0, overrides=None, check_smem=True) -> list[Case]:
     """Cases for registered kernel-library specs at their ``test_shapes[shape_index]``.
 
