@@ -48,8 +48,9 @@ def to_compute(values, dtype: str):
 
 def store(values, dtype: str) -> np.ndarray:
     """Compute-representation values → storage dtype ``dtype`` (GPU conversion: saturating fp8/fp4,
-    float → int truncating toward zero, int → int wrapping)."""
-    return dt.convert(np.asarray(values), dtype)
+    float → int truncating toward zero, int → int wrapping; out-of-range fp16/bf16 become inf)."""
+    with np.errstate(over="ignore"):
+        return dt.convert(np.asarray(values), dtype)
 
 
 # ------------------------------------------------------------------------------------------- regions
