@@ -261,7 +261,8 @@ def test_integer_sums_into_float_accumulate_in_float64():
 @given(shape=st.tuples(st.integers(1, 3), st.integers(1, 9), st.integers(1, 7)), kind=st.sampled_from(sorted(R.REDUCERS)),
        dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**31 - 1))
 def test_reduce_helpers_match_reference(shape, kind, dtype, seed):
-    """``tile_reduce._reduce_fn``/``_combine`` on a batched array equal the reference block by block."""
+    """``tile_reduce._reduce_fn``/``_combine`` (the reference's helpers) on a batched array equal the reference
+    block by block (the block axis changes no bits)."""
     rng = np.random.default_rng(seed)
     x = R.to_compute(rand(rng, shape, dtype, 8.0), dtype)
     old = R.to_compute(rand(rng, (shape[0], shape[2]), dtype, 8.0), dtype)
