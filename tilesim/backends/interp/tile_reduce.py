@@ -6,7 +6,7 @@ import numpy as np
 
 from ... import dtypes as dt
 from ...ir import nodes as N
-from . import memory
+from . import memory, reference
 from .exprs import ev
 from .state import Ctx
 from .tables import STMT_RULES
@@ -15,16 +15,10 @@ rule = STMT_RULES.register
 
 
 def _reduce_fn(kind):
-    return {"sum": np.sum, "abssum": lambda x, axis: np.sum(np.abs(x), axis=axis),
-            "max": np.max, "min": np.min, "absmax": lambda x, axis: np.max(np.abs(x), axis=axis)}[kind]
+    return reference.REDUCERS[kind]  # the meaning is written once, in reference.py
 
 
-def _combine(kind, old, new):
-    if kind in ("sum", "abssum"):
-        return old + new
-    if kind in ("max", "absmax"):
-        return np.maximum(old, new)
-    return np.minimum(old, new)
+_combine = reference.combine
 
 
 @rule(N.Reduce)
