@@ -54,10 +54,16 @@ def _truncdiv(a, b):
     return np.where(np.sign(a) * np.sign(b) < 0, -q, q)
 
 
+def _truncdiv_int(a, b) -> int:
+    """C's integer division of two uniform values, exactly (no float round trip above 2**53)."""
+    q = abs(int(a)) // abs(int(b))
+    return -q if (a < 0) != (b < 0) else q
+
+
 _INT_OPS = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
     "floordiv": lambda a, b: a // b, "floormod": lambda a, b: a % b,
-    "div": lambda a, b: _truncdiv(a, b) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else int(a / b),
+    "div": lambda a, b: _truncdiv(a, b) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else _truncdiv_int(a, b),
     "truncmod": lambda a, b: np.fmod(a, b),
     "min": np.minimum, "max": np.maximum, "pow": lambda a, b: a ** b,
     "bitand": lambda a, b: a & b, "bitor": lambda a, b: a | b, "bitxor": lambda a, b: a ^ b,

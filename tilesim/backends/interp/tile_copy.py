@@ -125,9 +125,16 @@ def _atomic(s: N.Atomic, ctx: Ctx):
 
 
 def _apply_at(st, full, vals, kind, dtype):
+    """Apply atomic updates ``vals`` at indices ``full`` of storage ``st``, in the given (block-major) order.
+
+    Narrow floats go through float32 and are rounded to ``dtype`` after every update, as the hardware
+    rounds each atomic: the k-th update of every element is applied in round k, so a batched chunk gives
+    the bits a block-by-block (serial) run gives.
+    """
     if len(vals) == 0:
         return
-    if dtype in dt.NARROW_FLOATS or dtype == "bool":
+    if dtype == "bool" or (dtype in dt.NARROW_FLOATS and kind != "add"):
+        # max/min are exact in float32, so one combined update rounds like a sequence of them
         lin = np.ravel_multi_index(full, st.shape)
         uniq, inv = np.unique(lin, return_inverse=True)
         flat = st.reshape(-1)
@@ -139,5 +146,20 @@ def _apply_at(st, full, vals, kind, dtype):
         else:
             _AT[kind].at(cur, inv, vals.astype(np.float32))
         flat[uniq] = dt.convert(cur, dtype)
+        return
+    if dtype in dt.NARROW_FLOATS:
+        lin = np.ravel_multi_index(full, st.shape)
+        order = np.argsort(lin, kind="stable")
+        sl, sv = lin[order], vals[order].astype(np.float32)
+        first = np.r_[0, np.flatnonzero(sl[1:] != sl[:-1]) + 1]
+        run = np.repeat(np.arange(len(first)), np.diff(np.r_[first, len(sl)]))
+        occurrence = np.arange(len(sl)) - first[run]
+        flat = st.reshape(-1)
+        cur = flat[sl[first]].astype(np.float32)
+        for k in range(int(occurrence.max()) + 1):
+            sel = occurrence == k
+            r = run[sel]
+            cur[r] = dt.convert(cur[r] + sv[sel], dtype).astype(np.float32)
+        flat[sl[first]] = dt.convert(cur, dtype)
         return
     _AT[kind].at(st, full, vals.astype(st.dtype))
