@@ -213,12 +213,21 @@ def extract_examples(mirror: Path, dest: Path) -> tuple[Path, str | None]:
     return root, (rev.stdout.strip() or None) if rev.returncode == 0 else None
 
 
-def _is_tilelang(name: str | None) -> bool:
-    return name == "tilelang" or (name or "").startswith("tilelang.")
+#: top-level packages of a TileLang install and what they are with tilesim (TileLang ships TVM)
+SWAPS = {"tilelang": "tilesim", "tvm": "tilesim.tvm"}
+
+
+def _swap(name: str | None) -> str | None:
+    """``name`` with its TileLang-provided top-level package replaced, or None if it is not one."""
+    for old, new in SWAPS.items():
+        if name == old or (name or "").startswith(old + "."):
+            return new + name[len(old):]
+    return None
 
 
 def rewrite_imports(src: str) -> str:
-    """Swap ``tilelang`` for ``tilesim`` in import statements only (any depth); lines keep their numbers."""
+    """Swap ``tilelang``/``tvm`` for ``tilesim``/``tilesim.tvm`` in import statements only (any depth);
+    lines keep their numbers."""
     try:
         tree = ast.parse(src)
     except SyntaxError:
@@ -229,16 +238,18 @@ def rewrite_imports(src: str) -> str:
         starts.append(starts[-1] + len(line))
     edits = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and _is_tilelang(node.module):
-            new = re.sub(r"^from\s+tilelang\b", "from tilesim", ast.get_source_segment(src, node))
-        elif isinstance(node, ast.Import) and any(_is_tilelang(a.name) for a in node.names):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and _swap(node.module):
+            seg = ast.get_source_segment(src, node)
+            new = re.sub(r"^from\s+" + re.escape(node.module) + r"\b", "from " + _swap(node.module), seg)
+        elif isinstance(node, ast.Import) and any(_swap(a.name) for a in node.names):
             parts = []
             for a in node.names:
-                name = "tilesim" + a.name[len("tilelang"):] if _is_tilelang(a.name) else a.name
+                name = _swap(a.name) or a.name
                 if a.asname:
                     parts.append(f"{name} as {a.asname}")
-                elif _is_tilelang(a.name):  # `import tilelang.x` binds `tilelang`
-                    parts += ([name] if name != "tilesim" else []) + ["tilesim as tilelang"]
+                elif _swap(a.name):  # `import tilelang.x` binds `tilelang`: bind the swapped top level to it
+                    top = a.name.split(".")[0]
+                    parts += ([name] if name != SWAPS[top] else []) + [f"{SWAPS[top]} as {top}"]
                 else:
                     parts.append(name)
             new = "import " + ", ".join(parts)

@@ -6,7 +6,13 @@ cycle-approximate simulator.
 
 from __future__ import annotations
 
+# isort: off
+# The language comes first: tilesim.language and tilesim.frontend import each other through their package
+# __init__ files, which works only when the language package starts the chain.
 from . import language as language  # noqa: F401
+# isort: on
+from . import autotuner, carver, math, profiler, testing, tvm, utils  # noqa: F401  (tilelang.autotuner, ...)
+from .autotuner import autotune  # noqa: F401
 from .backends import cuda as _cuda_target  # noqa: F401  (registers the target "cuda")
 from .backends.interp import InterpOptions  # noqa: F401  (the package registers the target "interp")
 from .config import PassConfigKey, TensorSupplyType  # noqa: F401
@@ -19,10 +25,21 @@ from .errors import (  # noqa: F401
                      KernelTypeError,
                      TilesimError,
 )
-from .jit import autotune, compile, jit  # noqa: F401
+from .jit import compile, jit  # noqa: F401
 from .kernel import JITKernel  # noqa: F401
+from .math import cdiv, next_power_of_2  # noqa: F401
+from .tvm import DataType  # noqa: F401
+
+
+def disable_cache() -> None:
+    """TileLang's switch for its on-disk kernel cache; tilesim caches compiled kernels per process only."""
+
+
+def enable_cache() -> None:
+    """See :func:`disable_cache`."""
 
 __version__ = "0.1.0"
-__all__ = ["language", "jit", "compile", "autotune", "JITKernel", "PassConfigKey", "TensorSupplyType",
+__all__ = ["language", "jit", "compile", "autotune", "autotuner", "cdiv", "next_power_of_2", "math", "profiler",
+           "testing", "utils", "JITKernel", "PassConfigKey", "TensorSupplyType",
            "InterpOptions", "KernelError", "KernelSyntaxError", "KernelTypeError", "KernelRuntimeError",
            "InternalError", "HardwareModelError", "TilesimError"]

@@ -68,7 +68,7 @@ from .errors import InternalError, KernelRuntimeError, KernelTypeError
 from .ir import nodes as N
 from .optional import loaded, require
 
-__all__ = ["TORCH_RAW", "HostArray", "HostBinding", "bind_dims", "bind_host", "check_derived", "check_dtype",
+__all__ = ["TORCH_RAW", "HostArray", "HostBinding", "bind_dims", "bind_host", "check_derived", "check_dtype", "is_tensor_like",
            "check_shape", "conflict_error", "dtype_error", "dtype_name", "empty_like", "eval_dim", "fmt_shape",
            "framework", "host_value", "is_device", "normalise_out_idx", "numpy_to_torch", "output_shape",
            "rank_error", "scalar_arg", "shape_of", "split_call", "to_host"]
@@ -91,6 +91,12 @@ def framework(v) -> str:
     if type(v).__module__.startswith("numba") and hasattr(v, "copy_to_host"):
         return "numba"
     return "other"
+
+
+def is_tensor_like(v) -> bool:
+    """``v`` is an array or tensor of a known framework (or exposes an array interface)."""
+    return (framework(v) != "other" or hasattr(v, "__array_interface__") or hasattr(v, "__cuda_array_interface__")
+            or hasattr(v, "__dlpack__"))
 
 
 def is_device(v) -> bool:

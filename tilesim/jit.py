@@ -1,4 +1,4 @@
-"""``@tilesim.jit``, ``tilesim.compile`` and ``@tilesim.autotune``.
+"""``@tilesim.jit`` and ``tilesim.compile`` (``@tilesim.autotune`` is :mod:`tilesim.autotuner`).
 
 Lazy style: the decorated factory takes compile-time parameters and returns a ``@T.prim_func``;
 calling the decorated factory returns a cached :class:`~tilesim.kernel.JITKernel` per argument tuple.
@@ -15,7 +15,6 @@ import inspect
 import numpy as np
 
 from . import binding as B
-from . import dtypes as dt
 from .backends.interp import InterpOptions
 from .errors import KernelRuntimeError, KernelTypeError, user_facing
 from .frontend import discover_eager, is_eager_source, trace_eager
@@ -32,16 +31,23 @@ def compile(prim_func, out_idx=None, target="auto", target_host=None, execution_
     return JITKernel(prim_func, out_idx=out_idx, target=target, pass_configs=pass_configs, options=options)
 
 
-def _freeze(v):
+def freeze_value(v, tensors_by_signature: bool = False):
+    """A hashable key for a call argument: lists/dicts recursively; with ``tensors_by_signature`` an array
+    or tensor becomes ``("tensor", shape, dtype)`` (what a compiled kernel depends on), else its repr."""
     if isinstance(v, (list, tuple)):
-        return tuple(_freeze(x) for x in v)
+        return tuple(freeze_value(x, tensors_by_signature) for x in v)
     if isinstance(v, dict):
-        return tuple(sorted((k, _freeze(x)) for k, x in v.items()))
+        return tuple(sorted((k, freeze_value(x, tensors_by_signature)) for k, x in v.items()))
+    if tensors_by_signature and B.is_tensor_like(v):
+        return ("tensor", tuple(B.shape_of(v)), str(getattr(v, "dtype", "")))
     try:
         hash(v)
         return v
     except TypeError:
         return repr(v)
+
+
+_freeze = freeze_value
 
 
 class LazyJIT:
@@ -94,7 +100,7 @@ class EagerJIT:
         ba.apply_defaults()
         tensors, scalars = {}, {}
         for name, v in ba.arguments.items():
-            if isinstance(v, (int, float, bool, str, type(None))) or isinstance(v, (np.integer, np.floating)):
+            if _is_scalar(v):
                 scalars[name] = v
             else:
                 tensors[name] = v
@@ -118,8 +124,8 @@ class EagerJIT:
             self._cache[key] = k
         return k
 
-    @user_facing
-    def __call__(self, *args, **kwargs):
+    def specialize(self, *args, **kwargs):
+        """The kernel for this call's shapes, dtypes and scalars, and its tensor arguments in parameter order."""
         tensors, scalars = self._split(args, kwargs)
         specs, const_vars = discover_eager(self.fn, scalars)
         consts: dict = {}
@@ -135,8 +141,26 @@ class EagerJIT:
                         raise B.conflict_error(self.fn.__name__, name, d, want.name, got, consts[want.name], buf.loc)
                     consts[want.name] = got
         k = self._get(consts, scalars)
-        order = [p.name for p in k.input_params]
-        return k(*[tensors[n] for n in order])
+        return k, [tensors[p.name] for p in k.input_params]
+
+    @user_facing
+    def __call__(self, *args, **kwargs):
+        k, tensors = self.specialize(*args, **kwargs)
+        return k(*tensors)
+
+    @user_facing
+    def get_kernel_source(self, *args, **kwargs) -> str:
+        """The source of the kernel this call would run (TileLang's ``kernel.get_kernel_source(*args)``)."""
+        return self.specialize(*args, **kwargs)[0].get_kernel_source()
+
+
+def _is_scalar(v) -> bool:
+    """Compile-time values of an eager call: numbers, strings, None, dtypes, and tuples/lists of them."""
+    if isinstance(v, (int, float, bool, str, type(None), np.integer, np.floating, np.dtype)):
+        return True
+    if isinstance(v, (list, tuple)):
+        return all(_is_scalar(x) for x in v)
+    return not B.is_tensor_like(v) and not hasattr(v, "shape")
 
 
 def jit(func=None, *, out_idx=None, target="auto", target_host=None, execution_backend=None, verbose=False,
@@ -151,36 +175,3 @@ def jit(func=None, *, out_idx=None, target="auto", target_host=None, execution_b
         return LazyJIT(fn, out_idx, target, pass_configs, options)
 
     return wrap(func) if func is not None else wrap
-
-
-def autotune(configs=None, warmup=25, rep=100, timeout=None, supply_type=None, ref_prog=None, atol=1e-2,
-             rtol=1e-2, skip_check=False, cache_input_tensors=False, oracle="interp", **sim_kwargs):
-    """``@tilesim.autotune(configs=[...])`` over a ``@tilesim.jit`` factory: best kernel with ``.config``/``.latency``.
-
-    ``oracle="interp"`` times the interpreter; ``oracle="sim"`` ranks by simulated time (``sim_kwargs``:
-    ``hw=``, ``profile=``) so tuning works without a GPU.
-    """
-
-    def wrap(factory):
-        @functools.wraps(getattr(factory, "fn", factory))
-        def tuned(*args, **kwargs):
-            cfgs = configs(*args, **kwargs) if callable(configs) else list(configs or [{}])
-            best = None
-            for cfg in cfgs:
-                k = factory(*args, **{**kwargs, **cfg})
-                if oracle == "sim":
-                    lat = k.simulate(**sim_kwargs).time_s * 1e3
-                else:
-                    lat = k.get_profiler(supply_type).do_bench(warmup=1, rep=3)
-                if best is None or lat < best[0]:
-                    best = (lat, cfg, k)
-            lat, cfg, k = best
-            k.config, k.latency = cfg, lat
-            return k
-
-        return tuned
-
-    return wrap
-
-
-_ = dt  # dtypes are part of the surface re-exported by tilesim/__init__

@@ -109,8 +109,9 @@ class JITKernel:
         """TileLang-compatibility findings (``tilesim.lint``): constructs real TileLang rejects."""
         return lint(self.prim_func)
 
-    def get_profiler(self, tensor_supply_type=None):
-        return Profiler(self, tensor_supply_type)
+    def get_profiler(self, tensor_supply_type=None, tensor_type="auto", dynamic_shapes=None):
+        """TileLang's profiler (``tilesim.profiler``): inputs, ``assert_allclose``, ``do_bench``."""
+        return Profiler(self, tensor_supply_type, dynamic_shapes=dynamic_shapes, tensor_type=tensor_type)
 
     @user_facing
     def simulate(self, hw="h200_sxm_141gb", profile=None, **shapes):

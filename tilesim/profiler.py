@@ -1,20 +1,31 @@
-"""``kernel.get_profiler()``: TileLang's profiler surface over tilesim kernels.
+"""TileLang's profiler surface: ``kernel.get_profiler()`` and ``tilelang.profiler.do_bench``.
 
-``Profiler.assert_allclose(ref_prog, rtol, atol)`` makes inputs for every non-output parameter
-(by ``tensor_supply_type``), runs the kernel and ``ref_prog`` on them, and compares every output.
-``ref_prog`` receives NumPy arrays (or torch CPU tensors with ``tensor_type="torch"``).
-``do_bench(func=None, warmup, rep)`` returns the median wall time in milliseconds of the kernel (or of
-``func``) on those inputs — on the interpreter that is the interpreter's time, not a GPU time.
-Symbolic dimensions need values: ``get_profiler(dynamic_shapes={"m": 256})``.
-
-The profiler works on any kernel object with ``input_params``, ``prim_func`` and ``__call__`` (it does not
-import :mod:`tilesim.kernel`; ``JITKernel.get_profiler`` builds it). Tensors are converted by
-:mod:`tilesim.binding`.
+Contract
+--------
+* ``Profiler(kernel, tensor_supply_type, tensor_type="auto", dynamic_shapes=None, seed=0)``. Inputs for every
+  non-output parameter are made once per profiler by ``tensor_supply_type`` with TileLang's meanings
+  (``Auto``: floats uniform in [-1, 1), integers in [-2, 3), fp8 from integers in [-128, 128); ``Integer``:
+  integers in [-2, 3); ``Uniform``; ``Normal`` (mean -1, std 1, as TileLang); ``Randn``; ``Zero``; ``One``),
+  from a seeded generator. ``tensor_type``: ``"torch"`` (CPU torch tensors, as TileLang's reference programs
+  expect), ``"numpy"``, or ``"auto"`` — torch when the calling program has imported torch, else NumPy.
+  Symbolic dimensions need values: ``get_profiler(dynamic_shapes={"m": 256})``.
+* ``assert_allclose(reference_program, input_tensors=None, atol=1e-2, rtol=1e-2, max_mismatched_ratio=0.01)``
+  runs the kernel and ``reference_program`` on the same inputs and compares output ``i`` with reference
+  output ``i``: an element mismatches when ``|out - ref| > atol + rtol*|ref|`` (NaNs equal); at most
+  ``int(numel * max_mismatched_ratio)`` may (TileLang's default allowance is 1%). Raises ``AssertionError``
+  naming the output, the count and the first mismatch.
+* ``do_bench(func=None, warmup=25, rep=100, n_warmup=1, n_repeat=1, input_tensors=None, ...)`` and the
+  module-level ``do_bench(fn, warmup=25, rep=100, _n_warmup=0, _n_repeat=0, quantiles=None,
+  return_mode="mean")`` return milliseconds. As in TileLang, ``warmup``/``rep`` are time budgets in ms:
+  one call is timed, then ``warmup/t`` warm-up calls and ``rep/t`` timed calls run (at least one each, at
+  most ``MAX_CALLS``); explicit call counts (``n_warmup``/``n_repeat`` > 1 on the profiler,
+  ``_n_warmup``/``_n_repeat`` > 0 on the function) override. On the interpreter the times are the
+  interpreter's, not a GPU's. ``backend`` ("event", "cupti") is accepted and means wall-clock time here.
+* ``profiler.func`` is the kernel (callable with the inputs); ``run_once(func=None)`` runs it once.
 """
 
 from __future__ import annotations
 
-import statistics
 import time
 
 import numpy as np
@@ -22,15 +33,51 @@ import numpy as np
 from . import dtypes as dt
 from .binding import numpy_to_torch
 from .config import TensorSupplyType
-from .errors import KernelRuntimeError
+from .errors import KernelRuntimeError, KernelTypeError
 from .ir import nodes as N
-from .optional import require
-from .testing.compare import compare_arrays
+from .optional import loaded, require
+from .utils.tensor import torch_assert_close
+
+__all__ = ["Profiler", "do_bench", "MAX_CALLS"]
+
+#: upper bound on warm-up and timed calls of one ``do_bench``
+MAX_CALLS = 1000
+_RETURN_MODES = ("mean", "median", "min", "max", "all")
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1e3
+
+
+def do_bench(fn, warmup=25, rep=100, _n_warmup=0, _n_repeat=0, quantiles=None, fast_flush=True,
+             backend="event", return_mode="mean", grad_to_none=None, **_ignored):
+    """Time ``fn()`` in milliseconds (see the module docstring)."""
+    if return_mode not in _RETURN_MODES:
+        raise KernelTypeError(f"do_bench: return_mode must be one of {_RETURN_MODES}, got {return_mode!r}")
+    estimate = max(_timed(fn), 1e-6)
+    n_warm = int(_n_warmup) if _n_warmup > 0 else max(1, min(MAX_CALLS, int(warmup / estimate)))
+    n_rep = int(_n_repeat) if _n_repeat > 0 else max(1, min(MAX_CALLS, int(rep / estimate)))
+    for _ in range(n_warm):
+        fn()
+    times = np.array([_timed(fn) for _ in range(n_rep)])
+    if quantiles is not None:
+        q = [float(x) for x in np.quantile(times, quantiles)]
+        return q[0] if len(q) == 1 else q
+    if return_mode == "all":
+        return times.tolist()
+    return float(getattr(np, return_mode)(times))
 
 
 class Profiler:
-    def __init__(self, kernel, tensor_supply_type=None, dynamic_shapes=None, seed=0, tensor_type="numpy"):
+    """Inputs, a reference check and timing for one kernel (see the module docstring)."""
+
+    def __init__(self, kernel, tensor_supply_type=None, dynamic_shapes=None, seed=0, tensor_type="auto"):
+        if tensor_type not in ("auto", "torch", "numpy"):
+            raise KernelTypeError(f"tensor_type must be 'auto', 'torch' or 'numpy', got {tensor_type!r}")
         self.kernel = kernel
+        self.func = kernel
         self.supply = tensor_supply_type or TensorSupplyType.Auto
         self.dynamic_shapes = dict(dynamic_shapes or {})
         self.rng = np.random.default_rng(seed)
@@ -52,57 +99,66 @@ class Profiler:
     def _make(self, p):
         if isinstance(p, N.Var):
             return 1
-        shape = self._shape(p)
-        s = self.supply
+        shape, s, r = self._shape(p), self.supply, self.rng
+        integer = dt.is_int(p.dtype) or p.dtype == "bool"
         if s == TensorSupplyType.Zero:
             x = np.zeros(shape)
         elif s == TensorSupplyType.One:
             x = np.ones(shape)
-        elif s == TensorSupplyType.Integer or (s == TensorSupplyType.Auto and dt.is_int(p.dtype)):
-            x = self.rng.integers(-2, 3, size=shape)
-        elif s == TensorSupplyType.Uniform:
-            x = self.rng.uniform(-1, 1, size=shape)
+        elif p.dtype.startswith("float8") and s in (TensorSupplyType.Auto, TensorSupplyType.Integer):
+            x = r.integers(-128, 128, size=shape)
+        elif s == TensorSupplyType.Integer or (s == TensorSupplyType.Auto and integer):
+            lo = 0 if p.dtype.startswith("uint") or p.dtype == "bool" else -2
+            x = r.integers(lo, 3 if p.dtype != "bool" else 2, size=shape)
+        elif s in (TensorSupplyType.Uniform, TensorSupplyType.Auto):
+            x = r.uniform(-1, 1, size=shape)
+        elif s == TensorSupplyType.Normal:
+            x = r.normal(-1.0, 1.0, size=shape)
         else:
-            x = self.rng.standard_normal(shape)
-        return dt.convert(x.astype(np.float32) if not dt.is_int(p.dtype) else x, p.dtype)
+            x = r.standard_normal(shape)
+        return dt.convert(x.astype(np.float32) if not integer else x, p.dtype)
+
+    def _use_torch(self) -> bool:
+        if self.tensor_type == "auto":
+            return loaded("torch") is not None
+        return self.tensor_type == "torch"
 
     def inputs(self):
         if self._inputs is None:
-            self._inputs = [self._make(p) for p in self.kernel.input_params]
-            if self.tensor_type == "torch":
+            made = [self._make(p) for p in self.kernel.input_params]
+            if self._use_torch():
                 require("torch", "Profiler(tensor_type='torch')")
-                self._inputs = [numpy_to_torch(x) if isinstance(x, np.ndarray) else x for x in self._inputs]
+                made = [numpy_to_torch(x) if isinstance(x, np.ndarray) else x for x in made]
+            self._inputs = made
         return self._inputs
 
-    def assert_allclose(self, reference_program, rtol=1e-2, atol=1e-2, max_mismatched_ratio=0.0):
-        ins = self.inputs()
+    _get_inputs = inputs
+
+    def assert_allclose(self, reference_program, input_tensors=None, atol=1e-2, rtol=1e-2,
+                        max_mismatched_ratio=0.01):
+        ins = list(input_tensors) if input_tensors is not None else self.inputs()
         outs = self.kernel(*ins)
         refs = reference_program(*ins)
-        outs = outs if isinstance(outs, (list, tuple)) else [outs]
-        refs = refs if isinstance(refs, (list, tuple)) else [refs]
+        outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+        refs = list(refs) if isinstance(refs, (list, tuple)) else [refs]
+        name = self.kernel.prim_func.name
+        if len(refs) > len(outs):
+            raise AssertionError(f"{name}: the reference returned {len(refs)} outputs, the kernel {len(outs)}")
         for i, (o, r) in enumerate(zip(outs, refs)):
-            r = np.asarray(r.float().numpy() if hasattr(r, "float") and hasattr(r, "numpy") else r, dtype=np.float64)
-            p = compare_arrays(o, r, rtol=rtol, atol=atol, name=f"output {i}")
-            if p is not None:
-                if max_mismatched_ratio > 0:
-                    o64 = np.asarray(o, dtype=np.float64)
-                    bad = np.abs(o64 - r) > atol + rtol * np.abs(r)
-                    if bad.mean() <= max_mismatched_ratio:
-                        continue
-                raise AssertionError(f"{self.kernel.prim_func.name}: {p}")
+            try:
+                torch_assert_close(o, r, rtol=rtol, atol=atol, max_mismatched_ratio=max_mismatched_ratio,
+                                   check_dtype=False, base_name=f"{name} output {i}", ref_name="reference")
+            except AssertionError as e:
+                raise AssertionError(f"{name}: output {i}: {e}") from None
 
     def run_once(self, func=None):
         return (func or self.kernel)(*self.inputs())
 
-    def do_bench(self, func=None, warmup=1, rep=5, n_warmup=None, n_repeat=None, **_ignored):
-        """Median wall time in ms (``warmup``/``rep`` are counts here, not milliseconds)."""
+    def do_bench(self, func=None, warmup=25, rep=100, n_warmup=1, n_repeat=1, input_tensors=None,
+                 backend="event", quantiles=None, return_mode="mean", **_ignored):
+        """Milliseconds per call of the kernel (or ``func``) on the profiler's inputs."""
         fn = func or self.kernel
-        ins = self.inputs()
-        for _ in range(int(n_warmup or warmup)):
-            fn(*ins)
-        ts = []
-        for _ in range(max(1, int(n_repeat or rep))):
-            t0 = time.perf_counter()
-            fn(*ins)
-            ts.append(time.perf_counter() - t0)
-        return statistics.median(ts) * 1e3
+        ins = list(input_tensors) if input_tensors is not None else self.inputs()
+        return do_bench(lambda: fn(*ins), warmup=warmup, rep=rep,
+                        _n_warmup=n_warmup if n_warmup > 1 else 0, _n_repeat=n_repeat if n_repeat > 1 else 0,
+                        quantiles=quantiles, return_mode=return_mode)

@@ -19,7 +19,7 @@ def test_surface_names():
 
 def test_profiler_assert_allclose_and_do_bench():
     k = matmul(48, 40, 24, 16, 16, 16, dtype="float16")
-    prof = k.get_profiler(tilelang.TensorSupplyType.Randn)
+    prof = k.get_profiler(tilelang.TensorSupplyType.Randn, tensor_type="numpy")
     prof.assert_allclose(lambda a, b: a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=1e-2)
     with pytest.raises(AssertionError):
         prof.assert_allclose(lambda a, b: a.astype(np.float32) @ b.astype(np.float32) + 1, rtol=1e-2, atol=1e-2)
