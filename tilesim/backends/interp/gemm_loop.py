@@ -40,7 +40,6 @@ import threading
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from ... import dtypes as dt
 from ...ir import nodes as N
@@ -230,7 +229,7 @@ def _tiles(cp: N.Copy, trans: bool, ctx: Ctx, env: dict, n: int, acc, tf32: bool
     inside = all(e <= d for e, d in zip(exts, st.shape)) and all(
         int(x.min()) >= 0 and int(x.max()) + e <= d for x, e, d in zip(starts, exts, st.shape))
     if inside:  # one gather of all windows
-        raw = sliding_window_view(st, exts)[tuple(starts)].reshape((n,) + tile)
+        raw = memory.window_view(st, exts)[tuple(starts)].reshape((n,) + tile)
     else:
         raw = np.stack([memory._global_window_uniform(st, [int(x[i]) for x in starts], exts, fill).reshape(tile)
                         for i in range(n)])

@@ -376,12 +376,27 @@ def read_region(r: N.Region, ctx: Ctx, ev, where=None):
     return out
 
 
+def window_view(st, exts, writeable: bool = False):
+    """Sliding-window view of ``st``: ``view[i0, i1, ...]`` is the ``exts``-sized window starting there.
+
+    NumPy's stride tricks rebuild the array from its ``__array_interface__``, which cannot describe some
+    ml_dtypes types (``float8_e5m2`` reports typestr ``'<f1'``): those go through a same-width unsigned view
+    and back."""
+    raw = st.view(f"u{st.dtype.itemsize}") if st.dtype.type.__module__.startswith("ml_dtypes") else st
+    if writeable:
+        w = as_strided(raw, shape=tuple(n - e + 1 for n, e in zip(raw.shape, exts)) + tuple(exts),
+                       strides=raw.strides + raw.strides, writeable=True)
+    else:
+        w = sliding_window_view(raw, exts)
+    return w if raw is st else w.view(st.dtype)
+
+
 def _window(ctx, uid, st, exts):
     """Read-only sliding-window view of global storage ``st`` (cached per launch chunk)."""
     key = (uid, exts)
     w = ctx.windows.get(key)
     if w is None or w.base is None:
-        w = ctx.windows[key] = sliding_window_view(st, exts)
+        w = ctx.windows[key] = window_view(st, exts)
     return w
 
 
@@ -480,8 +495,7 @@ def write_region(r: N.Region, vals, ctx: Ctx, ev, where=None):
     act = np.ones(nb, dtype=bool) if bm is None else bm.copy()
     sel = act & inb
     if sel.any() and all(e <= n for e, n in zip(exts, st.shape)):
-        win = as_strided(st, shape=tuple(n - e + 1 for n, e in zip(st.shape, exts)) + exts,
-                         strides=st.strides + st.strides, writeable=True)
+        win = window_view(st, exts, writeable=True)
         if sel.all():
             win[tuple(sts[:, d] for d in range(len(exts)))] = vals
         else:
