@@ -320,13 +320,17 @@ def verdict_of(rc: int, stderr: str) -> tuple[str, str]:
 
 
 def run_one(rel: str, staging: Path, work: Path, env: dict, timeout: float) -> dict:
-    """Run examples/<rel> in a private copy of its top-level example directory."""
+    """Run examples/<rel> in a private copy of its top-level example directory; the other directories are
+    linked beside it (programs reach siblings such as ``../flash_attention``)."""
     top = rel.split("/")[0]
     private = Path(tempfile.mkdtemp(dir=work, prefix="run_"))
     if (staging / top).is_dir():
         shutil.copytree(staging / top, private / top, symlinks=True)
     else:  # a program at the root of examples/
         shutil.copy2(staging / rel, private / rel)
+    for other in staging.iterdir():
+        if other.name != top and other.is_dir():
+            (private / other.name).symlink_to(other, target_is_directory=True)
     script = private / rel
     argv = SMALL_ARGS.get(rel, "").split()
     start = time.perf_counter()

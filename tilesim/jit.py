@@ -150,8 +150,12 @@ class EagerJIT:
 
     @user_facing
     def get_kernel_source(self, *args, **kwargs) -> str:
-        """The source of the kernel this call would run (TileLang's ``kernel.get_kernel_source(*args)``)."""
-        return self.specialize(*args, **kwargs)[0].get_kernel_source()
+        """The source of the kernel this call would run (TileLang's ``kernel.get_kernel_source(*args)``).
+
+        Without tensors, the ``T.const`` sizes and scalar parameters are given by name, as for ``compile``."""
+        if any(B.is_tensor_like(v) for v in (*args, *kwargs.values())):
+            return self.specialize(*args, **kwargs)[0].get_kernel_source()
+        return self.compile(**dict(zip(self._sig.parameters, args)), **kwargs).get_kernel_source()
 
 
 def _is_scalar(v) -> bool:
