@@ -294,7 +294,8 @@ def _atomic_fetch(s: N.AtomicFetch, ctx: Ctx):
     st = ctx.storage[buf.uid]
     idx = [ev(i, ctx) for i in s.indices]
     v = ev(s.value, ctx)
-    shape = np.broadcast_shapes(*[np.shape(i) for i in idx], np.shape(v), (ctx.nb,) + (1,) * ctx.rank)
+    mshape = np.shape(ctx.mask) if isinstance(ctx.mask, np.ndarray) else ()
+    shape = np.broadcast_shapes(*[np.shape(i) for i in idx], np.shape(v), (ctx.nb,) + (1,) * ctx.rank, mshape)
     full = [np.broadcast_to(np.asarray(i, dtype=np.int64), shape) for i in idx]
     if buf.scope != "global":
         full = [np.broadcast_to(np.arange(ctx.nb).reshape((-1,) + (1,) * ctx.rank), shape)] + full
