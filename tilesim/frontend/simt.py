@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import ast
 
-from .. import dtypes as dt
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir import nodes as N
 from . import exprs as X

@@ -65,6 +65,17 @@ from .math import (  # noqa: F401
     truncmod,
 )
 from .program import prim_func  # noqa: F401
+from .reduce import (  # noqa: F401
+    clear,
+    cumsum,
+    fill,
+    reduce,
+    reduce_absmax,
+    reduce_abssum,
+    reduce_max,
+    reduce_min,
+    reduce_sum,
+)
 from .simt import (  # noqa: F401
     get_lane_idx,
     get_thread_binding,
@@ -76,17 +87,6 @@ from .simt import (  # noqa: F401
     sync_threads,
     sync_warp,
     thread_binding,
-)
-from .reduce import (  # noqa: F401
-    clear,
-    cumsum,
-    fill,
-    reduce,
-    reduce_absmax,
-    reduce_abssum,
-    reduce_max,
-    reduce_min,
-    reduce_sum,
 )
 from .types import (  # noqa: F401
     Buffer,

@@ -41,7 +41,7 @@ import numpy as np
 from ... import dtypes as dt
 from ...errors import KernelRuntimeError, KernelTypeError
 from ...ir import nodes as N
-from ...ir.traverse import binds, map_expr, map_exprs_in, map_stmts, regions, walk, walk_stmts
+from ...ir.traverse import binds, map_expr, map_exprs_in, map_stmts, regions, regions_of, walk, walk_stmts
 from . import memory
 from .exprs import ev
 from .state import Ctx
@@ -135,8 +135,7 @@ def _prepare(launch: N.Launch) -> Prepared:
             d = s.dst
             s = dataclasses.replace(s, dst=N.Region(per[d.buffer.uid], (N.Const(0, "int32"),) + tuple(d.starts),
                                                     (nt,) + tuple(d.extents), d.loc))
-        reads, writes = regions(s)
-        for x in list(reads) + list(writes) + [w for st in walk_stmts(_bodies(s)) for w in regions(st)[1]]:
+        for x in list(regions_of(s)) + [w for st in walk_stmts(_bodies(s)) for w in regions(st)[1]]:
             buf = x.buffer if isinstance(x, N.Region) else x
             if buf.uid in mine:
                 raise KernelTypeError(f"{name} on the per-thread buffer {buf.name} in per-thread code", s.loc,
