@@ -38,6 +38,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from tests import core_kernels as K
+from tests import simt_kernels as SK
 from tilesim.testing.strategies import dim, gemm_case, random_array
 
 #: every executor of the suite, in test-id order
@@ -279,3 +280,57 @@ def _attention(causal):
 
 _attention(True)
 _attention(False)
+
+
+# ------------------------------------------------------------------------------------------ per-thread (SIMT)
+@st.composite
+def _scan_shapes(draw):
+    t = draw(st.sampled_from([32, 64, 128]))
+    return dict(M=draw(st.integers(1, 5)), N=draw(st.integers(1, t)), threads=t)
+
+
+register(TestKernel(
+    "simt_block_scan",
+    build=lambda p: SK.block_scan(**p),
+    inputs=lambda rng, p: (rng.integers(-1000, 1000, (p["M"], p["N"])).astype(np.int32),),
+    reference=lambda p, a: np.cumsum(a.astype(np.int64), axis=1),
+    tol=lambda p: {"exact": True}, shapes=_scan_shapes(), examples=4,
+    toy=dict(M=3, N=29, threads=32), gpu=dict(M=1000, N=1000, threads=1024), ptx=True))
+
+
+@st.composite
+def _hist_shapes(draw):
+    return dict(N=draw(st.integers(1, 2000)), bins=draw(st.integers(1, 300)),
+                per_thread=draw(st.integers(1, 4)), threads=draw(st.sampled_from([32, 64])))
+
+
+register(TestKernel(
+    "simt_histogram",
+    build=lambda p: SK.histogram(**p),
+    inputs=lambda rng, p: (rng.integers(0, p["bins"], p["N"]).astype(np.int32), np.zeros(p["bins"], np.int32)),
+    reference=lambda p, x, out: np.bincount(x, minlength=p["bins"]),
+    tol=lambda p: {"exact": True}, shapes=_hist_shapes(), examples=4, inplace=(1,),
+    toy=dict(N=300, bins=40, per_thread=2, threads=32), gpu=dict(N=1 << 20, bins=256, threads=256), ptx=True,
+    serial_tol={"exact": True}))
+
+
+@st.composite
+def _select_shapes(draw):
+    n = draw(st.integers(1, 400))
+    return dict(M=draw(st.integers(1, 4)), N=n, k=draw(st.integers(1, n)), threads=draw(st.sampled_from([32, 64])))
+
+
+def _select_ref(p, x):
+    out = np.zeros(x.shape, np.int32)
+    for r in range(x.shape[0]):
+        out[r, np.argsort(-x[r], kind="stable")[:p["k"]]] = 1
+    return out
+
+
+register(TestKernel(
+    "simt_radix_select",
+    build=lambda p: SK.radix_select(**p),
+    inputs=lambda rng, p: (np.stack([rng.permutation(1 << 16)[:p["N"]] for _ in range(p["M"])]).astype(np.int32),),
+    reference=_select_ref, tol=lambda p: {"exact": True}, shapes=_select_shapes(), examples=4,
+    toy=dict(M=2, N=70, k=9, threads=32), gpu=dict(M=64, N=4096, k=256, threads=256), ptx=True,
+    serial_tol={"exact": True}))

@@ -109,8 +109,8 @@ CASES = [
     e("lambda", lazy(k("f = lambda x: x  # <-")), KernelSyntaxError, "lambda is not allowed", "lambda"),
     e("return-in-prim-func", lazy(k("return C  # <-")), KernelSyntaxError, "`return` inside a @T.prim_func", "return"),
     e("slice-assign", lazy(k("A_s[0:16, :] = 0  # <-")), KernelSyntaxError, "slice assignment", "A_s[0:16, :]"),
-    e("unsupported-primitive", lazy(k("tx = T.get_thread_binding()  # <-")), KernelSyntaxError,
-      "T.get_thread_binding is not supported", "T.get_thread_binding"),
+    e("unsupported-primitive", lazy(k("v = T.shfl_xor(A[0, 0], 1)  # <-")), KernelSyntaxError,
+      "T.shfl_xor is not supported", "T.shfl_xor"),
     e("bad-dtype", lazy(k("X = T.alloc_fragment((4,), 'float17')  # <-")), KernelTypeError, "unknown dtype 'float17'",
       "T.alloc_fragment"),
     e("missing-annotation", HEADER + textwrap.dedent("""

@@ -35,7 +35,7 @@ def test_frontend_builds_every_language_marker():
     unsupported = {getattr(T, n).__tilesim_prim__ for n in dir(T)
                    if getattr(getattr(T, n), "__tilesim_unsupported__", None)}
     handled = set(BUILDERS) | set(LOOP_PRIMS) | {"Kernel"} | unsupported | {
-        "annotate_layout", "annotate_padding", "annotate_l2_hit_ratio", "sync_threads", "no_set_max_nreg",
+        "annotate_layout", "annotate_padding", "annotate_l2_hit_ratio", "sync_grid", "no_set_max_nreg",
         "set_max_nreg", "disable_warp_group_reg_alloc", "print"}
     assert markers <= handled, markers - handled
 

@@ -27,6 +27,7 @@ analysis; importing it registers every rule. The parts live in:
 * :mod:`~tilesim.analysis.control_rules` — allocations, lets, loops and trip counts, ``while``, ``if``;
 * :mod:`~tilesim.analysis.tile_rules` — copies, gemm, reductions, cumsum, fill, atomics;
 * :mod:`~tilesim.analysis.parallel_rules` — ``T.Parallel`` bodies and scalar stores;
+* :mod:`~tilesim.analysis.simt_rules` — per-thread code: thread indices, barriers, ``AtomicFetch``;
 * :mod:`~tilesim.analysis.expr_rules` — the per-element accumulator and expression rules;
 * :mod:`~tilesim.analysis.footprint` — the on-chip footprint of a launch.
 """
@@ -39,7 +40,7 @@ from ..errors import KernelTypeError
 from ..ir import nodes as N
 
 # the rule modules fill COST_RULES / EXPR_RULES when imported
-from . import control_rules, expr_rules, parallel_rules, tile_rules  # noqa: F401
+from . import control_rules, expr_rules, parallel_rules, simt_rules, tile_rules  # noqa: F401
 from .analyzer import Analyzer
 from .footprint import _footprint, peak_live_bytes
 from .node_helpers import _size
@@ -111,6 +112,7 @@ def analyze(pf: N.PrimFunc, hw, profile="tensorcore", **shapes) -> list[LaunchPr
             top_lets[s.var.uid] = s.value
         elif isinstance(s, N.Launch):
             a = Analyzer(pf, s, hw, prof, dims, tensors, hints, top_lets)
+            simt_rules.bind_threads(a, s)
             body = a.body(s.body)
             if prof.element_slot_factor != 1.0:
                 _scale_element_slots(body, prof.element_slot_factor)

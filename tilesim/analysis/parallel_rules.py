@@ -35,7 +35,8 @@ def _store_stmt(a: Analyzer, s: N.Store):
         a.set_var(s.buffer, s.value)
     acc = _Acc()
     _element_store(a, s, acc)
-    return [_element_op(a, s, acc, 1.0, f"store {s.buffer.name}")]
+    per_thread = float(a.threads) if a.launch.thread_vars else 1.0  # per-thread code: every thread stores
+    return [_element_op(a, s, acc, per_thread, f"store {s.buffer.name}")]
 
 
 @COST_RULES.register(N.Parallel)
@@ -228,7 +229,7 @@ def _element_op(a: Analyzer, s, acc: _Acc, E: float, label: str) -> Op:
 
 
 #: element-level statements whose reads/writes an element op records (loop bounds are not counted)
-_RW_STMTS = frozenset({N.Store, N.Let, N.If})
+_RW_STMTS = frozenset({N.Store, N.Let, N.If, N.AtomicFetch})
 
 
 def _collect_rw(stmts, reads: set, writes: set):

@@ -291,6 +291,8 @@ def _atomic(a: Analyzer, s: N.Atomic):
         return [op]
     op = a.new_op("compute", s, "vector", reads, (dst.buffer,), f"atomic_{s.kind} {dst.buffer.name}")
     E = float(_elems(dst))
+    if val_buf is None and a.launch.thread_vars:  # an element atomic of per-thread code: every thread
+        E *= a.threads
     op.work["vector:float32"] = 2.0 * E
     if _scope(dst.buffer) == "shared":
         op.work["smem"] = 2.0 * E * _size(dst.dtype)

@@ -21,10 +21,11 @@ from ..ir import nodes as N
 from ..language.kernel import Kernel
 from . import exprs as X
 from . import regions as R
+from . import simt as S
 
-BUILDERS: dict = {}
-LOOP_PRIMS = frozenset({"Parallel", "Pipelined", "serial", "unroll", "vectorized", "grid"})
-_NO_OPS = frozenset({"annotate_layout", "annotate_padding", "annotate_l2_hit_ratio", "sync_threads",
+BUILDERS: dict = dict(S.BUILDERS)  # the per-thread primitives (frontend/simt.py)
+LOOP_PRIMS = frozenset({"Parallel", "Pipelined", "serial", "unroll", "vectorized", "grid", "thread_binding"})
+_NO_OPS = frozenset({"annotate_layout", "annotate_padding", "annotate_l2_hit_ratio", "sync_grid",
                      "no_set_max_nreg", "set_max_nreg", "disable_warp_group_reg_alloc", "print"})
 
 
@@ -108,7 +109,7 @@ def launch(tr, node, call_node, target):
                 raise KernelSyntaxError(f"T.Kernel has {len(bvars)} grid dimension(s) but {len(elts)} names", loc)
             for e, v in zip(elts, bvars):
                 tr.bind(e.id, v, e)
-    tr.launch = {"allocs": [], "annotations": []}
+    tr.launch = {"allocs": [], "annotations": [], "threads": threads, "thread_vars": {}}
     tr.bodies.append([])
     try:
         tr.visit_body(node.body)
@@ -117,7 +118,7 @@ def launch(tr, node, call_node, target):
         info = tr.launch
         tr.launch = None
     stmt = N.Launch(tuple(gexprs), bvars, threads, tuple(info["allocs"]) + tuple(body),
-                    tuple(info["annotations"]), loc)
+                    tuple(info["annotations"]), loc, S.launch_thread_vars(info, loc))
     tr.emit(stmt)
 
 
@@ -129,6 +130,8 @@ def loop(tr, node, name, fn, args, kwargs):
             raise KernelTypeError("range() takes 1 to 3 positional arguments", loc)
         start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
         return _serial(tr, node, "serial", start, stop, step, ())
+    if name == "thread_binding":
+        return S.thread_binding_loop(tr, node, fn, args, kwargs)
     sig_fn = getattr(fn, "__tilesim_sig__", fn)
     try:
         ba = inspect.signature(sig_fn).bind(*args, **kwargs)
@@ -486,8 +489,7 @@ def _b_clear(tr, loc, buffer):
 
 def _atomic(tr, loc, kind, dst, value, return_prev):
     if return_prev:
-        raise KernelSyntaxError(f"T.atomic_{kind}(..., return_prev=True) needs per-thread execution", loc,
-                                hint="tilesim runs tile-level code; accumulate without reading the previous value")
+        return S.atomic_fetch(tr, loc, kind, dst, value)
     if not tr.in_launch():
         raise KernelSyntaxError(f"T.atomic_{kind} outside `with T.Kernel(...)`", loc)
     d = R.operand(dst, loc, f"T.atomic_{kind} destination")

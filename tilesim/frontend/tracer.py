@@ -37,6 +37,7 @@ _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.
 _CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
 _UNOPS = {ast.USub: "neg", ast.Not: "not", ast.Invert: "bitnot", ast.UAdd: "pos"}
 _MAX_PY_UNROLL = 100_000
+_ENDED = 1 << 30  # binding depth of a name whose IR body has ended
 
 
 class _StopDiscovery(Exception):
@@ -349,6 +350,11 @@ class Tracer:
             self.ir_depth -= 1
             self.loop_depth -= int(loop)
             body = self.bodies.pop()
+            # names bound inside the body are out of scope now: a later binding is a new name
+            # (a use still fails the verifier's scope check with its message)
+            depth = self.frame.depth
+            for n in [n for n, d in depth.items() if d > self.ir_depth]:
+                depth[n] = _ENDED
         return tuple(body)
 
     def stmt_While(self, node):

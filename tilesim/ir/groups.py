@@ -16,5 +16,7 @@ LOOPS = frozenset({N.For, N.Parallel, N.While})
 CONTROL = frozenset({N.If, N.Break, N.Continue, N.Let, N.Launch})
 #: Memory declarations and element stores.
 MEMORY = frozenset({N.Alloc, N.Store})
+#: Per-thread (SIMT) statements: a barrier and an atomic that returns the previous value.
+SIMT = frozenset({N.SyncThreads, N.AtomicFetch})
 #: Every statement class.
-STMTS = TILE_OPS | LOOPS | CONTROL | MEMORY
+STMTS = TILE_OPS | LOOPS | CONTROL | MEMORY | SIMT

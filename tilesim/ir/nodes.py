@@ -59,7 +59,8 @@ class Const(Expr):
 class Var(Expr):
     """A scalar variable: block index, loop variable, ``T.dynamic`` dimension or a ``Let`` name.
 
-    ``kind`` is one of ``"block"``, ``"loop"``, ``"parallel"``, ``"dynamic"``, ``"let"``, ``"param"``.
+    ``kind`` is one of ``"block"``, ``"loop"``, ``"parallel"``, ``"dynamic"``, ``"let"``, ``"param"``,
+    ``"thread"`` (a thread index of a launch's block: :attr:`Launch.thread_vars`).
     """
 
     name: str
@@ -313,6 +314,32 @@ class Atomic(Stmt):
 
 
 @dataclass(frozen=True, slots=True)
+class AtomicFetch(Stmt):
+    """``var = T.atomic_<kind>(buffer[indices], value, return_prev=True)``: one element's atomic
+    read-modify-write; ``var`` is bound to the element's value *before* the update for the rest of the
+    enclosing body (as a :class:`Let`). Per-thread code: the updates of the threads of a block are
+    applied in some order, each thread seeing the value left by the ones before it."""
+
+    kind: str
+    buffer: Buffer
+    indices: tuple[Expr, ...]
+    value: Expr
+    var: Var
+    loc: Loc | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SyncThreads(Stmt):
+    """``T.sync_threads()`` (every thread of the block) or ``T.sync_threads(barrier_id, count)`` (a named
+    barrier of ``count`` threads): every participating thread waits there until all have arrived; the
+    shared-memory writes made before it are visible to every participant after it."""
+
+    barrier_id: int | None = None
+    count: int | None = None
+    loc: Loc | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Cumsum(Stmt):
     src: Region
     dst: Region
@@ -405,7 +432,10 @@ class Launch(Stmt):
     """``with T.Kernel(*grid, threads=...) as (bx, by, bz)``: one grid launch.
 
     ``block_vars[d]`` ranges over ``range(grid[d])``. ``annotations`` hold scheduling hints such as
-    ``("swizzle", (panel_size, order))`` from ``T.use_swizzle``.
+    ``("swizzle", (panel_size, order))`` from ``T.use_swizzle``. ``thread_vars`` (kind ``"thread"``) are
+    the thread indices the body names (``T.get_thread_binding(d)``), one per dimension of ``threads``,
+    ``thread_vars[d]`` ranging over ``range(threads[d])``; a launch with thread variables holds
+    **per-thread code** (see ``docs/language.md``, "Per-thread code").
     """
 
     grid: tuple[Expr, ...]
@@ -414,6 +444,7 @@ class Launch(Stmt):
     body: Body
     annotations: tuple[tuple[str, object], ...] = ()
     loc: Loc | None = field(default=None, compare=False)
+    thread_vars: tuple[Var, ...] = ()
 
     def annotation(self, key: str, default=None):
         for k, v in self.annotations:

@@ -140,6 +140,8 @@ def _launch(p, s, d):
     grid = ", ".join(p.e(g) for g in s.grid)
     extra = "".join(f", {k}={v!r}" for k, v in s.annotations)
     p.w(d, f"with T.Kernel({grid}, threads={s.threads if len(s.threads) > 1 else s.threads[0]}{extra}) as ({bv}):")
+    for k, v in enumerate(s.thread_vars):
+        p.w(d + 1, f"{p.name(v)} = T.get_thread_binding({k})")
     p.body(s.body, d + 1)
 
 
@@ -187,6 +189,18 @@ def _fill(p, s, d):
 def _atomic(p, s, d):
     v = p.region(s.value) if isinstance(s.value, N.Region) else p.e(s.value)
     p.w(d, f"T.atomic_{s.kind}({p.region(s.dst)}, {v})")
+
+
+@STMTS.register(N.AtomicFetch)
+def _atomic_fetch(p, s, d):
+    dst = f"{p.name(s.buffer)}[" + ", ".join(p.e(i) for i in s.indices) + "]" if s.indices else p.name(s.buffer)
+    p.w(d, f"{p.name(s.var)}: {s.var.dtype} = T.atomic_{s.kind}({dst}, {p.e(s.value)}, return_prev=True)")
+
+
+@STMTS.register(N.SyncThreads)
+def _sync_threads(p, s, d):
+    args = ", ".join(str(a) for a in (s.barrier_id, s.count) if a is not None)
+    p.w(d, f"T.sync_threads({args})")
 
 
 _LOOP_FN = {"serial": "T.serial", "pipelined": "T.Pipelined", "unroll": "T.unroll", "vectorized": "T.vectorized"}

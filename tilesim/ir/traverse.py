@@ -26,6 +26,9 @@ Contract
 * :func:`regions` ``(stmt) -> (reads, writes)``: the regions and buffers a statement itself (not its
   bodies) reads and writes; :func:`map_stmts` rebuilds a body bottom-up, keeping unchanged nodes
   identical (``is``), so caches keyed by ``id(node)`` stay valid.
+* :func:`map_expr` rebuilds an expression bottom-up; :func:`map_exprs_in` rebuilds a statement with every
+  expression it holds (its own fields, its regions' starts and symbolic extents, and those of its bodies)
+  mapped by :func:`map_expr`; unchanged nodes stay identical (``is``).
 * A node class without a declaration raises ``InternalError`` naming it.
 
 Every walk over the IR in tilesim goes through this module; consumers with one rule per node class
@@ -67,6 +70,9 @@ DECLS: dict[type, dict[str, str]] = {
     N.Fill: {"dst": REGION, "value": EXPR},
     N.Atomic: {"dst": REGION, "value": OPERAND},
     N.Cumsum: {"src": REGION, "dst": REGION},
+    # per-thread code
+    N.AtomicFetch: {"buffer": BUFFER, "indices": EXPR, "value": EXPR, "var": BIND},
+    N.SyncThreads: {},
     # loops
     N.For: {"var": BIND, "start": EXPR, "stop": EXPR, "body": BODY},
     N.Parallel: {"vars": BIND, "body": BODY},
@@ -76,7 +82,7 @@ DECLS: dict[type, dict[str, str]] = {
     N.Break: {},
     N.Continue: {},
     N.Let: {"var": BIND, "value": EXPR},
-    N.Launch: {"grid": EXPR, "block_vars": BIND, "body": BODY},
+    N.Launch: {"grid": EXPR, "block_vars": BIND, "body": BODY, "thread_vars": BIND},
     # memory
     N.Alloc: {"buffer": BUFFER, "init": EXPR},
     N.Store: {"buffer": BUFFER, "indices": EXPR, "value": EXPR},
@@ -284,6 +290,9 @@ def regions(s) -> tuple[tuple, tuple]:
         writes.append(s.dst)
     elif t is N.Store:
         writes.append(s.buffer)
+    elif t is N.AtomicFetch:
+        reads.append(s.buffer)
+        writes.append(s.buffer)
     elif t is N.Alloc and s.init is not None:
         writes.append(s.buffer)
     reads.extend(e.buffer for e in loads_in(stmt_exprs(s)))
@@ -313,6 +322,53 @@ def map_stmts(body, fn: Callable) -> tuple:
     return tuple(out)
 
 
+def map_expr(e, fn: Callable):
+    """Expression ``e`` rebuilt bottom-up: operands first, then ``fn(node)`` gives each node's
+    replacement (return the node itself to keep it). ``None`` and ints pass through."""
+    if not isinstance(e, N.Expr):
+        return e
+    changes = {}
+    for n, k in _fields(e):
+        if k not in (EXPR, OPERAND):
+            continue
+        old = getattr(e, n)
+        new = tuple(map_expr(x, fn) for x in old) if isinstance(old, tuple) else map_expr(old, fn)
+        if new is not old and (not isinstance(old, tuple) or any(a is not b for a, b in zip(new, old))):
+            changes[n] = new
+    if changes:
+        e = dataclasses.replace(e, **changes)
+    return fn(e)
+
+
+def _map_region(r, fn):
+    starts = tuple(map_expr(x, fn) for x in r.starts)
+    exts = tuple(map_expr(x, fn) for x in r.extents)
+    if all(a is b for a, b in zip(starts, r.starts)) and all(a is b for a, b in zip(exts, r.extents)):
+        return r
+    return dataclasses.replace(r, starts=starts, extents=exts)
+
+
+def map_exprs_in(s, fn: Callable):
+    """Statement ``s`` with every expression it holds, its bodies' included, mapped by :func:`map_expr`."""
+    changes = {}
+    for n, k in _fields(s):
+        old = getattr(s, n)
+        if k == BODY:
+            new = tuple(map_exprs_in(x, fn) for x in old)
+        elif k == REGION or (k == OPERAND and isinstance(old, N.Region)):
+            new = _map_region(old, fn)
+        elif k in (EXPR, OPERAND):
+            new = tuple(map_expr(x, fn) for x in old) if isinstance(old, tuple) else map_expr(old, fn)
+        else:
+            continue
+        if isinstance(old, tuple):
+            if len(new) != len(old) or any(a is not b for a, b in zip(new, old)):
+                changes[n] = new
+        elif new is not old:
+            changes[n] = new
+    return dataclasses.replace(s, **changes) if changes else s
+
+
 __all__ = ["DECLS", "FIELDS", "KINDS", "binds", "bodies", "buffers_of", "children", "expr_children", "loads_in",
-           "map_stmts", "regions", "regions_of", "stmt_children", "stmt_exprs", "walk", "walk_exprs",
+           "map_expr", "map_exprs_in", "map_stmts", "regions", "regions_of", "stmt_children", "stmt_exprs", "walk", "walk_exprs",
            "walk_stmts"]

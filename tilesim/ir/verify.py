@@ -7,7 +7,11 @@ Rules (one function per node class in the tables :data:`EXPRS` and :data:`STMTS`
 * regions have one start and one extent per buffer dimension; on-chip buffers have static shapes;
 * binary operands share the node's dtype (comparisons: each other's); stores/fills/casts are typed;
 * ``Parallel`` bodies hold no tile operations, launches or pipelined loops; launches are not nested;
-* ``Break``/``Continue`` appear only inside a loop.
+* ``Break``/``Continue`` appear only inside a loop;
+* per-thread statements: a launch's thread variables are in scope in its body (``kind="thread"``, one per
+  ``threads`` dimension at most); ``AtomicFetch`` binds its variable like a ``Let`` and its dtype is the
+  buffer's; ``SyncThreads`` appears inside a launch, not inside ``T.Parallel``, with a positive count of
+  at most the block's threads.
 
 :func:`verify` returns problems; :func:`verify_or_raise` raises ``KernelSyntaxError`` for scoping
 problems a user can cause (a name bound in one branch used after it) and ``InternalError`` otherwise.
@@ -70,7 +74,7 @@ class _V:
         scope = set(scope)
         for s in stmts:
             self.stmt(s, scope, ctx)
-            if isinstance(s, N.Let):
+            if isinstance(s, (N.Let, N.AtomicFetch)):
                 scope.add(s.var.uid)
 
     def stmt(self, s, scope, ctx):
@@ -154,8 +158,10 @@ def _launch(v, s, scope, ctx):
         v.bad("nested launch", s.loc)
     for g in s.grid:
         v.expr(g, scope)
-    inner = scope | {b.uid for b in s.block_vars}
-    v.body(s.body, inner, {**ctx, "launch": True})
+    if len(s.thread_vars) > len(s.threads) or any(t.kind != "thread" for t in s.thread_vars):
+        v.bad("launch thread variables do not match its threads", s.loc)
+    inner = scope | {b.uid for b in s.block_vars} | {t.uid for t in s.thread_vars}
+    v.body(s.body, inner, {**ctx, "launch": True, "threads": s.num_threads})
 
 
 @STMTS.register(N.Alloc)
@@ -241,6 +247,31 @@ def _store(v, s, scope, ctx):
     v.expr(s.value, scope)
     if s.value.dtype != s.buffer.dtype:
         v.bad(f"store of {s.value.dtype} into {s.buffer.dtype} buffer {s.buffer.name}", s.loc)
+
+
+@STMTS.register(N.AtomicFetch)
+def _atomic_fetch(v, s, scope, ctx):
+    v.buffer(s.buffer, s.loc)
+    if s.kind not in N.ATOMIC_KINDS:
+        v.bad(f"unknown atomic kind {s.kind}", s.loc)
+    if s.buffer.scope != "var" and len(s.indices) != s.buffer.ndim:
+        v.bad(f"atomic on {s.buffer.name} with {len(s.indices)} indices", s.loc)
+    for i in s.indices:
+        v.expr(i, scope)
+    v.expr(s.value, scope)
+    if not (s.value.dtype == s.var.dtype == s.buffer.dtype):
+        v.bad(f"atomic of {s.value.dtype} into {s.buffer.dtype} buffer {s.buffer.name} returning {s.var.dtype}",
+              s.loc)
+
+
+@STMTS.register(N.SyncThreads)
+def _sync_threads(v, s, scope, ctx):
+    if not ctx.get("launch"):
+        v.bad("T.sync_threads outside a launch", s.loc, user=True)
+    elif ctx.get("parallel"):
+        v.bad("T.sync_threads inside T.Parallel", s.loc, user=True)
+    elif s.count is not None and not 0 < s.count <= ctx["threads"]:
+        v.bad(f"T.sync_threads: {s.count} threads, but the block has {ctx['threads']}", s.loc, user=True)
 
 
 def verify(pf: N.PrimFunc) -> list[Problem]:

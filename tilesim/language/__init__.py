@@ -34,7 +34,6 @@ from .annotate import (
     no_set_max_nreg,
     print,
     set_max_nreg,
-    sync_threads,
     use_swizzle,
 )
 from .atomic import atomic_add, atomic_max, atomic_min  # noqa: F401
@@ -76,6 +75,18 @@ from .reduce import (  # noqa: F401
     reduce_max,
     reduce_min,
     reduce_sum,
+)
+from .simt import (  # noqa: F401
+    get_lane_idx,
+    get_thread_binding,
+    get_thread_bindings,
+    get_thread_extent,
+    get_warp_group_idx,
+    get_warp_idx,
+    get_warp_idx_sync,
+    sync_threads,
+    sync_warp,
+    thread_binding,
 )
 from .types import (  # noqa: F401
     Buffer,
@@ -137,5 +148,6 @@ for _n in _UNSUPPORTED:
     else:
         globals()[_n].__tilesim_unsupported__ = _UNSUPPORTED[_n]
 
-sync_warp = sync_threads
-sync_grid = sync_threads
+@_marker("sync_grid")
+def sync_grid():
+    """Grid barrier; accepted, no effect (launch-level semantics are unchanged)."""

@@ -46,11 +46,6 @@ def annotate_l2_hit_ratio(ratio_map):
 
 
 @marker()
-def sync_threads():
-    """A block barrier; a no-op for the sequential tile-level interpreter."""
-
-
-@marker()
 def no_set_max_nreg():
     """Accepted, no effect."""
 
@@ -88,8 +83,10 @@ def make_swizzled_layout(*args, **kwargs):
 
 #: Primitives that need per-thread (SIMT) execution or Hopper async machinery tilesim does not model.
 UNSUPPORTED = {
-    "get_thread_binding": "per-thread code (Tier 3) needs a thread-level execution mode tilesim does not have yet",
-    "thread_binding": "per-thread code (Tier 3) needs a thread-level execution mode tilesim does not have yet",
+    "shfl_xor": "warp shuffles are not modelled; exchange values through shared memory and T.sync_threads",
+    "shfl_down": "warp shuffles are not modelled; exchange values through shared memory and T.sync_threads",
+    "shfl_up": "warp shuffles are not modelled; exchange values through shared memory and T.sync_threads",
+    "shfl_sync": "warp shuffles are not modelled; exchange values through shared memory and T.sync_threads",
     "alloc_barrier": "mbarriers belong to Hopper async pipelines; write T.copy + T.Pipelined instead",
     "mbarrier_wait_parity": "mbarriers belong to Hopper async pipelines; write T.copy + T.Pipelined instead",
     "mbarrier_arrive": "mbarriers belong to Hopper async pipelines; write T.copy + T.Pipelined instead",

@@ -18,7 +18,8 @@ dimensions and host-computed values they use. Inside a kernel:
 
 Module map: :mod:`.emitter` (generator state, emission, slot loops), :mod:`.memory` (placement
 queries, loads/stores), :mod:`.tile_copy` (copy/fill/atomics), :mod:`.tile_gemm`, :mod:`.tile_reduce`
-(reductions, cumsum), :mod:`.barriers` (barrier pass), :mod:`.codestr` (code-string helpers); this
+(reductions, cumsum), :mod:`.barriers` (barrier pass), :mod:`.simt` (per-thread code: thread indices,
+``T.sync_threads``, atomics returning a value), :mod:`.codestr` (code-string helpers); this
 module assembles :class:`KernelGen` from them, generates each launch and the host :class:`Program`.
 
 Sources are cached per (PrimFunc, fastmath, mode) in :mod:`runtime`.
@@ -34,6 +35,7 @@ from ...ir import nodes as N
 from ...ir.queries import referenced_vars
 from ...ir.traverse import walk_stmts
 from . import rules as Rl
+from . import simt
 from .barriers import BarrierPlanner
 from .caps import STATIC_SMEM_LIMIT
 from .codestr import _prod, _san
@@ -70,9 +72,11 @@ class KernelGen(CopyLowering, GemmLowering, ReduceLowering, BarrierPlanner, Memo
         self.sstride = {b.uid: st for b, st, _, _ in items}
         for v in L.block_vars:
             self.names[v.uid] = f"{_san(v.name)}_{v.uid}"
+        simt.prepare(self)
         self.plan_deferred()
         self.plan_scratch_alternation()
         self.plan_barriers()
+        simt.top_level_barriers(self)
         self.body(L.body)
         return self._assemble()
 
@@ -141,6 +145,7 @@ class KernelGen(CopyLowering, GemmLowering, ReduceLowering, BarrierPlanner, Memo
         axes = "xyz"
         for d, v in enumerate(self.launch.block_vars):
             out.append(ind + f"{self.names[v.uid]} = int64(cuda.blockIdx.{axes[d]})")
+        out.extend(ind + line for line in simt.thread_prologue(self))
         for (p, st), n in sorted(self.coords.items(), key=lambda kv: kv[1]):
             q = "_tid" if st == 1 else f"(_tid // {st})"
             out.append(ind + f"{n} = {q} % {p}" if p * st < self.nt or st > 1 else ind + f"{n} = {q}")

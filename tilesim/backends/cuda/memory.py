@@ -146,7 +146,8 @@ class MemoryAccess:
             return
         guard = []
         if self.par is None:
-            guard.append("_tid == 0")
+            if not self.launch.thread_vars:  # per-thread code: every thread stores
+                guard.append("_tid == 0")
         elif self.par.primary is not None:
             guard.append(self.par.primary)
         if w == "shared":

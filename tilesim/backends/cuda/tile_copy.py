@@ -224,6 +224,14 @@ class CopyLowering:
             return
         idx = [self.expr(x) for x in dst.starts]
         v = self.expr(s.value)
+        if self.par is None and self.launch.thread_vars:  # per-thread code: every thread's own atomic
+            saved = self.par
+            self.par = ParCtx(full_replicated((), self.nt), {}, [], [], None)
+            try:
+                self.store(dst.buffer, idx, None, v, s.value.dtype, atomic=s.kind)
+            finally:
+                self.par = saved
+            return
         if self.par is None:
             self.emit("if _tid == 0:")
             with self.indent():

@@ -26,11 +26,12 @@ _RULES = STMT_RULES.rules  # the plain dict, for the hot path
 
 
 def run_body(stmts, ctx: Ctx):
+    rules = ctx.rules or _RULES
     for s in stmts:
         if ctx.mask is False:
             return
         try:
-            fn = _RULES.get(type(s))
+            fn = rules.get(type(s))
             if fn is None:
                 raise STMT_RULES.error(s)
             fn(s, ctx)

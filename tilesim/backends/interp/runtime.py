@@ -13,6 +13,8 @@ b // (gx*gy))``. With ``options.threads > 1`` (or auto) the chunks of a launch t
 concurrently run on several threads; results are bitwise those of a sequential run. ``chunks.py``
 holds the chunk sizes, the safety rule and the scheduling.
 
+A launch with thread variables runs its per-thread body (``simt.py``): values carry a thread axis.
+
 On-chip allocations without an initial value are deferred (``state.Storage``): the uninitialised
 array is made when the buffer is first read, and never when the first access overwrites the whole
 buffer. When a chunk ends, its on-chip arrays go to ``pool`` for reuse by later chunks and calls.
@@ -28,7 +30,7 @@ from ... import dtypes as dt
 from ...errors import KernelRuntimeError
 from ...ir import nodes as N
 from ...ir.traverse import walk_stmts
-from . import chunks, gemm_loop
+from . import chunks, gemm_loop, simt
 from .exprs import ev
 from .options import InterpOptions
 from .rules import STMT_RULES, run_body
@@ -86,9 +88,14 @@ def _launch(s: N.Launch, top: Ctx, options: InterpOptions, progress=None, index=
     total = int(np.prod(grid)) if grid else 1
     if total == 0:
         return
-    per_block = max(1, _onchip_bytes(s.body)) * 3  # tiles plus temporaries of the same size
+    prep = simt.prepare(s) if s.thread_vars else None
+    body = s.body if prep is None else prep.body
+    per_block = max(1, _onchip_bytes(body)) * 3  # tiles plus temporaries of the same size
+    if prep is not None:
+        per_block += prep.nthreads * 256  # per-thread values are (blocks, threads) arrays
+    rules = None if prep is None else simt.simt_rules()
     chunk, workers = chunks.plan(s, total, per_block, options)
-    gemm_plans = gemm_loop.plan_launch(s, grid, top.env)
+    gemm_plans = gemm_loop.plan_launch(s, grid, top.env) if prep is None else {}
     writers: dict = {}
     aliased = frozenset(_alias_roots(s.body))
     safe = dict(s.annotation("safe_value", ()))
@@ -108,7 +115,9 @@ def _launch(s: N.Launch, top: Ctx, options: InterpOptions, progress=None, index=
         ctx.aliased = aliased
         ctx.safe = safe
         ctx.gemm_loops = gemm_plans
-        run_body(s.body, ctx)
+        if prep is not None:
+            simt.enter(ctx, prep, rules)
+        run_body(body, ctx)
         ctx.storage.release(keep)  # only after success: a traceback may still show the buffers
         return int(ids[-1]) + 1
 

@@ -132,6 +132,8 @@ class Ctx:
         self.aliased: frozenset = frozenset()  # uids of on-chip buffers that have views (never re-bound)
         self.gemm_loops: dict = {}  # id(For) -> gemm_loop.GemmLoopPlan (loops run fused)
         self.safe: dict = {}  # global buffer uid -> value out-of-range reads give (T.annotate_safe_value)
+        self.simt = None  # simt.Prepared of a per-thread launch
+        self.rules: dict | None = None  # statement rules in force (None: STMT_RULES; per-thread: simt's)
 
 
 def lift(v, rank: int):
