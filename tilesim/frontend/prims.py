@@ -24,7 +24,7 @@ from . import regions as R
 
 BUILDERS: dict = {}
 LOOP_PRIMS = frozenset({"Parallel", "Pipelined", "serial", "unroll", "vectorized", "grid"})
-_NO_OPS = frozenset({"annotate_layout", "annotate_padding", "annotate_l2_hit_ratio", "sync_threads",
+_NO_OPS = frozenset({"annotate_padding", "annotate_l2_hit_ratio", "sync_threads",
                      "no_set_max_nreg", "set_max_nreg", "disable_warp_group_reg_alloc", "print"})
 
 

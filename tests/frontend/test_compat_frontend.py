@@ -1,0 +1,195 @@
+"""TileLang-compatibility of the kernel language: the forms TileLang's own programs use.
+
+Plain helper functions and lambdas called with kernel values (inlined like ``@T.macro``), layout
+objects (``tilesim.layout``), slices with a shared symbolic offset, lazily checked prim_funcs, tensor
+views over another parameter's storage, ``T.dtype`` objects and dtype names.
+"""
+
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+
+import tilesim as tilelang
+import tilesim.language as T
+import tilesim.layout
+from tilesim.errors import KernelSyntaxError, KernelTypeError
+
+# ----------------------------------------------------------------------------------- helpers (item 1)
+N_COLS = 8
+
+
+def flat_index(i, j):
+    return i * N_COLS + j
+
+
+def double_then_offset(x, offset=1):
+    y = x * 2
+    return y + offset
+
+
+def pick(kind, a, b):
+    if kind == "first":  # Python-level `if`: the inlined body returns early
+        return a
+    for _ in (0, 1):  # a Python-level loop (over a tuple) around a return
+        return b
+
+
+def copy_rows(src, dst, row0):
+    """A helper with statements: emitted at the call site, like a macro."""
+    T.copy(src[row0:row0 + 4, 0:N_COLS], dst)
+
+
+def bad_return(x):
+    if x > 0:  # a kernel `if`: a return under it has no meaning
+        return x
+    return 0
+
+
+def recurse(x):
+    return recurse(x + 1)
+
+
+def make_transpose_layout(buf):
+    return T.Layout(buf.shape, lambda i, j: [j, i])
+
+
+scale_lambda = lambda v: v * 3  # noqa: E731 - a module-level lambda used in a kernel
+
+
+def _run_flat(body_fn):
+    """A (4, 8) kernel whose output element (i, j) is body_fn(A, i, j, bx)."""
+
+    @tilelang.jit(out_idx=[-1])
+    def k():
+        @T.prim_func
+        def main(A: T.Tensor((32,), "float32"), B: T.Tensor((4, 8), "float32")):
+            with T.Kernel(1) as bx:
+                for i, j in T.Parallel(4, 8):
+                    B[i, j] = body_fn(A, i, j, bx)
+        return main
+
+    a = np.arange(32, dtype=np.float32)
+    return a, k()(a)
+
+
+def test_index_helper_is_inlined():
+    a, out = _run_flat(lambda A, i, j, bx: A[flat_index(i, j)])
+    assert np.array_equal(out, a.reshape(4, 8))
+
+
+def test_helper_with_default_argument_and_local_names():
+    a, out = _run_flat(lambda A, i, j, bx: A[flat_index(i, j)] + double_then_offset(i))
+    assert np.array_equal(out, a.reshape(4, 8) + (2 * np.arange(4) + 1)[:, None])
+
+
+@pytest.mark.parametrize("kind", ["first", "second"])
+def test_helper_returns_through_python_control_flow(kind):
+    a, out = _run_flat(lambda A, i, j, bx: A[flat_index(pick(kind, i, 3 - i), j)])
+    want = a.reshape(4, 8)
+    assert np.array_equal(out, want if kind == "first" else want[::-1])
+
+
+def test_module_lambda_and_kernel_lambda():
+    a, out = _run_flat(lambda A, i, j, bx: scale_lambda(A[flat_index(i, j)]))
+    assert np.array_equal(out, 3 * a.reshape(4, 8))
+
+    @tilelang.jit(out_idx=[-1])
+    def k():
+        @T.prim_func
+        def main(A: T.Tensor((4, 8), "float32"), B: T.Tensor((4, 8), "float32")):
+            with T.Kernel(1) as bx:
+                rev = lambda r, c=0: A[3 - r, 7 - c]  # noqa: E731
+                for i, j in T.Parallel(4, 8):
+                    B[i, j] = rev(i, c=j)
+        return main
+
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    assert np.array_equal(k()(x), x[::-1, ::-1])
+
+
+def test_helper_with_statements_is_emitted_at_the_call():
+    @tilelang.jit(out_idx=[-1])
+    def k():
+        @T.prim_func
+        def main(A: T.Tensor((8, 8), "float32"), B: T.Tensor((8, 8), "float32")):
+            with T.Kernel(2) as bx:
+                S = T.alloc_shared((4, 8), "float32")
+                copy_rows(A, S, bx * 4)
+                T.copy(S, B[bx * 4:bx * 4 + 4, 0:8])
+        return main
+
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    assert np.array_equal(k()(x), x)
+
+
+def test_layout_helper_in_annotate_layout_has_no_effect():
+    @tilelang.jit(out_idx=[-1])
+    def k():
+        @T.prim_func
+        def main(A: T.Tensor((8, 8), "float32"), B: T.Tensor((8, 8), "float32")):
+            with T.Kernel(1) as bx:
+                S = T.alloc_shared((8, 8), "float32")
+                F = T.alloc_fragment((8, 8), "float32")
+                T.annotate_layout({S: tilelang.layout.make_swizzled_layout(S), F: make_transpose_layout(F),
+                                   B: T.Layout(B.shape, lambda *idx: idx)})
+                T.copy(A, S)
+                T.copy(S, F)
+                T.copy(F, B)
+        return main
+
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    assert np.array_equal(k()(x), x)
+
+
+@pytest.mark.parametrize("fn, cls, text", [
+    (bad_return, KernelSyntaxError, "`return` of the inlined helper bad_return under kernel control flow"),
+    (recurse, KernelSyntaxError, "nested more than 64 deep"),
+    (math.floor, KernelSyntaxError, "the Python function floor cannot take kernel values"),
+    (json.dumps, KernelSyntaxError, "the Python function dumps cannot take kernel values"),  # library code
+    (flat_index, KernelTypeError, "helper flat_index: missing a required argument: 'j'"),
+], ids=["return-under-kernel-if", "recursion", "builtin", "library-function", "arity"])
+def test_helper_errors(fn, cls, text):
+    @tilelang.jit(out_idx=[-1])
+    def k():
+        @T.prim_func
+        def main(B: T.Tensor((4,), "int32")):
+            with T.Kernel(4) as bx:
+                B[bx] = fn(bx)
+        return main
+
+    with pytest.raises(cls, match=re.escape(text)) as ei:
+        k()
+    assert ei.value.loc is not None and ei.value.loc.file.endswith(".py")
+
+
+# ----------------------------------------------------------------------------------- layouts
+def test_layout_objects_check_their_forward_function():
+    lay = T.Layout([4, 4], lambda i, j: (j, i))
+    assert lay.get_input_shape() == [4, 4] and lay.map_forward_index([1, 2]) == [2, 1]
+    frag = tilesim.layout.make_gemm_fragment_8x8()
+    assert frag.forward_thread_fn(3, 5) == 14 and frag.map_forward_index([3, 5]) == [1]
+    with pytest.raises(KernelTypeError, match="the layout has 2 index"):
+        T.Layout([4, 4], lambda i: i)
+    with pytest.raises(KernelTypeError, match="needs forward_fn or forward_thread_fn"):
+        T.Fragment([4, 4])
+    with pytest.raises(KernelTypeError, match="make_swizzled_layout takes a buffer"):
+        tilesim.layout.make_swizzled_layout(3)
+
+
+def test_annotate_layout_rejects_a_non_layout():
+    @tilelang.jit(out_idx=[-1])
+    def k():
+        @T.prim_func
+        def main(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "float32")):
+            with T.Kernel(1) as bx:
+                S = T.alloc_shared((8,), "float32")
+                T.annotate_layout({S: 3})
+                T.copy(A, S)
+                T.copy(S, B)
+        return main
+
+    with pytest.raises(KernelTypeError, match="the layout of S is a int"):
+        k()
