@@ -271,3 +271,56 @@ def test_copy_with_shared_symbolic_offset_pairs():
     st = np.array([3, 9], np.int32)
     out = k()(x, st)
     assert np.array_equal(out, np.stack([x[3:7] * 100 + x[4:8], x[9:13] * 100 + x[10:14]]))
+
+
+# ----------------------------------------------------------------------------------- lazy checks (item 3)
+def _split_factory(num_split):
+    @tilelang.jit(out_idx=[-1])
+    def factory(num_split):
+        @T.prim_func
+        def main_split(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "float32")):
+            with T.Kernel(1) as bx:
+                F = T.alloc_fragment((8 // num_split,), "float32")
+                T.copy(A[0:4], F)  # pairs only when num_split == 2
+                T.copy(F, B[0:4])
+
+        @T.prim_func
+        def main_no_split(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "float32")):
+            with T.Kernel(1) as bx:
+                F = T.alloc_fragment((8,), "float32")
+                T.copy(A, F)
+                for i in T.Parallel(8):
+                    F[i] = F[i] * 2
+                T.copy(F, B)
+
+        return main_split if num_split > 1 else main_no_split
+
+    return factory(num_split)
+
+
+def test_unused_prim_func_is_not_checked():
+    a = np.arange(8, dtype=np.float32)
+    assert np.array_equal(_split_factory(1)(a), 2 * a)  # main_split: broken for num_split=1, but not used
+    _split_factory(2)  # main_split used, and fine
+
+
+def test_used_prim_func_reports_its_error_where_it_is_used():
+    with pytest.raises(KernelTypeError, match="do not pair") as ei:
+        _split_factory(4)
+    assert ei.value.loc.line > 0 and "T.copy(A[0:4], F)" in open(ei.value.loc.file).read().splitlines()[
+        ei.value.loc.line - 1]
+
+
+def test_module_level_prim_func_error_surfaces_at_compile():
+    from tilesim.ir import nodes as N
+
+    @T.prim_func
+    def broken(A: T.Tensor((4,), "float32")):
+        with T.Kernel(1) as bx:
+            T.fil(A, 0)
+
+    assert isinstance(broken, N.PrimFunc) and "broken" in repr(broken)
+    with pytest.raises(KernelSyntaxError, match="unknown primitive T.fil"):
+        tilelang.compile(broken)
+    with pytest.raises(KernelSyntaxError, match="unknown primitive T.fil"):
+        broken.params  # noqa: B018 - reading the program raises too
