@@ -324,3 +324,46 @@ def test_module_level_prim_func_error_surfaces_at_compile():
         tilelang.compile(broken)
     with pytest.raises(KernelSyntaxError, match="unknown primitive T.fil"):
         broken.params  # noqa: B018 - reading the program raises too
+
+
+# ----------------------------------------------------------------------------------- storage views (item 4)
+def test_tensor_over_another_parameters_data_is_a_view():
+    @tilelang.jit
+    def flat_scale(x, rows, cols):
+        x: T.Tensor((2, 3, 4), "float32")
+        out = T.empty((2, 3, 4), "float32")
+        with T.Kernel(1) as bx:
+            x_flat = T.Tensor((rows, cols), "float32", x.data)
+            out_flat = T.Tensor((rows, cols), "float32", data=out.data)
+            F = T.alloc_fragment((rows, cols), "float32")
+            T.copy(x_flat[0, 0], F)
+            for i, j in T.Parallel(rows, cols):
+                F[i, j] = F[i, j] * (i + 1)
+            T.copy(F, out_flat[0, 0])
+        return out
+
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    out = np.asarray(flat_scale(x, 6, 4))
+    want = (x.reshape(6, 4) * np.arange(1, 7, dtype=np.float32)[:, None]).reshape(2, 3, 4)
+    assert np.array_equal(out, want)
+
+
+@pytest.mark.parametrize("view, text", [
+    ("T.Tensor((5, 4), 'float32', x.data)", "T.Tensor view of x: 20 elements of shape (5, 4) but x (6, 4) has 24"),
+    ("T.Tensor((6, 4), 'float16', x.data)", "T.Tensor view of x: (6, 4) float16 is 48 bytes but x (6, 4) float32 is 96"),
+    ("T.Tensor((6, 4), 'float32', x)", "data must be another tensor's .data, got Buffer"),
+    ("T.Tensor((6, 4), 'float32', x.data, strides=(1, 6))", "strided views are not supported"),
+])
+def test_tensor_view_errors(view, text, tmp_path):
+    import importlib.util
+    src = ("import tilesim as tilelang\nimport tilesim.language as T\n\n\n@tilelang.jit\ndef k(x):\n"
+           "    x: T.Tensor((6, 4), 'float32')\n    out = T.empty((6, 4), 'float32')\n"
+           f"    with T.Kernel(1) as bx:\n        v = {view}\n        T.copy(x, out)\n    return out\n")
+    path = tmp_path / "view_case.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("view_case", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(KernelTypeError, match=re.escape(text)) as ei:
+        mod.k(np.zeros((6, 4), np.float32))
+    assert ei.value.loc.file == str(path) and ei.value.loc.line == 10

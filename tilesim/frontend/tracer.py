@@ -26,9 +26,9 @@ from .. import dtypes as dt
 from ..errors import InternalError, KernelError, KernelSyntaxError, KernelTypeError
 from ..ir import nodes as N
 from ..language.kernel import _Macro
-from ..language.types import DType, TensorSpec
+from ..language.types import DType, Tensor, TensorSpec
 from . import exprs as X
-from . import helpers, prims, prims_compat  # noqa: F401 - registers its builders
+from . import helpers, prims, prims_compat
 from .source import Source, get_source, python_env
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
@@ -510,8 +510,10 @@ class Tracer:
                 return obj.ndim
             if attr == "name":
                 return obj.name
+            if attr == "data":
+                return prims_compat.BufferData(obj)
             raise self.error(KernelSyntaxError, f"buffer has no attribute '{attr}'", node,
-                             hint="buffers offer .shape, .dtype, .ndim")
+                             hint="buffers offer .shape, .dtype, .ndim, .data")
         if isinstance(obj, (N.Expr, X.Access)):
             if attr == "dtype":
                 return DType(X.to_expr(obj, self.loc(node)).dtype)
@@ -645,6 +647,8 @@ class Tracer:
             if X.is_ir(v):
                 return X.cast_to(X.to_expr(v, loc), str(fn), loc)
             return X.const(v, str(fn), loc)
+        if fn is Tensor and (len(args) > 2 or "data" in kwargs):
+            return prims_compat.tensor_view(self, loc, args, kwargs)
         if isinstance(fn, _Astype):
             return X.cast_to(X.to_expr(fn.value, loc), dt.canon(args[0]), loc)
         any_ir = any(X.is_ir(a) for a in args) or any(X.is_ir(v) for v in kwargs.values())
