@@ -367,3 +367,66 @@ def test_tensor_view_errors(view, text, tmp_path):
     with pytest.raises(KernelTypeError, match=re.escape(text)) as ei:
         mod.k(np.zeros((6, 4), np.float32))
     assert ei.value.loc.file == str(path) and ei.value.loc.line == 10
+
+
+# ----------------------------------------------------------------------------------- dtypes, T.Serial (item 5)
+def test_dtype_objects():
+    assert isinstance(T.float16, T.dtype) and isinstance(T.float16, str)
+    assert T.dtype("float16") == T.float16 == "float16" and T.dtype("half") == "float16"
+    assert T.dtype(T.bfloat16) is T.bfloat16 and T.dtype(np.float32) == "float32"
+    assert (T.float16.bits, T.bfloat16.bytes, T.float8_e4m3fn.itemsize, T.bool.bits, T.float4_e2m1fn.bytes) == \
+        (16, 2, 1, 1, 1)
+    assert T.int == "int32" and T.uint == "uint32" and T.float8_e4m3 == "float8_e4m3fn"
+    assert {T.float16: 1}["float16"] == 1  # hashes as its name
+    with pytest.raises(KernelTypeError, match="unknown dtype 'float17'"):
+        T.dtype("float17")
+
+
+def test_dtype_torch_round_trip():
+    torch = pytest.importorskip("torch")
+    from tilesim.language.dtypes import _TORCH_DTYPE_TO_STR, dtype
+    for t in (torch.float16, torch.bfloat16, torch.float32, torch.int8, torch.float8_e4m3fn):
+        d = T.dtype(t)
+        assert d.as_torch() is t and dtype(_TORCH_DTYPE_TO_STR[t]) == d
+
+
+@pytest.mark.parametrize("name, text", [
+    ("int4", "T.int4 is not supported by tilesim: 4-bit integer tensors"),
+    ("tfloat32", "T.tfloat32 is not supported by tilesim: TF32 operands"),
+    ("float4_e2m1_unpacked", "T.float4_e2m1_unpacked is not supported by tilesim"),
+])
+def test_dtypes_without_meaning_here_fail_at_use(name, text):
+    d = getattr(T, name)
+    assert d == name  # the name exists: programs that mention it import and compare fine
+    with pytest.raises(KernelTypeError, match=re.escape(text)):
+        T.Tensor((4, 4), d)
+    with pytest.raises(KernelTypeError, match=re.escape(text)):
+        d.bits  # noqa: B018
+
+    @tilelang.jit(out_idx=[-1])
+    def k():
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "float32")):
+            with T.Kernel(1) as bx:
+                S = T.alloc_shared((4,), d)
+                T.copy(A, S)
+                T.copy(S, B)
+        return main
+
+    with pytest.raises(KernelTypeError, match=re.escape(text)) as ei:
+        k()
+    assert ei.value.loc is not None  # located at the allocation
+
+
+def test_dtype_call_in_kernel_and_serial_alias():
+    @tilelang.jit(out_idx=[-1])
+    def k():
+        @T.prim_func
+        def main(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "int32")):
+            with T.Kernel(1) as bx:
+                for i in T.Serial(4):
+                    B[i] = T.dtype("int32")(A[i]) + T.int32(A.dtype == T.float32)
+        return main
+
+    a = np.array([1.7, -2.2, 3.9, 0.1], np.float32)
+    assert np.array_equal(k()(a), a.astype(np.int32) + 1)

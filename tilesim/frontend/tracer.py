@@ -643,10 +643,10 @@ class Tracer:
         if isinstance(fn, DType):
             if len(args) != 1 or kwargs:
                 raise self.error(KernelTypeError, f"T.{fn}(value) takes one value", node)
-            v = args[0]
+            v, d = args[0], dt.canon(fn)
             if X.is_ir(v):
-                return X.cast_to(X.to_expr(v, loc), str(fn), loc)
-            return X.const(v, str(fn), loc)
+                return X.cast_to(X.to_expr(v, loc), d, loc)
+            return X.const(v, d, loc)
         if fn is Tensor and (len(args) > 2 or "data" in kwargs):
             return prims_compat.tensor_view(self, loc, args, kwargs)
         if isinstance(fn, _Astype):
