@@ -430,3 +430,46 @@ def test_dtype_call_in_kernel_and_serial_alias():
 
     a = np.array([1.7, -2.2, 3.9, 0.1], np.float32)
     assert np.array_equal(k()(a), a.astype(np.int32) + 1)
+
+
+# ----------------------------------------------------------------------------------- comprehensions
+def test_comprehensions_unroll_at_trace_time():
+    sizes = [3, 1, 4]
+
+    @tilelang.jit(out_idx=[-1])
+    def k():
+        @T.prim_func
+        def main(A: T.Tensor((8,), "float32"), B: T.Tensor((4,), "float32")):
+            with T.Kernel(1) as bx:
+                total = sum(s * 2 for s in sizes)  # a generator of Python values
+                offsets = {i: sum(sizes[:i]) for i in range(len(sizes))}
+                loads = [A[offsets[i]] for i in range(3) if sizes[i] > 1]  # kernel values as elements
+                i = 7  # the comprehension's `i` did not leak into this scope, nor will this one into it
+                B[0] = loads[0] + loads[1]
+                B[1] = T.float32(total)
+                B[2] = T.float32(len({s % 2 for s in sizes}))
+                B[3] = A[i] + [A[j] for j in (0, 1)][1]
+        return main
+
+    a = np.arange(8, dtype=np.float32) * 10
+    assert np.array_equal(k()(a), [0 + 40, 16, 2, 70 + 10])
+
+
+@pytest.mark.parametrize("expr, text", [
+    ("[v for v in A]", "comprehension over a kernel value"),
+    ("[v for v in range(bx)]", "range() of kernel values in a comprehension"),
+    ("[v for v in (1, 2) if bx > v]", "comprehension filter on a kernel value"),
+])
+def test_comprehension_errors(expr, text, tmp_path):
+    import importlib.util
+    src = ("import tilesim as tilelang\nimport tilesim.language as T\n\n\n@tilelang.jit(out_idx=[-1])\n"
+           "def k():\n    @T.prim_func\n    def main(A: T.Tensor((4,), 'float32'), B: T.Tensor((4,), 'float32')):\n"
+           f"        with T.Kernel(1) as bx:\n            xs = {expr}\n            T.copy(A, B)\n    return main\n")
+    path = tmp_path / "comp_case.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("comp_case", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(KernelSyntaxError, match=re.escape(text)) as ei:
+        mod.k()
+    assert ei.value.loc.line == 10

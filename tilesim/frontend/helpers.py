@@ -19,11 +19,14 @@ Contract
   installed package's) are traced; a function without readable source called with kernel values stays
   a ``KernelSyntaxError`` naming it (:func:`traceable` decides).
 * Inlining depth is bounded (:data:`MAX_DEPTH`), so unbounded recursion is a located error.
+* Comprehensions (list, set, dict, generator) over Python iterables are evaluated at trace time in their
+  own scope (:func:`comprehension`); their elements may be kernel values.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import inspect
 import linecache
@@ -32,6 +35,7 @@ import types
 from pathlib import Path
 
 from ..errors import KernelSyntaxError, KernelTypeError
+from .exprs import is_ir
 from .source import Source, get_source, python_env
 
 MAX_DEPTH = 64
@@ -174,3 +178,78 @@ def inline_function(tr, fn, args, kwargs, node, what: str):
         except Return as r:
             return r.value
     return None
+
+
+# ---------------------------------------------------------------------------------------- comprehensions
+def comprehension(tr, node):
+    """``[e for x in seq if c]`` (list, set, dict, generator) over **Python** iterables, at trace time.
+
+    Targets live in their own scope (as in Python 3); elements may be kernel values. Iterating over a
+    kernel value or filtering on one is a ``KernelSyntaxError`` (write a kernel loop instead). A
+    generator expression is evaluated eagerly (an iterator over the list).
+    """
+    out: list = []
+    with tr.inline_frame(tr.frame.src, dict(tr.frame.env), (), node, "comprehension"):
+        _generate(tr, node, 0, out)
+    if isinstance(node, ast.ListComp):
+        return out
+    if isinstance(node, ast.SetComp):
+        return set(out)
+    if isinstance(node, ast.DictComp):
+        return dict(out)
+    return iter(out)
+
+
+def _generate(tr, node, k, out):
+    if k == len(node.generators):
+        if isinstance(node, ast.DictComp):
+            out.append((tr.ev(node.key), tr.ev(node.value)))
+        else:
+            out.append(tr.ev(node.elt))
+        return
+    gen = node.generators[k]
+    seq = _python_iterable(tr, gen.iter)
+    for v in seq:
+        _bind_target(tr, gen.target, v)
+        keep = True
+        for cond in gen.ifs:
+            c = tr.ev(cond)
+            if is_ir(c):
+                raise tr.error(KernelSyntaxError, "a comprehension filter on a kernel value", cond,
+                               hint="filter on Python values; use T.if_then_else or an `if` in a kernel loop")
+            if not c:
+                keep = False
+                break
+        if keep:
+            _generate(tr, node, k + 1, out)
+
+
+def _python_iterable(tr, it):
+    if isinstance(it, ast.Call):
+        fn = tr.ev(it.func)
+        if fn is builtins.range:
+            args, kwargs = tr.call_args(it)
+            if kwargs or any(is_ir(a) for a in args):
+                raise tr.error(KernelSyntaxError, "range() of kernel values in a comprehension", it,
+                               hint="a comprehension is unrolled at trace time: its range must be Python ints")
+            return range(*args)
+    seq = tr.ev(it)
+    if is_ir(seq):
+        raise tr.error(KernelSyntaxError, "a comprehension over a kernel value", it,
+                       hint="comprehensions are unrolled at trace time; loop with T.serial / T.Parallel instead")
+    return seq
+
+
+def _bind_target(tr, target, v):
+    if isinstance(target, ast.Name):
+        tr.bind(target.id, v, target)
+        return
+    if isinstance(target, (ast.Tuple, ast.List)) and not is_ir(v):
+        vals = list(v)
+        if len(vals) != len(target.elts):
+            raise tr.error(KernelSyntaxError, f"cannot unpack {len(vals)} values into {len(target.elts)} names",
+                           target)
+        for t, x in zip(target.elts, vals):
+            _bind_target(tr, t, x)
+        return
+    raise tr.error(KernelSyntaxError, "unsupported comprehension target", target)

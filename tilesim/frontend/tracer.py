@@ -693,6 +693,11 @@ class Tracer:
     def ex_Lambda(self, node):
         return helpers.make_kernel_lambda(self, node)
 
+    def ex_ListComp(self, node):
+        return helpers.comprehension(self, node)
+
+    ex_SetComp = ex_DictComp = ex_GeneratorExp = ex_ListComp
+
     def ex_Starred(self, node):
         return self.ev(node.value)
 
