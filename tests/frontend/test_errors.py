@@ -106,7 +106,17 @@ CASES = [
         for kk in T.serial(4):
             acc = acc + A[kk, 0]  # <-
         """)), KernelSyntaxError, "assigned inside a kernel loop", "acc"),
-    e("lambda", lazy(k("f = lambda x: x  # <-")), KernelSyntaxError, "lambda is not allowed", "lambda"),
+    e("lambda-arity", lazy(k("""
+        f = lambda x: x * 2
+        y = f(bx, by)  # <-
+        """)), KernelTypeError, "lambda: too many positional arguments", "f(bx, by)"),
+    e("lambda-return-under-kernel-if", lazy(k("""
+        f = lambda x: A[x, 0]
+        for i in T.serial(4):
+            if bx > 0:
+                y = f(bx)
+                z = f(bx, 1)  # <-
+        """)), KernelTypeError, "too many positional arguments", "f(bx, 1)"),
     e("return-in-prim-func", lazy(k("return C  # <-")), KernelSyntaxError, "`return` inside a @T.prim_func", "return"),
     e("slice-assign", lazy(k("A_s[0:16, :] = 0  # <-")), KernelSyntaxError, "slice assignment", "A_s[0:16, :]"),
     e("unsupported-primitive", lazy(k("v = T.shfl_xor(A[0, 0], 1)  # <-")), KernelSyntaxError,

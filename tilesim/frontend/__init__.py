@@ -2,26 +2,57 @@
 
 ``trace_prim_func(fn)`` traces a lazy-style ``@T.prim_func``; ``trace_eager(fn, ...)`` traces an
 eager-style ``@tilesim.jit`` function for one specialisation. Both run the IR verifier.
+
+A ``@T.prim_func`` is traced where it is defined (its closure values are read then, as TileLang's
+builder does), but a user error in it surfaces only where the program is **used** (compiled, called,
+printed, any attribute read): ``trace_prim_func(fn, defer_errors=True)`` returns a
+:class:`DeferredPrimFunc` carrying the error. A factory may define several prim_funcs and return the one
+its parameters select; the others are never checked, as in TileLang, whose compile-time checks run
+when a program is lowered.
 """
 
 from __future__ import annotations
 
 import ast
 
+from ..errors import KernelError
+from ..ir import nodes as N
 from ..ir.verify import verify_or_raise
 from .source import get_source
 from .tracer import Tracer
 
 
-def trace_prim_func(fn, extra_env: dict | None = None):
+def trace_prim_func(fn, extra_env: dict | None = None, defer_errors: bool = False):
     """Trace ``fn`` (parameters annotated with ``T.Tensor``) into a verified ``PrimFunc``.
 
     ``extra_env``: names of the enclosing factory, used to evaluate string annotations
     (``from __future__ import annotations``) and as a fallback for names not captured by closure.
+    ``defer_errors``: a ``KernelError`` is returned inside a :class:`DeferredPrimFunc` instead of raised.
     """
-    pf = Tracer(fn, extra_env=extra_env).trace()
-    verify_or_raise(pf)
+    try:
+        pf = Tracer(fn, extra_env=extra_env).trace()
+        verify_or_raise(pf)
+    except KernelError as e:
+        if not defer_errors:
+            raise
+        return DeferredPrimFunc(fn.__name__, e)
     return pf
+
+
+class DeferredPrimFunc(N.PrimFunc):
+    """A ``@T.prim_func`` whose tracing failed: reading any of its fields raises the (located) error."""
+
+    __slots__ = ("_fn_name", "_error")
+
+    def __init__(self, fn_name: str, error: KernelError):  # noqa: D107 - fields stay unset on purpose
+        object.__setattr__(self, "_fn_name", fn_name)
+        object.__setattr__(self, "_error", error)
+
+    def __getattr__(self, attr):
+        raise self._error.with_traceback(None)
+
+    def __repr__(self):
+        return f"<prim_func {self._fn_name}: not traceable ({type(self._error).__name__})>"
 
 
 def discover_eager(fn, scalar_args: dict):

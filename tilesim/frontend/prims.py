@@ -25,7 +25,7 @@ from . import simt as S
 
 BUILDERS: dict = dict(S.BUILDERS)  # the per-thread primitives (frontend/simt.py)
 LOOP_PRIMS = frozenset({"Parallel", "Pipelined", "serial", "unroll", "vectorized", "grid", "thread_binding"})
-_NO_OPS = frozenset({"annotate_layout", "annotate_padding", "annotate_l2_hit_ratio", "sync_grid",
+_NO_OPS = frozenset({"annotate_padding", "annotate_l2_hit_ratio", "sync_grid",
                      "no_set_max_nreg", "set_max_nreg", "disable_warp_group_reg_alloc", "print"})
 
 

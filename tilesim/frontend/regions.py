@@ -6,7 +6,8 @@ Contract
   ``i1 - i0`` and whose indexed dims have extent 1. ``A[y, x]`` (no slice) is a **corner**: its
   extents come from the other operand of the tile op, right-aligned, leading dims padded with 1.
 * Extents of on-chip regions must be compile-time constants; extents are simplified as linear forms
-  so ``A[bx*BM:(bx+1)*BM]`` has extent ``BM``.
+  (:mod:`.simplify`) so ``A[bx*BM:(bx+1)*BM]`` has extent ``BM`` and ``X[lo:lo + c]`` extent ``c`` for
+  any integer ``lo`` (a variable, a ``T.alloc_var``, a tensor element).
 * :func:`pair_shapes` is the copy pairing rule (shared by every consumer): drop unit extents from
   both sides; equal → element-wise pairing; otherwise the source must broadcast (right-aligned).
 """
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from ..errors import KernelTypeError, Loc
 from ..ir import nodes as N
 from . import exprs as X
+from . import simplify as S
 
 
 @dataclass
@@ -29,47 +31,12 @@ class Corner:
     loc: Loc | None
 
 
-def linear(e):
-    """``e`` as ({var uid: coeff}, const) if it is an affine integer expression, else None."""
-    if isinstance(e, int):
-        return {}, e
-    if isinstance(e, N.Const) and isinstance(e.value, int):
-        return {}, e.value
-    if isinstance(e, N.Var):
-        return {e.uid: 1}, 0
-    if isinstance(e, N.Cast):
-        return linear(e.value)
-    if isinstance(e, N.Binary) and e.op in ("add", "sub", "mul"):
-        la, lb = linear(e.a), linear(e.b)
-        if la is None or lb is None:
-            return None
-        if e.op == "mul":
-            if not la[0]:
-                la, lb = lb, la
-            if lb[0]:
-                return None
-            k = lb[1]
-            return {u: c * k for u, c in la[0].items()}, la[1] * k
-        sign = 1 if e.op == "add" else -1
-        coeffs = dict(la[0])
-        for u, c in lb[0].items():
-            coeffs[u] = coeffs.get(u, 0) + sign * c
-        return {u: c for u, c in coeffs.items() if c}, la[1] + sign * lb[1]
-    return None
-
-
 def extent_of(start, stop, loc):
-    """``stop - start`` folded to an int when possible, else an IR expression."""
+    """``stop - start`` simplified (:mod:`.simplify`): an int when the bounds share their symbolic part."""
     if isinstance(start, int) and isinstance(stop, int):
         return stop - start
-    ls, lt = linear(start), linear(stop)
-    if ls is not None and lt is not None:
-        coeffs = dict(lt[0])
-        for u, c in ls[0].items():
-            coeffs[u] = coeffs.get(u, 0) - c
-        if not any(coeffs.values()):
-            return lt[1] - ls[1]
-    return X.binop("sub", stop, start, loc)
+    d = S.difference(start, stop, loc)
+    return d if d is not None else X.binop("sub", stop, start, loc)
 
 
 def operand(v, loc, what: str):
@@ -137,10 +104,7 @@ def pair_shapes(src_ext, dst_ext):
 
 
 def _same(a, b):
-    if isinstance(a, int) and isinstance(b, int):
-        return a == b
-    la, lb = linear(a), linear(b)
-    return la is not None and la == lb
+    return S.same(a, b)
 
 
 def static_extents(r: N.Region, what, loc):

@@ -18,17 +18,17 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import difflib
-import inspect
 import operator
 
 from .. import dtypes as dt
 from ..errors import InternalError, KernelError, KernelSyntaxError, KernelTypeError
 from ..ir import nodes as N
 from ..language.kernel import _Macro
-from ..language.types import DType, TensorSpec
+from ..language.types import DType, Tensor, TensorSpec
 from . import exprs as X
-from . import prims
+from . import helpers, prims, prims_compat
 from .source import Source, get_source, python_env
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
@@ -45,12 +45,16 @@ class _StopDiscovery(Exception):
 
 
 class _Frame:
-    """Name bindings of one function being traced (the kernel or an inlined macro)."""
+    """Name bindings of one function being traced (the kernel, or an inlined macro/helper/lambda)."""
 
-    def __init__(self, src: Source, env: dict):
+    def __init__(self, src: Source, env: dict, inline: str | None = None, base_depth: int = 0,
+                 base_launch: bool = False):
         self.src = src
         self.env = env  # name -> value
         self.depth: dict[str, int] = {}  # name -> IR nesting depth where it was bound
+        self.inline = inline  # what is inlined ("macro m", "helper f"), None for the kernel itself
+        self.base_depth = base_depth  # IR nesting depth at the call site (a `return` must be at it)
+        self.base_launch = base_launch  # whether the call site is inside a launch
 
 
 class Tracer:
@@ -204,7 +208,7 @@ class Tracer:
                              node, hint="kernels hold assignments, T.* calls, for/while/if and `with T.Kernel`")
         try:
             meth(node)
-        except (_StopDiscovery, KernelError):
+        except (_StopDiscovery, KernelError, helpers.Return):
             raise
         except Exception as e:  # noqa: BLE001 - turn into a located error
             raise self._wrap(e, node) from e
@@ -383,6 +387,13 @@ class Tracer:
         self.emit(N.Continue(self.loc(node)))
 
     def stmt_Return(self, node):
+        fr = self.frame
+        if fr.inline is not None:
+            if self.ir_depth != fr.base_depth or self.in_launch() != fr.base_launch:
+                raise self.error(KernelSyntaxError, f"`return` of the inlined {fr.inline} under kernel control flow",
+                                 node, hint="an inlined function returns through Python-level code only; for a value "
+                                            "that depends on kernel data use T.if_then_else(cond, a, b)")
+            raise helpers.Return(self.ev(node.value) if node.value is not None else None)
         if not self.eager:
             raise self.error(KernelSyntaxError, "`return` inside a @T.prim_func body", node,
                              hint="prim_funcs write their outputs into tensor parameters")
@@ -505,8 +516,10 @@ class Tracer:
                 return obj.ndim
             if attr == "name":
                 return obj.name
+            if attr == "data":
+                return prims_compat.BufferData(obj)
             raise self.error(KernelSyntaxError, f"buffer has no attribute '{attr}'", node,
-                             hint="buffers offer .shape, .dtype, .ndim")
+                             hint="buffers offer .shape, .dtype, .ndim, .data")
         if isinstance(obj, (N.Expr, X.Access)):
             if attr == "dtype":
                 return DType(X.to_expr(obj, self.loc(node)).dtype)
@@ -630,14 +643,18 @@ class Tracer:
         if pname is not None:
             return prims.call(self, node, pname, fn, args, kwargs)
         if isinstance(fn, _Macro):
-            return self.inline_macro(fn, args, kwargs, node)
+            return helpers.inline_function(self, fn.fn, args, kwargs, node, f"macro {fn.__name__}")
+        if isinstance(fn, helpers.KernelLambda):
+            return helpers.call_kernel_lambda(self, fn, args, kwargs, node)
         if isinstance(fn, DType):
             if len(args) != 1 or kwargs:
                 raise self.error(KernelTypeError, f"T.{fn}(value) takes one value", node)
-            v = args[0]
+            v, d = args[0], dt.canon(fn)
             if X.is_ir(v):
-                return X.cast_to(X.to_expr(v, loc), str(fn), loc)
-            return X.const(v, str(fn), loc)
+                return X.cast_to(X.to_expr(v, loc), d, loc)
+            return X.const(v, d, loc)
+        if fn is Tensor and (len(args) > 2 or "data" in kwargs):
+            return prims_compat.tensor_view(self, loc, args, kwargs)
         if isinstance(fn, _Astype):
             return X.cast_to(X.to_expr(fn.value, loc), dt.canon(args[0]), loc)
         any_ir = any(X.is_ir(a) for a in args) or any(X.is_ir(v) for v in kwargs.values())
@@ -659,6 +676,12 @@ class Tracer:
                 return X.to_bool(args[0], loc)
             if fn is builtins.len:
                 return len(args[0].shape) if isinstance(args[0], N.Buffer) else len(args[0])
+            if fn is builtins.isinstance or fn is builtins.callable:
+                return fn(*args)
+            if getattr(fn, "__tilesim_trace_time__", False):  # tilesim's own trace-time helpers (layouts)
+                return fn(*args, **kwargs)
+            if helpers.traceable(fn):
+                return helpers.inline_function(self, fn, args, kwargs, node, f"helper {fn.__name__}")
             name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
             hint = "use the T.* equivalent (e.g. T.exp, T.max)" if getattr(fn, "__module__", "") == "math" else \
                 "decorate the helper with @T.macro so it is inlined into the kernel"
@@ -674,37 +697,31 @@ class Tracer:
             raise KernelSyntaxError(f"calling {name}(...) at trace time raised {type(e).__name__}: {e}", loc) from e
 
     def ex_Lambda(self, node):
-        raise self.error(KernelSyntaxError, "lambda is not allowed in a kernel", node,
-                         hint="define a @T.macro helper instead")
+        return helpers.make_kernel_lambda(self, node)
+
+    def ex_ListComp(self, node):
+        return helpers.comprehension(self, node)
+
+    ex_SetComp = ex_DictComp = ex_GeneratorExp = ex_ListComp
 
     def ex_Starred(self, node):
         return self.ev(node.value)
 
     # ------------------------------------------------------------------ macros, allocations
-    def inline_macro(self, macro, args, kwargs, node):
-        fn = macro.fn
-        src = get_source(fn)
-        env = python_env(fn)
-        try:
-            bound = inspect.signature(fn).bind(*args, **kwargs)
-        except TypeError as e:
-            raise self.error(KernelTypeError, f"macro {macro.__name__}: {e}", node) from None
-        bound.apply_defaults()
-        env.update(bound.arguments)
-        frame = _Frame(src, env)
-        for k in bound.arguments:
+    @contextlib.contextmanager
+    def inline_frame(self, src, env, bound, node, what):
+        """Trace an inlined function's body in its own frame (see :mod:`.helpers`)."""
+        if len(self.frames) > helpers.MAX_DEPTH:
+            raise self.error(KernelSyntaxError, f"{what}: inlining is nested more than {helpers.MAX_DEPTH} deep",
+                             node, hint="recursion of a helper must end at trace time (on Python values)")
+        frame = _Frame(src, env, what, self.ir_depth, self.in_launch())
+        for k in bound:
             frame.depth[k] = self.ir_depth
         self.frames.append(frame)
-        result = None
         try:
-            for s in src.fn_node.body:
-                if isinstance(s, ast.Return):
-                    result = self.ev(s.value) if s.value is not None else None
-                    break
-                self.visit_stmt(s)
+            yield frame
         finally:
             self.frames.pop()
-        return result
 
     def _alloc(self, buf: N.Buffer, init=None):
         """Declare an allocation. On-chip ones are hoisted to the top of the launch."""

@@ -41,6 +41,7 @@ from .copy import async_copy, copy, tma_copy  # noqa: F401
 from .gemm import GemmWarpPolicy, gemm, gemm_v2, wgmma_gemm  # noqa: F401
 from .kernel import Kernel, macro  # noqa: F401
 from .loops import Parallel, Persistent, Pipelined, grid, serial, unroll, vectorized  # noqa: F401
+from .loops import serial as Serial  # noqa: F401 - TileLang spells it both ways
 from .math import (  # noqa: F401
     And,
     Cast,
@@ -101,10 +102,12 @@ from .types import (  # noqa: F401
     boolean,
     const,
     double,
+    dtype,
     dyn,
     dynamic,
     empty,
     float,
+    float4_e2m1_unpacked,
     float4_e2m1fn,
     float8_e4m3,
     float8_e4m3fn,
@@ -113,11 +116,15 @@ from .types import (  # noqa: F401
     float32,
     float64,
     half,
+    int,
+    int4,
     int8,
     int16,
     int32,
     int64,
     symbolic,
+    tfloat32,
+    uint,
     uint8,
     uint16,
     uint32,

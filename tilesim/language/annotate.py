@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..layout import Fragment, Layout, make_swizzled_layout  # noqa: F401 - T.Layout, T.Fragment
 from ._marker import marker
 
 
@@ -12,7 +13,8 @@ def use_swizzle(panel_size=10, order="row", enable=True):
 
 @marker()
 def annotate_layout(layout_map, allow_reannotation=False, allow_buffer_region=False):
-    """Layout hints for buffers; accepted, no numeric effect."""
+    """``T.annotate_layout({buf: layout})``: memory layouts for buffers (see :mod:`tilesim.layout`); checked,
+    no effect on results (tilesim computes on logical elements)."""
 
 
 @marker()
@@ -63,22 +65,6 @@ def disable_warp_group_reg_alloc():
 @marker()
 def print(*args, msg=""):  # noqa: A001
     """Accepted; tilesim's interpreter ignores device prints."""
-
-
-class Layout:
-    """``T.Layout(shape, forward_fn)``: accepted for ``T.annotate_layout``, no numeric effect."""
-
-    def __init__(self, *args, **kwargs):
-        self.args, self.kwargs = args, kwargs
-
-
-class Fragment(Layout):
-    """``T.Fragment(...)``: accepted for ``T.annotate_layout``, no numeric effect."""
-
-
-def make_swizzled_layout(*args, **kwargs):
-    """Accepted layout helper, no numeric effect."""
-    return Layout(*args, **kwargs)
 
 
 #: Primitives that need per-thread (SIMT) execution or Hopper async machinery tilesim does not model.

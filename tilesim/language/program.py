@@ -20,7 +20,9 @@ def prim_func(fn=None, *, private: bool = False, check_well_formed: bool = True)
     """``@T.prim_func``: trace the decorated function into a tile-IR program (``PrimFunc``).
 
     Parameters are annotated with ``T.Tensor(shape, dtype)`` (or a scalar dtype). Python values the
-    function closes over (tile sizes, flags, dtypes) are constants folded at trace time.
+    function closes over (tile sizes, flags, dtypes) are constants folded at trace time. A user error in
+    the body is raised where the program is used (compiled, called), not here: a prim_func that is
+    defined but never used is never checked.
     """
     # The caller's local names (the kernel factory's parameters): with `from __future__ import
     # annotations` the parameter annotations are strings naming them, and they are not closure cells.
@@ -28,6 +30,7 @@ def prim_func(fn=None, *, private: bool = False, check_well_formed: bool = True)
 
     @user_facing
     def wrap(f):
-        return trace_prim_func(f, extra_env=dict(caller))
+        # Errors surface where the program is used: a factory may define prim_funcs it does not return.
+        return trace_prim_func(f, extra_env=dict(caller), defer_errors=True)
 
     return wrap(fn) if fn is not None else wrap

@@ -9,23 +9,87 @@ import numpy as np
 from .. import dtypes as _dt
 from ..errors import KernelTypeError
 from ..ir import nodes as N
+from ..optional import require
 from ._marker import marker
 
 
-class DType(str):
-    """A dtype name usable as ``T.float16``; ``T.float32(x)`` inside a kernel casts ``x``."""
+class dtype(str):  # noqa: N801 - TileLang's name (``T.dtype``)
+    """A dtype: ``T.float16`` is one, ``T.dtype("float16")`` / ``T.dtype(torch.float16)`` make one.
+
+    A ``str`` subclass holding the canonical name, so ``T.float16 == "float16"`` and every place that takes a
+    dtype string takes it. ``T.float32(x)`` inside a kernel casts ``x``; outside, it is a NumPy scalar.
+    TileLang's methods: ``bits`` (TVM's: ``bool`` is 1), ``bytes``/``itemsize`` (storage bytes, at least
+    1), ``as_torch()``, ``lanes``.
+    """
+
+    def __new__(cls, value="float32"):
+        if isinstance(value, dtype):
+            return value
+        return str.__new__(cls, _dt.canon(value))
 
     @property
     def tilesim_dtype(self) -> str:
         return str(self)
 
+    @property
+    def bits(self) -> int:
+        return 1 if str(self) == "bool" else _dt.bits(str(self))
+
+    @property
+    def bytes(self) -> int:
+        return max(1, (_dt.bits(str(self)) + 7) // 8)
+
+    itemsize = bytes
+
+    @property
+    def lanes(self) -> int:
+        return 1
+
+    def as_torch(self):
+        """The torch dtype of tensors of this dtype (``float4_e2m1fn``: ``float4_e2m1fn_x2`` storage, or int8)."""
+        torch = require("torch", f"T.dtype({str(self)!r}).as_torch()")
+        name = str(self)
+        if name == "float4_e2m1fn":
+            return getattr(torch, "float4_e2m1fn_x2", torch.int8)
+        t = getattr(torch, name, None)
+        if not isinstance(t, torch.dtype):
+            raise KernelTypeError(f"torch {torch.__version__} has no dtype for {name}",
+                                  hint="upgrade torch (fp8 dtypes need torch >= 2.1)")
+        return t
+
     def __call__(self, value=0):
         # Outside a kernel: a NumPy scalar of this dtype. Inside, the frontend turns it into a cast.
         return np.asarray(value).astype(_dt.np_dtype(str(self)))[()]
 
+    def __repr__(self):
+        return f"dtype({str(self)!r})"
 
-def _mk(name: str) -> DType:
-    return DType(_dt.canon(name))
+
+#: The former name of :class:`dtype`.
+DType = dtype
+
+
+class _UnsupportedDType(dtype):
+    """A TileLang dtype name tilesim cannot compute with: using it raises ``KernelTypeError`` naming it."""
+
+    def __new__(cls, name: str, reason: str):
+        obj = str.__new__(cls, name)
+        obj.reason = reason
+        return obj
+
+    @property
+    def tilesim_dtype(self) -> str:
+        raise KernelTypeError(f"T.{str(self)} is not supported by tilesim: {self.reason}",
+                              hint="see docs/language.md for the dtypes tilesim computes with")
+
+    bits = bytes = itemsize = tilesim_dtype
+
+    def as_torch(self):
+        return self.tilesim_dtype
+
+
+def _mk(name: str) -> dtype:
+    return dtype(_dt.canon(name))
 
 
 float16 = half = _mk("float16")
@@ -37,8 +101,16 @@ float8_e5m2 = _mk("float8_e5m2")
 float4_e2m1fn = _mk("float4_e2m1fn")
 int8, int16, int32, int64 = (_mk(n) for n in ("int8", "int16", "int32", "int64"))
 uint8, uint16, uint32, uint64 = (_mk(n) for n in ("uint8", "uint16", "uint32", "uint64"))
+int = int32  # noqa: A001 - TileLang's T.int / T.uint name the 32-bit types
+uint = uint32
 bool = _mk("bool")  # noqa: A001
 boolean = bool
+int4 = _UnsupportedDType("int4", "4-bit integer tensors (two per byte) have no storage type in the interpreter yet")
+tfloat32 = _UnsupportedDType("tfloat32", "TF32 operands (float32 storage, 10-bit mantissa in tensor-core gemms) "
+                                         "are not modelled as a dtype; use T.float32 (and InterpOptions(tf32=True) "
+                                         "to round gemm operands to TF32)")
+float4_e2m1_unpacked = _UnsupportedDType("float4_e2m1_unpacked", "the unpacked fp4 shared-memory layout of "
+                                                                 "Blackwell tcgen05 gemms; use T.float4_e2m1fn")
 
 
 @dataclass(frozen=True)

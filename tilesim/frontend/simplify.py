@@ -1,0 +1,104 @@
+"""Integer expressions as linear forms ``sum(coeff * atom) + const``: how slice extents are simplified.
+
+Contract
+--------
+* :func:`linear` maps an integer trace-time value (a Python int, an integer IR expression, a ``var``
+  buffer or an element access) to ``({atom: coeff}, const)``; it returns ``None`` for anything else
+  (floats, booleans, regions). ``+``, ``-``, unary ``-``, multiplication by a constant and integer
+  widening casts are expanded; every other sub-expression (a variable, ``a * b`` of two non-constants,
+  ``a // 4``, a load of ``T.alloc_var`` or of a tensor element, ``T.min``) is an **atom**, compared
+  structurally (IR nodes are frozen dataclasses whose equality ignores source locations).
+* Atoms are evaluated at one program point (the two bounds of one slice), so equal atoms have equal
+  values there; a difference of two forms whose atoms cancel is therefore exactly the constant left.
+  This is what makes ``X[lo:lo + c]`` a region of extent ``c`` for any ``lo``.
+* :func:`difference` is ``b - a`` as an int when the atoms cancel, else as a simplified IR expression
+  (``None`` if either side is not linear). :func:`same` says whether two extents are provably equal.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..ir import nodes as N
+from . import exprs as X
+
+Form = tuple  # (dict[atom, int], int)
+
+
+def linear(v) -> Form | None:
+    """``v`` as a linear form over atoms, or ``None`` if it is not an integer value."""
+    if isinstance(v, (bool, np.bool_)):
+        return None
+    if isinstance(v, (int, np.integer)):
+        return {}, int(v)
+    if isinstance(v, (N.Buffer, X.Access)):
+        try:
+            v = X.to_expr(v)
+        except Exception:  # noqa: BLE001 - a region or a non-scalar buffer is not a number
+            return None
+    if not isinstance(v, N.Expr) or not dt.is_int(v.dtype):
+        return None
+    return _lin(v)
+
+
+def _lin(e: N.Expr) -> Form:
+    if isinstance(e, N.Const):
+        return {}, int(e.value)
+    if isinstance(e, N.Cast) and dt.is_int(e.value.dtype) and dt.bits(e.dtype) >= dt.bits(e.value.dtype):
+        return _lin(e.value)
+    if isinstance(e, N.Unary) and e.op == "neg":
+        return _scale(_lin(e.a), -1)
+    if isinstance(e, N.Binary) and e.op in ("add", "sub"):
+        return _add(_lin(e.a), _lin(e.b), 1 if e.op == "add" else -1)
+    if isinstance(e, N.Binary) and e.op == "mul":
+        la, lb = _lin(e.a), _lin(e.b)
+        if not lb[0]:
+            return _scale(la, lb[1])
+        if not la[0]:
+            return _scale(lb, la[1])
+    return {e: 1}, 0
+
+
+def _scale(f: Form, k: int) -> Form:
+    return ({a: c * k for a, c in f[0].items() if c * k}, f[1] * k)
+
+
+def _add(f: Form, g: Form, sign: int) -> Form:
+    coeffs = dict(f[0])
+    for a, c in g[0].items():
+        coeffs[a] = coeffs.get(a, 0) + sign * c
+    return ({a: c for a, c in coeffs.items() if c}, f[1] + sign * g[1])
+
+
+def to_expr(f: Form, loc=None):
+    """A form back as an int (no atoms) or a small IR expression (atoms in first-seen order)."""
+    coeffs, const = f
+    if not coeffs:
+        return const
+    out = None
+    for atom, c in coeffs.items():
+        term = atom if c in (1, -1) else X.binop("mul", atom, abs(c), loc)
+        if out is None:
+            out = term if c > 0 else X.unary("neg", term, loc)
+        else:
+            out = X.binop("add" if c > 0 else "sub", out, term, loc)
+    if const:
+        out = X.binop("add" if const > 0 else "sub", out, abs(const), loc)
+    return out
+
+
+def difference(a, b, loc=None):
+    """``b - a`` simplified: an int if the atoms cancel, an IR expression otherwise; ``None`` if not linear."""
+    la, lb = linear(a), linear(b)
+    if la is None or lb is None:
+        return None
+    return to_expr(_add(lb, la, -1), loc)
+
+
+def same(a, b) -> bool:
+    """True if ``a`` and ``b`` are provably equal integers (equal linear forms)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    la, lb = linear(a), linear(b)
+    return la is not None and la == lb
