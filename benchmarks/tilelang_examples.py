@@ -65,10 +65,11 @@ WRAPPER_PREFIXES = ("test_", "regression_")
 SMALL_ARGS: dict[str, str] = {
     "attention_sink/benchmark_gqa_sink_fwd.py": "--heads 8 --seq_q 256 --seq_kv 256",
     "attention_sink/benchmark_mha_sink_fwd.py": "--batch 1 --heads 2 --seq_q 256 --seq_kv 256",
-    "attention_sink/example_gqa_sink_bwd_bhsd.py": "--h 8 --n_ctx 256",
+    # heads >= block_M (64): the kernel indexes its [heads] sink fragment by row of a block_M tile
+    "attention_sink/example_gqa_sink_bwd_bhsd.py": "--h 64 --n_ctx 128 --d_head 64",
     "attention_sink/example_gqa_sink_bwd_varlen.py": "--batch 2 --heads 16 --q_seqlen 256 --k_seqlen 256",
     "attention_sink/example_gqa_sink_fwd_varlen.py": "--batch 2 --heads 16 --q_seqlen 256 --k_seqlen 256",
-    "attention_sink/example_mha_sink_bwd_bhsd.py": "--h 2 --n_ctx 256",
+    "attention_sink/example_mha_sink_bwd_bhsd.py": "--h 64 --n_ctx 128 --d_head 64",
     "attention_sink/example_mha_sink_fwd_bhsd.py": "--batch 1 --heads 2 --seq_q 256 --seq_kv 256",
     "blocksparse_attention/example_tilelang_sparse_gqa_decode_paged.py":
         "--batch 1 --heads 8 --max_cache_seqlen 1024 --num_pages 16",
