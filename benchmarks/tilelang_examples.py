@@ -144,10 +144,18 @@ if torch is not None:
         def __torch_function__(self, func, types, args=(), kwargs=None):
             if func is torch.Tensor.cuda or func is torch.Tensor.pin_memory:
                 return args[0]
+            if (func in _DIVS and len(args) == 2 and isinstance(args[1], (int, float)) and not kwargs
+                    and isinstance(args[0], torch.Tensor) and args[0].is_floating_point()):
+                # CUDA torch divides by a Python number as a multiplication by its reciprocal (in float32
+                # for float32 and narrower types; seen on the H200, 2026-12-01): references give GPU bits
+                a = args[0]
+                op = torch.float64 if a.dtype == torch.float64 else torch.float32
+                return (a.to(op) * (torch.ones((), dtype=op) / float(args[1]))).to(a.dtype)
             kwargs = {k: _cpu(v) for k, v in (kwargs or {}).items()}
             kwargs.pop("pin_memory", None)
             return func(*(_cpu(a) for a in args), **kwargs)
 
+    _DIVS = {torch.Tensor.__truediv__, torch.Tensor.div, torch.Tensor.true_divide, torch.div, torch.true_divide}
     _CudaToCpu().__enter__()   # bottom of the mode stack: also sees `with torch.device("cuda")`
 
     class Generator(torch.Generator):
