@@ -8,7 +8,10 @@ a GPU run, what real TileLang 0.1.15 refuses at compile time for the H200 (sm_90
   ``gemm-dtype``, ``gemm-shape`` ("M must be divisible by 16"), ``gemm-warp-partition``, ``gemm-k``,
   ``reduce-scope``, ``cumsum``, ``parallel-fragment-indices``, ``shared-memory``;
 * the patterns real TileLang 0.1.15 refused on the H200 (2026-11-29, see docs/simulator.md §5 and
-  docs/kernels-1.md), checked here:
+  docs/kernels-1.md), checked here as ``level="advice"``: each rule generalises an observed failure and
+  may over-approximate (``pow2`` flags the 192-wide shared tiles of TileLang's own
+  examples/flash_attention/example_gqa_bwd.py, ``data-dependent-pipeline`` its
+  examples/grouped_gemm/example_grouped_gemm_bwd.py):
 
   - ``pow2``: a fragment or shared tile, or a reduction, whose extent is not a power of two (layout
     inference fails, e.g. a whole 7168-wide row in registers; src/backend/common/op/reduce.h: "XOR-
@@ -26,7 +29,8 @@ Contract
   ``JITKernel.lint()``; ``tilesim lint FILE.py::factory --args`` (exit 1 when there are findings).
   ``pass_configs`` matters only through ``tl.disable_wgmma`` (TileLang then never picks WGMMA).
 * ``warn_on_compile(prim_func, pass_configs=None)`` is called when a kernel is compiled: one
-  :class:`~tilesim.errors.TileLangCompatWarning` per finding, attributed to the finding's
+  :class:`~tilesim.errors.TileLangCompatWarning` per ``level="error"`` finding (advice is left to
+  ``tilesim lint``, so a program real TileLang compiles is never warned about), attributed to the finding's
   file:line (shown once per location, as Python's default filter does). It does nothing when
   linting is off: ``TILESIM_LINT=0`` in the environment, the pass config ``{"tilesim.lint": False}``
   or ``set_enabled(False)``. It never raises for a kernel tilesim accepted.
@@ -69,10 +73,11 @@ def enabled(pass_configs=None) -> bool:
 
 
 def warn_on_compile(pf: N.PrimFunc, pass_configs=None) -> list[Finding]:
-    """Warn (``TileLangCompatWarning``) once per finding of ``lint(pf)``; the findings, or [] when off."""
+    """Warn (``TileLangCompatWarning``) once per error-level finding of ``lint(pf)``; those findings, or []
+    when linting is off."""
     if not enabled(pass_configs):
         return []
-    found = lint(pf, pass_configs)
+    found = [f for f in lint(pf, pass_configs) if f.level == "error"]
     for f in found:
         file, line = (f.loc.file, f.loc.line) if f.loc is not None else ("<tilesim>", 0)
         where = f"{f.loc}: " if f.loc is not None else ""
@@ -96,7 +101,7 @@ class _Linter:
         self.lets: dict[int, N.Expr] = {}
 
     def add(self, rule, message, loc, hint):
-        self.out.append(Finding(rule, message, loc, hint))
+        self.out.append(Finding(rule, message, loc, hint, "advice"))
 
     def body(self, stmts, pvars):
         for s in stmts:

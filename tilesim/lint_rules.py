@@ -10,7 +10,8 @@ Contract
 * :func:`check_launch` ``(launch, ctx)`` runs the table over one launch (walks through
   :mod:`tilesim.ir.traverse`). ``ctx`` (:class:`Ctx`) carries the block's thread count and whether
   the ``tl.disable_wgmma`` pass config is set (TileLang then never picks WGMMA).
-* A :class:`Finding` is ``(rule, message, loc, hint)``; the message quotes TileLang's own.
+* A :class:`Finding` is ``(rule, message, loc, hint, level)``; the message quotes TileLang's own; every
+  finding of this module is ``level="error"``.
 * Gemm instruction selection follows ``src/cuda/op/gemm.cc`` (``Gemm::SelectInst``) for Hopper:
   WGMMA when M >= 64, the warp count is a multiple of 4, B is in shared memory and the
   dtype/transpose/K pattern is one WGMMA takes (``CheckWgmma``); otherwise ``mma.sync``.
@@ -35,13 +36,17 @@ SMEM_LIMIT_BYTES = 227 * 1024
 
 @dataclass(frozen=True)
 class Finding:
+    """``level`` is ``"error"`` for a check read in TileLang's source (the compile fails for certain) and
+    ``"advice"`` for a pattern seen failing on the H200 that the rule may over-approximate."""
+
     rule: str
     message: str
     loc: Loc | None
     hint: str
+    level: str = "error"
 
     def __str__(self) -> str:
-        parts = [f"[{self.rule}] {self.message}"]
+        parts = [f"[{self.rule}]{' (advice)' if self.level == 'advice' else ''} {self.message}"]
         if self.loc is not None:
             parts.append(render_snippet(self.loc))
         parts.append(f"hint: {self.hint}")

@@ -236,6 +236,16 @@ def test_compile_warning_and_its_switches(monkeypatch):
         assert warn_on_compile(gemm(M=64).prim_func) == []  # a clean kernel warns nothing
 
 
+def test_advice_is_not_warned_at_compile():
+    from tests import core_kernels as K
+    pf = K.softmax(16, 100).prim_func  # a 100-wide fragment: the H200-observed pow2 rule, advice only
+    assert [f.level for f in lint(pf)] == ["advice"] * len(lint(pf)) and lint(pf)
+    assert "(advice)" in str(lint(pf)[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert warn_on_compile(pf) == []
+
+
 def test_every_rule_has_a_source_reference():
     from tilesim import lint_rules as LR
     checks = [getattr(LR, n) for n in dir(LR) if n.startswith("_check_")] + [LINT_RULES[c] for c in LINT_RULES]
