@@ -13,6 +13,7 @@ Subclasses: ``KernelSyntaxError`` (the source is not a kernel tilesim understand
 ``KernelTypeError`` (shapes, dtypes, scopes, argument counts), ``KernelRuntimeError`` (a fault while
 running: out-of-bounds access in checking mode, write conflicts, wrong tensors passed),
 ``HardwareModelError`` (a bad hardware data file; it names the file and the key).
+``TileLangCompatWarning`` is a warning, not an error: tilesim runs the kernel, real TileLang would not.
 """
 
 from __future__ import annotations
@@ -126,3 +127,9 @@ def user_facing(fn):
             raise e.with_traceback(None) from None
 
     return wrapper
+
+
+class TileLangCompatWarning(UserWarning):
+    """A kernel tilesim runs but real TileLang rejects at compile time (``tilesim.lint``), warned when the
+    kernel is compiled; switch off with ``TILESIM_LINT=0``, the pass config ``{"tilesim.lint": False}``
+    or ``tilesim.lint.set_enabled(False)``."""
