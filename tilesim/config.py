@@ -43,6 +43,7 @@ class PassConfigKey(str, enum.Enum):
 
 #: Keys with an effect in tilesim, and what it is.
 HONOURED = {
+    "tilesim.lint": "False turns off the compile-time TileLang-compatibility warnings (tilesim.lint)",
     "tl.enable_fast_math": "the CUDA backend compiles with fastmath",
     "tl.disable_fast_math": "the CUDA backend compiles without fastmath (the default)",
     "tl.disable_safe_memory_legalize": "the interpreter reports out-of-range global accesses as errors",

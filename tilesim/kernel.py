@@ -29,7 +29,7 @@ from .config import normalise_pass_configs
 from .errors import KernelRuntimeError, KernelTypeError, user_facing
 from .ir import nodes as N
 from .ir.printer import format_ir
-from .lint import lint
+from .lint import lint, warn_on_compile
 from .profiler import Profiler
 from .sim import simulate_kernel
 
@@ -48,6 +48,7 @@ class JITKernel:
         for i in self.out_idx:
             if not isinstance(pf.params[i], N.Buffer):
                 raise KernelTypeError(f"out_idx {i} names the scalar parameter '{pf.params[i].name}'")
+        warn_on_compile(pf, self.pass_configs)  # what real TileLang would refuse (TileLangCompatWarning)
         self._target = get_target(target)
         self.target = self._target.name
         opts = options or InterpOptions()

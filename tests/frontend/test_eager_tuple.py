@@ -1,4 +1,5 @@
 import numpy as np
+
 import tilesim as tilelang
 import tilesim.language as T
 
