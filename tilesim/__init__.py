@@ -6,12 +6,14 @@ cycle-approximate simulator.
 
 from __future__ import annotations
 
+import logging
+
 # isort: off
 # The language comes first: tilesim.language and tilesim.frontend import each other through their package
 # __init__ files, which works only when the language package starts the chain.
 from . import language as language  # noqa: F401
 # isort: on
-from . import autotuner, carver, math, profiler, testing, tvm, utils  # noqa: F401  (tilelang.autotuner, ...)
+from . import autotuner, carver, engine, layout, math, profiler, testing, tileop, transform, tvm, utils  # noqa: F401
 from .autotuner import autotune  # noqa: F401
 from .backends import cuda as _cuda_target  # noqa: F401  (registers the target "cuda")
 from .backends.interp import InterpOptions  # noqa: F401  (the package registers the target "interp")
@@ -29,6 +31,11 @@ from .jit import compile, jit  # noqa: F401
 from .kernel import JITKernel  # noqa: F401
 from .math import cdiv, next_power_of_2  # noqa: F401
 from .tvm import DataType  # noqa: F401
+
+
+def set_log_level(level) -> None:
+    """Set the level of tilesim's logger (``logging`` names or numbers), as ``tilelang.set_log_level``."""
+    logging.getLogger("tilesim").setLevel(level)
 
 
 def disable_cache() -> None:

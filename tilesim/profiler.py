@@ -4,9 +4,7 @@ Contract
 --------
 * ``Profiler(kernel, tensor_supply_type, tensor_type="auto", dynamic_shapes=None, seed=0)``. Inputs for every
   non-output parameter are made once per profiler by ``tensor_supply_type`` with TileLang's meanings
-  (``Auto``: floats uniform in [-1, 1), integers in [-2, 3), fp8 from integers in [-128, 128); ``Integer``:
-  integers in [-2, 3); ``Uniform``; ``Normal`` (mean -1, std 1, as TileLang); ``Randn``; ``Zero``; ``One``),
-  from a seeded generator. ``tensor_type``: ``"torch"`` (CPU torch tensors, as TileLang's reference programs
+  (:mod:`tilesim.supply`), from a seeded generator. ``tensor_type``: ``"torch"`` (CPU torch tensors, as TileLang's reference programs
   expect), ``"numpy"``, or ``"auto"`` — torch when the calling program has imported torch, else NumPy.
   Symbolic dimensions need values: ``get_profiler(dynamic_shapes={"m": 256})``.
 * ``assert_allclose(reference_program, input_tensors=None, atol=1e-2, rtol=1e-2, max_mismatched_ratio=0.01)``
@@ -30,12 +28,11 @@ import time
 
 import numpy as np
 
-from . import dtypes as dt
 from .binding import numpy_to_torch
 from .config import TensorSupplyType
-from .errors import KernelRuntimeError, KernelTypeError
-from .ir import nodes as N
+from .errors import KernelTypeError
 from .optional import loaded, require
+from .supply import make_input
 from .utils.tensor import torch_assert_close
 
 __all__ = ["Profiler", "do_bench", "MAX_CALLS"]
@@ -84,39 +81,8 @@ class Profiler:
         self.tensor_type = tensor_type
         self._inputs = None
 
-    def _shape(self, p: N.Buffer):
-        out = []
-        for d in p.shape:
-            if isinstance(d, int):
-                out.append(d)
-            elif isinstance(d, N.Var) and d.name in self.dynamic_shapes:
-                out.append(int(self.dynamic_shapes[d.name]))
-            else:
-                raise KernelRuntimeError(f"parameter '{p.name}' has a symbolic dimension",
-                                         p.loc, hint="pass get_profiler(dynamic_shapes={'m': 256, ...})")
-        return tuple(out)
-
     def _make(self, p):
-        if isinstance(p, N.Var):
-            return 1
-        shape, s, r = self._shape(p), self.supply, self.rng
-        integer = dt.is_int(p.dtype) or p.dtype == "bool"
-        if s == TensorSupplyType.Zero:
-            x = np.zeros(shape)
-        elif s == TensorSupplyType.One:
-            x = np.ones(shape)
-        elif p.dtype.startswith("float8") and s in (TensorSupplyType.Auto, TensorSupplyType.Integer):
-            x = r.integers(-128, 128, size=shape)
-        elif s == TensorSupplyType.Integer or (s == TensorSupplyType.Auto and integer):
-            lo = 0 if p.dtype.startswith("uint") or p.dtype == "bool" else -2
-            x = r.integers(lo, 3 if p.dtype != "bool" else 2, size=shape)
-        elif s in (TensorSupplyType.Uniform, TensorSupplyType.Auto):
-            x = r.uniform(-1, 1, size=shape)
-        elif s == TensorSupplyType.Normal:
-            x = r.normal(-1.0, 1.0, size=shape)
-        else:
-            x = r.standard_normal(shape)
-        return dt.convert(x.astype(np.float32) if not integer else x, p.dtype)
+        return make_input(p, self.supply, self.rng, self.dynamic_shapes)
 
     def _use_torch(self) -> bool:
         if self.tensor_type == "auto":

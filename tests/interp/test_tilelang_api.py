@@ -215,3 +215,25 @@ def test_eager_kernel_source_and_tuple_arguments():
     np.testing.assert_array_equal(scale_rows(x, (2.0, 3.0)), x * 2 + 3)
     np.testing.assert_array_equal(scale_rows(x, [1.0, 1.0]), x + 1)
     assert "scale_rows" in scale_rows.get_kernel_source(x, (2.0, 3.0))
+
+
+def test_small_modules_programs_import():
+    from tilesim.engine.callback import register_cuda_postproc_callback, registered
+    from tilesim.tileop.base import GemmWarpPolicy
+    from tilesim.transform import PassConfigKey, simplify_prim_func
+    from tilesim.utils.tensor import TensorSupplyType, get_tensor_supply
+
+    k = tilelang.jit(out_idx=[-1])(_matmul_factory([]))(48, 32, 16)
+    assert simplify_prim_func(k.prim_func) is k.prim_func
+    with pytest.raises(tilelang.KernelError, match="prim_func"):
+        simplify_prim_func(k)
+    supply = get_tensor_supply(TensorSupplyType.One, tensor_type="numpy")
+    a = supply(k.input_params[0])
+    assert a.shape == (48, 16) and a.dtype == np.float32 and (a == 1).all()
+
+    @register_cuda_postproc_callback
+    def post(code, target):
+        return code
+    assert post in registered
+    assert GemmWarpPolicy is T.GemmWarpPolicy and PassConfigKey is tilelang.PassConfigKey
+    tilelang.set_log_level("WARNING")

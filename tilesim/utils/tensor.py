@@ -8,15 +8,20 @@ Contract
   than ``int(numel * max_mismatched_ratio)`` differ, naming the count, the first mismatch and the largest
   differences; returns ``True`` otherwise. Shapes must match; dtypes too with ``check_dtype``.
 * ``is_float8_dtype(dtype)``: a torch/NumPy dtype or a name is one of the FP8 types.
+* ``get_tensor_supply(supply_type)`` returns ``supply(param) -> tensor`` for a kernel parameter (a buffer of
+  ``kernel.params``), made as ``kernel.get_profiler(supply_type)`` makes its inputs.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..binding import numpy_to_torch
 from ..config import TensorSupplyType
+from ..optional import loaded
+from ..supply import make_input
 
-__all__ = ["TensorSupplyType", "is_float8_dtype", "torch_assert_close", "as_float64"]
+__all__ = ["TensorSupplyType", "get_tensor_supply", "is_float8_dtype", "torch_assert_close", "as_float64"]
 
 
 def _dtype_name(x) -> str:
@@ -73,3 +78,14 @@ def torch_assert_close(tensor_a, tensor_b, rtol=1e-2, atol=1e-3, max_mismatched_
         f"First mismatch at index {idx}: {base_name}={av:.6f}, {ref_name}={bv:.6f}\n"
         f"Greatest absolute difference: {np.nanmax(diff)}, greatest relative difference: {np.nanmax(rel)}")
 
+
+def get_tensor_supply(supply_type=TensorSupplyType.Integer, tensor_type: str = "auto"):
+    """A function making one input tensor per kernel parameter, as the profiler does (see the module doc)."""
+    rng = np.random.default_rng(0)
+
+    def supply(param):
+        x = make_input(param, supply_type, rng)
+        if tensor_type == "torch" or (tensor_type == "auto" and loaded("torch") is not None):
+            return numpy_to_torch(x) if isinstance(x, np.ndarray) else x
+        return x
+    return supply

@@ -1,0 +1,3 @@
+"""``tilelang.engine``: compilation hooks (:mod:`.callback`)."""
+
+from . import callback  # noqa: F401
