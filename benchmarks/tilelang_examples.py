@@ -439,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
         stage(examples, work / "staged")
         (work / "shim").mkdir()
         (work / "shim" / "sitecustomize.py").write_text(SHIM)
-        env = dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg",
+        env = dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg", TRITON_INTERPRET="1",
                    OMP_NUM_THREADS=str(max(1, (os.cpu_count() or 1) // args.jobs)),
                    PYTHONPATH=os.pathsep.join([str(work / "shim"), str(REPO), os.environ.get("PYTHONPATH", "")]))
         print(f"{len(to_run)} programs to run, {len(excluded)} skipped; timeout {args.timeout:g} s, jobs {args.jobs}",
