@@ -80,10 +80,13 @@ SMALL_ARGS: dict[str, str] = {
     "blocksparse_gemm/example_blocksparse_gemm.py": "--m 256 --n 256 --k 256",
     "convolution/example_convolution.py": "--n 2 --c 64 --h 16 --w 16 --f 64",
     "convolution/example_convolution_autotune.py": "--n 2 --c 64 --h 16 --w 16 --f 64",
-    "deepseek_mla/example_mla_decode.py": "--batch 2 --heads 64 --kv_ctx 512",
+    # kv_ctx 4096: the reference rounds its scores to float16 before the softmax (on CUDA too), an error its
+    # 1e-4 tolerance absorbs only at long contexts (the outputs shrink as kv_ctx grows): at 512 that reference
+    # is off the exact result in ~8% of elements (1% allowed; tilesim's output in 0.02%), at 4096 in ~0.15%
+    "deepseek_mla/example_mla_decode.py": "--batch 1 --heads 64 --kv_ctx 4096",
     "deepseek_mla/example_mla_decode_paged.py": "--batch 2 --h_q 64 --cache_seqlen 512",
     "deepseek_mla/example_mla_decode_persistent.py": "--batch 2 --heads 64 --kv_ctx 512",
-    "deepseek_mla/example_mla_decode_ws.py": "--batch 2 --heads 64 --kv_ctx 512",
+    "deepseek_mla/example_mla_decode_ws.py": "--batch 1 --heads 64 --kv_ctx 4096",  # as example_mla_decode
     "deepseek_mla/experimental/example_mla_decode_kv_fp8.py": "--batch 2 --heads 64 --kv_ctx 512",
     "deepseek_nsa/benchmark/benchmark_nsa_fwd.py": "--batch 1 --seq_len 256 --iterations 1 --warmup 1 --impl tilelang",
     "deepseek_v4/fp8_fp4_gemm_1d1d_sm100.py": "--M 256 --N 8192 --K 256",
