@@ -30,7 +30,9 @@ Contract
   exception is an ``AssertionError`` (or ``*Mismatch*``) raised outside tilesim or by tilesim's
   profiler/testing helpers, whose message ('not close', 'Mismatch', tolerances, ...) or asserting line
   (``allclose``, ``diff``, ``ref``, ...) is a comparison); ``fail`` (any other non-zero exit);
-  ``skip``; ``wrapper``. ``error`` is the exception line of the last traceback in stderr.
+  ``program-bug`` (a ``wrong`` outcome of a program listed in :data:`PROGRAM_BUGS`, whose own code is
+  established to be wrong, with the evidence); ``skip``; ``wrapper``. ``error`` is the exception line of
+  the last traceback in stderr.
 * **Output.** A table and a summary (counts; pass % of the programs run), a histogram of normalised
   error lines (digits and paths stripped) of ``fail``/``wrong`` rows, and JSON written atomically to
   ``reports/measurements/tilelang_examples_<UTC timestamp>.json``. ``--update PREV.json`` re-runs only the
@@ -307,6 +309,16 @@ WRONG_SRC = re.compile(r"allclose|assert_close|isclose|assert_similar|array_equa
 CHECK_SITE = re.compile(r"/tilesim/(profiler|testing)")  # tilesim code that runs a program's reference check
 
 
+#: programs whose own code is wrong (established, with the evidence): a "wrong" outcome of theirs is reported
+#: as "program-bug" (and its reason), not counted as a tilesim wrong answer. Keep each entry checkable.
+PROGRAM_BUGS = {
+    "attention_sink/example_gqa_sink_bwd_varlen.py":
+        "reads Delta positions flash_bwd_prep never writes (torch.empty output): dK NaN with tilesim's NaN "
+        "fill; the same bug was fixed upstream in flash_attention/example_gqa_bwd_tma_reduce_varlen.py "
+        "(tile-ai/tilelang PR 2461, 'previously failed with dK == NaN' on an H100)",
+}
+
+
 def verdict_of(rc: int, stderr: str) -> tuple[str, str]:
     """(verdict, error line) of a finished program (see the module docstring)."""
     if rc == 0:
@@ -351,6 +363,8 @@ def run_one(rel: str, staging: Path, work: Path, env: dict, timeout: float) -> d
     try:
         out, err = proc.communicate(timeout=timeout)
         verdict, error = verdict_of(proc.returncode, err)
+        if verdict == "wrong" and rel in PROGRAM_BUGS:
+            verdict, error = "program-bug", f"{error} [known program bug: {PROGRAM_BUGS[rel]}]"
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
@@ -387,7 +401,7 @@ def versions() -> dict:
 
 def summarise(rows: list[dict]) -> dict:
     counts = collections.Counter(r["verdict"] for r in rows)
-    ran = sum(counts[v] for v in ("pass", "fail", "wrong", "timeout"))
+    ran = sum(counts[v] for v in ("pass", "fail", "wrong", "program-bug", "timeout"))
     return {"counts": dict(sorted(counts.items())), "programs_run": ran,
             "pass_pct": round(100.0 * counts["pass"] / ran, 1) if ran else 0.0}
 
