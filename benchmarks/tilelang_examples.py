@@ -131,8 +131,18 @@ SMALL_ARGS: dict[str, str] = {
 
 # sitecustomize.py for the subprocesses: torch's CUDA requests run on the CPU. Harness only.
 SHIM = r'''
-"""tilelang_examples harness shim: map torch CUDA device requests to the CPU."""
-import contextlib, time, types
+"""tilelang_examples harness shim: map torch CUDA device requests to the CPU; report tilesim's kernel time."""
+import atexit, contextlib, sys, time, types
+
+
+def _report_kernel_time():
+    kernel = sys.modules.get("tilesim.kernel")
+    if kernel is not None:
+        st = kernel.RUN_STATS
+        print(f"tilesim-kernel-time: {st['seconds']:.3f} s in {st['calls']} calls", file=sys.stderr)
+
+
+atexit.register(_report_kernel_time)
 try:
     import torch
     from torch.overrides import TorchFunctionMode
@@ -319,6 +329,9 @@ PROGRAM_BUGS = {
 }
 
 
+KERNEL_TIME = re.compile(r"^tilesim-kernel-time: ([0-9.]+) s in ([0-9]+) calls\n?", re.M)
+
+
 def verdict_of(rc: int, stderr: str) -> tuple[str, str]:
     """(verdict, error line) of a finished program (see the module docstring)."""
     if rc == 0:
@@ -362,16 +375,21 @@ def run_one(rel: str, staging: Path, work: Path, env: dict, timeout: float) -> d
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
+        stats = KERNEL_TIME.search(err)
+        err = KERNEL_TIME.sub("", err)
         verdict, error = verdict_of(proc.returncode, err)
         if verdict == "wrong" and rel in PROGRAM_BUGS:
             verdict, error = "program-bug", f"{error} [known program bug: {PROGRAM_BUGS[rel]}]"
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
+        stats = None
         verdict, error = "timeout", f"timeout after {timeout:g} s"
     seconds = round(time.perf_counter() - start, 2)
     shutil.rmtree(private, ignore_errors=True)
     return {"program": rel, "verdict": verdict, "seconds": seconds, "argv": argv, "error": error,
+            "kernel_seconds": float(stats.group(1)) if stats else None,
+            "kernel_calls": int(stats.group(2)) if stats else None,
             "returncode": proc.returncode, "stderr_tail": "\n".join(err.splitlines()[-25:])[-3000:],
             "stdout_tail": "\n".join(out.splitlines()[-5:])[-800:]}
 
@@ -402,8 +420,15 @@ def versions() -> dict:
 def summarise(rows: list[dict]) -> dict:
     counts = collections.Counter(r["verdict"] for r in rows)
     ran = sum(counts[v] for v in ("pass", "fail", "wrong", "program-bug", "timeout"))
+    kernel_s = sorted(r["kernel_seconds"] for r in rows if r["verdict"] == "pass" and r.get("kernel_seconds") is not None)
+    wall_s = sorted(r["seconds"] for r in rows if r["verdict"] == "pass")
     return {"counts": dict(sorted(counts.items())), "programs_run": ran,
-            "pass_pct": round(100.0 * counts["pass"] / ran, 1) if ran else 0.0}
+            "pass_pct": round(100.0 * counts["pass"] / ran, 1) if ran else 0.0,
+            # laptop speed of the passing programs: whole process (python, torch import, references
+            # included) and the time inside tilesim's kernels alone
+            "pass_wall_s_median": wall_s[len(wall_s) // 2] if wall_s else None,
+            "pass_kernel_s_median": kernel_s[len(kernel_s) // 2] if kernel_s else None,
+            "pass_kernel_under_2s": sum(k < 2.0 for k in kernel_s), "pass_wall_under_2s": sum(w < 2.0 for w in wall_s)}
 
 
 def histogram(rows: list[dict]) -> list[tuple[int, str, list[str]]]:
@@ -420,6 +445,9 @@ def print_report(rows: list[dict], summary: dict, hist) -> None:
     for r in rows:
         print(f"{r['program']:<{width}}  {r['verdict']:<8} {r.get('seconds', 0):>8.1f}  {r.get('error', '')[:140]}")
     print(f"\nsummary: {summary['counts']}  pass {summary['pass_pct']}% of {summary['programs_run']} programs run")
+    print(f"passing programs: median {summary['pass_wall_s_median']} s per process, median "
+          f"{summary['pass_kernel_s_median']} s inside tilesim kernels; {summary['pass_kernel_under_2s']} with kernel "
+          f"time under 2 s, {summary['pass_wall_under_2s']} under 2 s whole")
     print("\nblockers (fail/wrong error lines, normalised):")
     for n, error, programs in hist:
         print(f"{n:4d}  {error}\n        e.g. {', '.join(programs[:3])}")

@@ -19,6 +19,7 @@ cannot run raises ``KernelRuntimeError`` when called (its source is still availa
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 from . import binding as B
@@ -32,6 +33,10 @@ from .ir.printer import format_ir
 from .lint import lint, warn_on_compile
 from .profiler import Profiler
 from .sim import simulate_kernel
+
+#: calls of every kernel in this process and their wall time in seconds (argument binding included): how
+#: much of a program's time tilesim's kernels take (``benchmarks/tilelang_examples.py`` reports it)
+RUN_STATS = {"calls": 0, "seconds": 0.0}
 
 
 class JITKernel:
@@ -93,6 +98,14 @@ class JITKernel:
     @user_facing
     def run(self, *args, options: InterpOptions | None = None, progress=None, **kwargs):
         """Run on ``args`` (inputs by position, or by parameter name in ``kwargs``); return the outputs."""
+        t0 = time.perf_counter()
+        try:
+            return self._run(args, kwargs, options, progress)
+        finally:
+            RUN_STATS["calls"] += 1
+            RUN_STATS["seconds"] += time.perf_counter() - t0
+
+    def _run(self, args, kwargs, options, progress):
         pf = self.prim_func
         values = B.split_call(pf, self.out_idx, args, kwargs)
         if not self._target.runs_here():
