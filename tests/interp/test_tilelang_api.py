@@ -237,3 +237,12 @@ def test_small_modules_programs_import():
     assert post in registered
     assert GemmWarpPolicy is T.GemmWarpPolicy and PassConfigKey is tilelang.PassConfigKey
     tilelang.set_log_level("WARNING")
+
+
+def test_autotune_configs_may_carry_pass_configs():
+    configs = [{"block_M": 16, "pass_configs": {"tl.disable_safe_memory_legalize": True}},
+               {"block_M": 32, "pass_configs": {"tl.disable_safe_memory_legalize": False}}]
+    k = autotune(configs=configs, oracle="sim")(tilelang.jit(out_idx=[-1])(_matmul_factory([])))(64, 32, 16)
+    assert k.config in configs
+    assert k.pass_configs["tl.disable_safe_memory_legalize"] is k.config["pass_configs"]["tl.disable_safe_memory_legalize"]
+    assert k.options.oob == ("error" if k.config["block_M"] == 16 else "zero")

@@ -55,12 +55,12 @@ class AutoTuneImpl:
             merged = {**kwargs, **{k: v for k, v in cfg.items() if k not in given}}
             return self.jit_impl.specialize(*args, **merged)[0] if eager else self.jit_impl(*args, **merged)
 
-        tunable = set().union(*(set(c) for c in configs)) if configs else set()
+        tunable = set().union(*(set(c) for c in configs)) - {"pass_configs"} if configs else set()
         if tunable and tunable <= given:
             return build(), {}  # every tunable argument passed explicitly: no search (TileLang's rule)
         inputs = None
         if eager and configs:
-            first = {k: v for k, v in configs[0].items() if k not in given}
+            first = {k: v for k, v in configs[0].items() if k not in given and k != "pass_configs"}
             inputs = self.jit_impl.specialize(*args, **{**kwargs, **first})[1]
         tuner = AutoTuner(build, configs, parameters=set(self._sig.parameters))
         tuner.set_profile_args(**self.profile)

@@ -61,6 +61,8 @@ __all__ = ["AutoTuner", "AutotuneResult", "set_autotune_inputs", "get_autotune_i
 INTERP_MAX_WARMUP = 1
 INTERP_MAX_REP = 3
 DEFAULT_HW = "h200_sxm_141gb"
+#: a config key that is not a parameter: pass configs for that candidate's compilation (TileLang's)
+PASS_CONFIGS_KEY = "pass_configs"
 
 _captured: list[tuple] = []
 
@@ -170,13 +172,17 @@ class AutoTuner:
         return cfgs
 
     def _build(self, config: dict) -> JITKernel:
+        config = dict(config)
+        extra = config.pop(PASS_CONFIGS_KEY, None) or {}  # TileLang: per-candidate pass configs
         k = self.fn(**config)
         if isinstance(k, JITKernel):
-            return k
+            if not extra:
+                return k
+            return JITKernel(k.prim_func, out_idx=k.out_idx, target=k.target, pass_configs={**k.pass_configs, **extra})
         if isinstance(k, N.PrimFunc):
             ca = self.compile_args
             return JITKernel(k, out_idx=ca.get("out_idx"), target=ca.get("target", "auto"),
-                             pass_configs=ca.get("pass_configs"))
+                             pass_configs={**(ca.get("pass_configs") or {}), **extra})
         raise KernelTypeError(f"autotune: the factory returned {type(k).__name__}, not a @T.prim_func",
                               hint="the tuned function must return a prim_func or a tilesim kernel")
 
@@ -250,7 +256,7 @@ class AutoTuner:
         params = self.parameters
         ranked, failures, used = [], [], "auto"
         for cfg in self._configs(_args, _kwargs):
-            unknown = sorted(set(cfg) - set(params)) if params is not None else []
+            unknown = sorted(set(cfg) - set(params) - {PASS_CONFIGS_KEY}) if params is not None else []
             if unknown:
                 raise KernelTypeError(f"autotune: config key(s) {unknown} are not parameters of "
                                       f"{getattr(self.fn, '__name__', 'the kernel')}",
