@@ -302,3 +302,22 @@ def test_cuda_lowering_refuses_named_barriers_and_per_thread_arrays():
         lower_program(named().prim_func, sim=True)
     with pytest.raises(KernelTypeError, match=r"T.alloc_local\(buf\) in per-thread code"):
         lower_program(local_reverse(2).prim_func, sim=True)
+
+
+def test_clear_of_a_per_thread_buffer_clears_every_copy():
+    @tilelang.jit(out_idx=[-1])
+    def rowsum(N, K, BN=32):
+        @T.prim_func
+        def main(B: T.Tensor((N, K), "float32"), C: T.Tensor((N,), "float32")):
+            with T.Kernel(T.ceildiv(N, BN), threads=BN) as bn:
+                tn = T.get_thread_binding(0)
+                acc = T.alloc_local((1,), "float32")
+                T.clear(acc)
+                for k in T.serial(K):
+                    acc[0] += B[bn * BN + tn, k]
+                C[bn * BN + tn] = acc[0]
+        return main
+
+    b = np.random.default_rng(0).random((70, 9)).astype(np.float32)
+    for opts in (tilelang.InterpOptions(), tilelang.InterpOptions(mode="serial")):
+        np.testing.assert_allclose(rowsum(70, 9)(b, options=opts), b.sum(1), rtol=1e-6)

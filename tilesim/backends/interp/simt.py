@@ -131,11 +131,13 @@ def _prepare(launch: N.Launch) -> Prepared:
         if not _is_block_level(s):
             return element(s)
         name = _NAMES[type(s)]
-        if type(s) is N.Fill and s.dst.buffer.uid in per:
+        checked = list(regions_of(s))
+        if type(s) is N.Fill and s.dst.buffer.uid in per:  # every thread's copy: allowed (see the module doc)
             d = s.dst
             s = dataclasses.replace(s, dst=N.Region(per[d.buffer.uid], (N.Const(0, "int32"),) + tuple(d.starts),
                                                     (nt,) + tuple(d.extents), d.loc))
-        for x in list(regions_of(s)) + [w for st in walk_stmts(_bodies(s)) for w in regions(st)[1]]:
+            checked = [x for x in checked if x is not d]
+        for x in checked + [w for st in walk_stmts(_bodies(s)) for w in regions(st)[1]]:
             buf = x.buffer if isinstance(x, N.Region) else x
             if buf.uid in mine:
                 raise KernelTypeError(f"{name} on the per-thread buffer {buf.name} in per-thread code", s.loc,
