@@ -25,7 +25,9 @@ Contract
   seconds each, default 120) from a private copy of its top-level example directory, with
   ``PYTHONPATH`` = a temp dir holding :data:`SHIM` as ``sitecustomize.py`` (torch CUDA requests run on
   the CPU) + this repository. Extra argv from :data:`SMALL_ARGS` shrinks sizes where the program's
-  argparse allows it; otherwise no arguments are passed.
+  argparse allows it; a program in :data:`SMALL_MAIN` (no argparse, CPU-sized defaults out of reach) is
+  loaded unchanged with ``runpy`` and its ``main`` called with smaller keyword arguments; otherwise no
+  arguments are passed.
 * **Verdicts.** ``pass`` (exit 0); ``timeout``; ``wrong`` (the program's reference check failed: the last
   exception is an ``AssertionError`` (or ``*Mismatch*``) raised outside tilesim or by tilesim's
   profiler/testing helpers, whose message ('not close', 'Mismatch', tolerances, ...) or asserting line
@@ -127,6 +129,15 @@ SMALL_ARGS: dict[str, str] = {
     "linear_attention/example_retention_fwd.py": "--B 1 --S 256 --H 2",
     "minference/example_vertical_slash_sparse_attn.py": "--seq_len 1024 --vertical_size 100 --slash_size 20",
     "warp_specialize/example_warp_specialize_flashmla.py": "--batch 2 --heads 64 --kv_ctx 512",
+}
+
+# Keyword arguments of main() for programs without an argparse whose defaults are too large for a CPU: the
+# unchanged file is loaded with runpy (``__name__`` is not ``"__main__"``) and ``main(**kwargs)`` is called.
+SMALL_MAIN: dict[str, dict] = {
+    # 16384^3 GEMMs by default; 1024 as their sibling example_warp_specialize_gemm_copy_0_gemm_1's default
+    "warp_specialize/example_warp_specialize_gemm_barrierpipe_stage2.py": {"M": 1024, "N": 1024, "K": 1024},
+    "warp_specialize/example_warp_specialize_gemm_copy_1_gemm_0.py": {"M": 1024, "N": 1024, "K": 1024},
+    "warp_specialize/example_warp_specialize_gemm_softpipe_stage2.py": {"M": 1024, "N": 1024, "K": 1024},
 }
 
 # sitecustomize.py for the subprocesses: torch's CUDA requests run on the CPU. Harness only.
@@ -370,8 +381,13 @@ def run_one(rel: str, staging: Path, work: Path, env: dict, timeout: float) -> d
             (private / other.name).symlink_to(other, target_is_directory=True)
     script = private / rel
     argv = SMALL_ARGS.get(rel, "").split()
+    cmd = [sys.executable, script.name, *argv]
+    if rel in SMALL_MAIN:
+        argv = [f"main(**{SMALL_MAIN[rel]!r})"]
+        cmd = [sys.executable, "-c", f"import runpy; runpy.run_path({script.name!r}, run_name='__example__')"
+                                     f"['main'](**{SMALL_MAIN[rel]!r})"]
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, script.name, *argv], cwd=script.parent, env=env, text=True,
+    proc = subprocess.Popen(cmd, cwd=script.parent, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)

@@ -40,7 +40,7 @@ from ..errors import KernelTypeError
 from ..ir import nodes as N
 
 # the rule modules fill COST_RULES / EXPR_RULES when imported
-from . import control_rules, expr_rules, parallel_rules, simt_rules, tile_rules  # noqa: F401
+from . import control_rules, expr_rules, parallel_rules, simt_rules, tile_rules, ws_rules  # noqa: F401
 from .analyzer import Analyzer
 from .footprint import _footprint, peak_live_bytes
 from .node_helpers import _size

@@ -22,8 +22,9 @@ from ..language.kernel import Kernel
 from . import exprs as X
 from . import regions as R
 from . import simt as S
+from . import ws as W
 
-BUILDERS: dict = dict(S.BUILDERS)  # the per-thread primitives (frontend/simt.py)
+BUILDERS: dict = {**S.BUILDERS, **W.BUILDERS}  # per-thread (frontend/simt.py), warp-specialised (frontend/ws.py)
 LOOP_PRIMS = frozenset({"Parallel", "Pipelined", "serial", "unroll", "vectorized", "grid", "thread_binding"})
 _NO_OPS = frozenset({"annotate_padding", "annotate_l2_hit_ratio", "sync_grid",
                      "no_set_max_nreg", "set_max_nreg", "disable_warp_group_reg_alloc", "print"})

@@ -18,5 +18,7 @@ CONTROL = frozenset({N.If, N.Break, N.Continue, N.Let, N.Launch})
 MEMORY = frozenset({N.Alloc, N.Store})
 #: Per-thread (SIMT) statements: a barrier and an atomic that returns the previous value.
 SIMT = frozenset({N.SyncThreads, N.AtomicFetch})
+#: Warp-specialised code: mbarrier operations and ``T.ws`` warp-group bodies.
+WS = frozenset({N.MBarrier, N.WarpSpec})
 #: Every statement class.
-STMTS = TILE_OPS | LOOPS | CONTROL | MEMORY | SIMT
+STMTS = TILE_OPS | LOOPS | CONTROL | MEMORY | SIMT | WS

@@ -339,6 +339,44 @@ class SyncThreads(Stmt):
     loc: Loc | None = field(default=None, compare=False)
 
 
+#: Operations of :class:`MBarrier`.
+MBARRIER_OPS = ("init", "arrive", "cp_async_arrive", "wait")
+
+
+@dataclass(frozen=True, slots=True)
+class MBarrier(Stmt):
+    """An mbarrier operation on ``buffer`` (scope ``"shared.barrier"``, one barrier per element).
+
+    ``op`` is ``"init"`` (``T.alloc_barrier``: declares ``buffer`` and gives each barrier its arrival count
+    ``counts[i]``; phase 0 in progress), ``"arrive"`` (``T.barrier_arrive``/``T.mbarrier_arrive``) or
+    ``"cp_async_arrive"`` (``T.cp_async_barrier_noinc``): every executing thread arrives once at barrier
+    ``index``; ``"wait"`` (``T.barrier_wait``/``T.mbarrier_wait_parity``): the threads wait until the phase
+    of parity ``parity`` of barrier ``index`` has completed. ``threads`` is how many threads execute the
+    statement at tile level (the block's, or those of the enclosing ``T.ws`` warp groups); ``docs/language.md``
+    ("Warp-specialised code") gives the semantics.
+    """
+
+    op: str
+    buffer: Buffer
+    index: Expr | None = None
+    parity: Expr | None = None
+    counts: tuple[int, ...] = ()
+    threads: int = 0
+    loc: Loc | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class WarpSpec(Stmt):
+    """``with T.ws(*groups):``: ``body`` is executed by the threads of warp groups ``groups`` (group ``g`` is
+    threads ``128 g .. 128 g + 127`` of the block). At tile level the body runs where it stands, in program
+    order (one legal schedule of the warp groups); see ``docs/language.md`` ("Warp-specialised code")."""
+
+    groups: tuple[int, ...]
+    threads: int
+    body: Body
+    loc: Loc | None = field(default=None, compare=False)
+
+
 @dataclass(frozen=True, slots=True)
 class Cumsum(Stmt):
     src: Region

@@ -203,6 +203,26 @@ def _sync_threads(p, s, d):
     p.w(d, f"T.sync_threads({args})")
 
 
+_MBAR_FN = {"arrive": "T.barrier_arrive", "cp_async_arrive": "T.cp_async_barrier_noinc", "wait": "T.barrier_wait"}
+
+
+@STMTS.register(N.MBarrier)
+def _mbarrier(p, s, d):
+    if s.op == "init":
+        counts = s.counts[0] if len(s.counts) == 1 else list(s.counts)
+        p.w(d, f"{p.name(s.buffer)} = T.alloc_barrier({counts})")
+        return
+    bar = f"{p.name(s.buffer)}[{p.e(s.index)}]"
+    extra = f", {p.e(s.parity)}" if s.parity is not None else ""
+    p.w(d, f"{_MBAR_FN.get(s.op, s.op)}({bar}{extra})  # {s.threads} threads")
+
+
+@STMTS.register(N.WarpSpec)
+def _warp_spec(p, s, d):
+    p.w(d, f"with T.ws({', '.join(str(g) for g in s.groups)}):  # {s.threads} threads")
+    p.body(s.body, d + 1)
+
+
 _LOOP_FN = {"serial": "T.serial", "pipelined": "T.Pipelined", "unroll": "T.unroll", "vectorized": "T.vectorized"}
 
 

@@ -73,6 +73,9 @@ DECLS: dict[type, dict[str, str]] = {
     # per-thread code
     N.AtomicFetch: {"buffer": BUFFER, "indices": EXPR, "value": EXPR, "var": BIND},
     N.SyncThreads: {},
+    # warp-specialised code
+    N.MBarrier: {"buffer": BUFFER, "index": EXPR, "parity": EXPR},
+    N.WarpSpec: {"body": BODY},
     # loops
     N.For: {"var": BIND, "start": EXPR, "stop": EXPR, "body": BODY},
     N.Parallel: {"vars": BIND, "body": BODY},

@@ -11,7 +11,11 @@ Rules (one function per node class in the tables :data:`EXPRS` and :data:`STMTS`
 * per-thread statements: a launch's thread variables are in scope in its body (``kind="thread"``, one per
   ``threads`` dimension at most); ``AtomicFetch`` binds its variable like a ``Let`` and its dtype is the
   buffer's; ``SyncThreads`` appears inside a launch, not inside ``T.Parallel``, with a positive count of
-  at most the block's threads.
+  at most the block's threads;
+* warp-specialised code: ``MBarrier("init")`` declares its barrier array (one positive count per barrier)
+  before any other operation on it; barrier arrays are never data (loads, stores, regions); ``WarpSpec``
+  appears inside a launch, not inside ``T.Parallel`` or another ``WarpSpec``, naming at most the block's
+  threads.
 
 :func:`verify` returns problems; :func:`verify_or_raise` raises ``KernelSyntaxError`` for scoping
 problems a user can cause (a name bound in one branch used after it) and ``InternalError`` otherwise.
@@ -39,6 +43,7 @@ class Problem:
     message: str
     loc: Loc | None
     user: bool = False
+    hint: str | None = None
 
 
 class _V:
@@ -47,8 +52,8 @@ class _V:
         self.buffers: set[int] = set()
         self.at = None  # location of the statement being checked
 
-    def bad(self, msg, loc, user=False):
-        self.problems.append(Problem(msg, loc, user))
+    def bad(self, msg, loc, user=False, hint=None):
+        self.problems.append(Problem(msg, loc, user, hint))
 
     # expressions -------------------------------------------------------------
     def expr(self, e, scope):
@@ -59,6 +64,9 @@ class _V:
             fn(self, e, scope)
 
     def buffer(self, b, loc):
+        if b.scope == "shared.barrier":
+            self.bad(f"the barrier array {b.name} is used as data", loc, user=True,
+                     hint="barriers are operands of T.barrier_arrive / T.barrier_wait only")
         if b.uid not in self.buffers and (b.alias_of is None or b.alias_of.uid not in self.buffers):
             self.bad(f"buffer {b.name} is used before it is allocated", loc)
 
@@ -274,6 +282,38 @@ def _sync_threads(v, s, scope, ctx):
         v.bad(f"T.sync_threads: {s.count} threads, but the block has {ctx['threads']}", s.loc, user=True)
 
 
+@STMTS.register(N.MBarrier)
+def _mbarrier(v, s, scope, ctx):
+    what = f"barrier {s.op} on {s.buffer.name}"
+    if s.op not in N.MBARRIER_OPS:
+        v.bad(f"unknown barrier operation {s.op}", s.loc)
+    if not ctx.get("launch") or ctx.get("parallel"):
+        v.bad(f"{what} {'inside T.Parallel' if ctx.get('launch') else 'outside a launch'}", s.loc, user=True)
+    if s.buffer.scope != "shared.barrier" or s.buffer.ndim != 1:
+        v.bad(f"{what}: not a barrier array", s.loc)
+    if s.op == "init":
+        if len(s.counts) != s.buffer.shape[0] or not all(isinstance(c, int) and c > 0 for c in s.counts):
+            v.bad(f"{what}: arrival counts {s.counts} for {s.buffer.shape[0]} barriers", s.loc)
+        v.buffers.add(s.buffer.uid)
+        return
+    if s.buffer.uid not in v.buffers:
+        v.bad(f"barrier {s.buffer.name} is used before it is allocated", s.loc)
+    if s.index is None or (s.op == "wait") != (s.parity is not None) or not 0 < s.threads <= ctx.get("threads", 0):
+        v.bad(f"{what}: malformed (index {s.index}, parity {s.parity}, threads {s.threads})", s.loc)
+    for e in (s.index, s.parity):
+        if e is not None:
+            v.expr(e, scope)
+
+
+@STMTS.register(N.WarpSpec)
+def _warp_spec(v, s, scope, ctx):
+    if not ctx.get("launch") or ctx.get("parallel") or ctx.get("ws"):
+        v.bad("T.ws outside a launch, inside T.Parallel or inside another T.ws", s.loc, user=True)
+    if not s.groups or not 0 < s.threads <= ctx.get("threads", 0):
+        v.bad(f"T.ws{s.groups}: {s.threads} threads in a block of {ctx.get('threads')}", s.loc)
+    v.body(s.body, scope, {**ctx, "ws": True})
+
+
 def verify(pf: N.PrimFunc) -> list[Problem]:
     v = _V()
     scope = {d.uid for d in pf.dyn_vars}
@@ -298,6 +338,6 @@ def verify_or_raise(pf: N.PrimFunc) -> None:
         p = user[0]
         hint = "declare it with T.alloc_var (or a fragment) before the loop/if and assign into it" \
             if "outside" in p.message else "T.Parallel bodies hold element-wise statements only"
-        raise KernelSyntaxError(p.message, p.loc, hint=hint)
+        raise KernelSyntaxError(p.message, p.loc, hint=p.hint or hint)
     raise InternalError("the frontend produced invalid IR: " + "; ".join(
         f"{p.message} at {p.loc}" for p in problems[:5]), detail=format_ir(pf))

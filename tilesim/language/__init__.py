@@ -130,6 +130,19 @@ from .types import (  # noqa: F401
     uint32,
     uint64,
 )
+from .ws import (  # noqa: F401
+    alloc_barrier,
+    barrier_arrive,
+    barrier_wait,
+    cp_async_barrier_noinc,
+    fence_proxy_async,
+    mbarrier_arrive,
+    mbarrier_arrive_expect_tx,
+    mbarrier_expect_tx,
+    mbarrier_wait_parity,
+    wait_wgmma,
+    ws,
+)
 
 #: How the frontend recognises this namespace (``T.<unknown name>`` gets a did-you-mean hint) without
 #: importing it: the frontend is imported by this package (``T.prim_func``), not the other way round.

@@ -35,7 +35,7 @@ from ...ir import nodes as N
 from ...ir.queries import referenced_vars
 from ...ir.traverse import walk_stmts
 from . import rules as Rl
-from . import simt
+from . import simt, ws
 from .barriers import BarrierPlanner
 from .caps import STATIC_SMEM_LIMIT
 from .codestr import _prod, _san
@@ -72,6 +72,7 @@ class KernelGen(CopyLowering, GemmLowering, ReduceLowering, BarrierPlanner, Memo
         self.sstride = {b.uid: st for b, st, _, _ in items}
         for v in L.block_vars:
             self.names[v.uid] = f"{_san(v.name)}_{v.uid}"
+        ws.refuse(self)
         simt.prepare(self)
         self.plan_deferred()
         self.plan_scratch_alternation()

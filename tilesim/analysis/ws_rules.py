@@ -1,0 +1,30 @@
+"""Cost rules for warp-specialised code: ``T.ws`` bodies and mbarrier operations.
+
+Contract (a first model)
+------------------------
+* ``WarpSpec``: its body is costed where it stands, as at tile level; the warp groups' bodies add up
+  (the overlap of concurrently running producer and consumer warp groups is not credited).
+* ``MBarrier``: a wait is one op with one barrier (``syncs = 1``, no work; the simulator charges the
+  hardware model's barrier time); ``init`` and the arrivals cost nothing (a non-blocking arrive is one
+  instruction per thread, below the model's resolution).
+"""
+
+from __future__ import annotations
+
+from ..ir import nodes as N
+from .analyzer import Analyzer
+from .rule_tables import COST_RULES
+
+
+@COST_RULES.register(N.WarpSpec)
+def _warp_spec(a: Analyzer, s: N.WarpSpec):
+    return a.body(s.body)
+
+
+@COST_RULES.register(N.MBarrier)
+def _mbarrier(a: Analyzer, s: N.MBarrier):
+    if s.op != "wait":
+        return []
+    op = a.new_op("compute", s, "vector", label=f"T.barrier_wait {s.buffer.name}")
+    op.syncs = 1.0
+    return [op]

@@ -1,0 +1,115 @@
+"""Warp-specialised code in the interpreter: ``T.ws`` bodies in program order, mbarrier phases exact.
+
+Contract
+--------
+* ``WarpSpec``: at tile level the body runs where it stands (program order is one legal schedule of the
+  warp groups: every ``T.ws`` body of a block runs in the order the program names them). In a per-thread
+  launch (``simt.py``) the body runs with the threads outside the groups masked off.
+* Barrier state lives in ``ctx.env[buffer.uid]`` (a :class:`Barriers`: per block of the chunk and barrier,
+  the number of completed phases and the arrivals counted in the current one); ``MBarrier("init")`` makes
+  it (phase 0 in progress, no arrivals).
+* ``arrive`` / ``cp_async_arrive``: the executing threads arrive once each — at tile level ``s.threads``
+  per active block (the enclosing ``T.ws`` groups' threads, or the block's), in a per-thread launch each
+  active thread. A phase completes when its barrier's count is reached; further arrivals count towards
+  the next phase.
+* ``wait(parity)``: returns when the current phase's parity differs from ``parity`` (the phase of that
+  parity has completed; PTX ``mbarrier.try_wait.parity``): so before any completion, parity 1 returns at
+  once and parity 0 waits. A wait that would not return at that point in program order is a
+  ``KernelRuntimeError`` at the wait saying the program needs its warp groups to run concurrently
+  (another group's arrival comes later in program order): never a hang, never a silent answer.
+* A barrier index outside the array is a ``KernelRuntimeError``. Phases are per block (the leading axis).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import KernelRuntimeError
+from ...ir import nodes as N
+from .exprs import ev
+from .rules import _refresh, run_body
+from .state import Ctx, mask_and, none_active
+from .tables import STMT_RULES
+
+rule = STMT_RULES.register
+WARP_GROUP = 128
+
+
+class Barriers:
+    """The phases of one barrier array for a chunk of ``nb`` blocks."""
+
+    __slots__ = ("counts", "phase", "arrived")
+
+    def __init__(self, nb: int, counts):
+        self.counts = np.asarray(counts, dtype=np.int64)
+        self.phase = np.zeros((nb, len(counts)), dtype=np.int64)  # completed phases
+        self.arrived = np.zeros((nb, len(counts)), dtype=np.int64)  # arrivals in the current phase
+
+    def arrive(self, rows, idx, weight) -> None:
+        np.add.at(self.arrived, (rows, idx), weight)
+        done = self.arrived // self.counts
+        self.phase += done
+        self.arrived -= done * self.counts
+
+
+def _per_thread(ctx: Ctx) -> bool:
+    return ctx.simt is not None and ctx.rules is not None and ctx.rank == 1
+
+
+def _executors(s: N.MBarrier, ctx: Ctx):
+    """``(rows, idx, extra)`` of the active executors (blocks, or threads of blocks) and their barrier index."""
+    shape = (ctx.nb, ctx.simt.nthreads) if _per_thread(ctx) else (ctx.nb,)
+    m = ctx.mask
+    act = np.ones(shape, dtype=bool) if m is None else np.broadcast_to(np.asarray(m, dtype=bool), shape)
+    rows = np.broadcast_to(np.arange(ctx.nb).reshape((ctx.nb,) + (1,) * (len(shape) - 1)), shape)
+    idx = np.broadcast_to(np.asarray(ev(s.index, ctx), dtype=np.int64), shape)
+    st: Barriers = ctx.env[s.buffer.uid]
+    n = st.counts.shape[0]
+    bad = act & ((idx < 0) | (idx >= n))
+    if bad.any():
+        raise KernelRuntimeError(f"barrier index {int(idx[bad][0])} is out of range for the {n} barrier(s) of "
+                                 f"{s.buffer.name}", s.loc, hint=f"index it 0..{n - 1}")
+    parity = None
+    if s.parity is not None:
+        parity = np.broadcast_to(np.asarray(ev(s.parity, ctx), dtype=np.int64), shape)[act] & 1
+    return st, rows[act], idx[act], parity
+
+
+@rule(N.MBarrier)
+def _mbarrier(s: N.MBarrier, ctx: Ctx):
+    if s.op == "init":
+        ctx.env[s.buffer.uid] = Barriers(ctx.nb, s.counts)
+        return
+    if ctx.mask is False:
+        return
+    st, rows, idx, parity = _executors(s, ctx)
+    if s.op != "wait":
+        st.arrive(rows, idx, 1 if _per_thread(ctx) else s.threads)
+        return
+    cur = st.phase[rows, idx]
+    bad = (cur & 1) == parity
+    if bad.any():
+        k = int(np.argmax(bad))
+        b, i = int(rows[k]), int(idx[k])
+        raise KernelRuntimeError(
+            f"wait on barrier {s.buffer.name}[{i}] for parity {int(parity[k])} in block {int(ctx.block_ids[b])}: "
+            f"that phase has not completed at this point in program order ({int(st.arrived[b, i])} of "
+            f"{int(st.counts[i])} arrivals in phase {int(cur[k])}). tilesim runs the warp groups' code in program "
+            "order; this program needs its warp groups to run concurrently (the arrivals it waits for come later "
+            "in program order)", s.loc,
+            hint="put each producer step before the consumer step that waits for it in program order (e.g. one "
+                 "loop with `with T.ws(1):` producer then `with T.ws(0):` consumer per iteration), or write the "
+                 "plain tile program (T.copy + T.gemm in T.Pipelined)")
+
+
+@rule(N.WarpSpec)
+def _warp_spec(s: N.WarpSpec, ctx: Ctx):
+    if not _per_thread(ctx):
+        run_body(s.body, ctx)
+        return
+    saved = ctx.mask
+    t = ctx.env[ctx.simt.tid.uid]
+    ctx.mask = mask_and(saved, np.isin(t // WARP_GROUP, s.groups))
+    if not none_active(ctx.mask):
+        run_body(s.body, ctx)
+    _refresh(ctx, saved)
