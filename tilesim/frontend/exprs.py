@@ -31,6 +31,7 @@ class Access:
     buffer: N.Buffer
     items: tuple  # each an Expr/int, or a Python slice of Expr/int/None
     loc: Loc | None
+    lets: dict | None = None  # the tracer's pure Let bindings, for slice extents (frontend/simplify.py)
 
     @property
     def has_slice(self) -> bool:

@@ -28,7 +28,7 @@ from ..ir import nodes as N
 from ..language.kernel import _Macro
 from ..language.types import DType, Tensor, TensorSpec
 from . import exprs as X
-from . import helpers, prims, prims_compat
+from . import helpers, prims, prims_compat, simplify
 from .source import Source, get_source, python_env
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
@@ -87,6 +87,7 @@ class Tracer:
         self.const_vars: list[N.Var] = []
         self.top_prelude: list = []
         self.assign_name: str | None = None
+        self.lets: dict = {}  # Let var -> value, for the pure ones (frontend/simplify.py expands them)
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -291,6 +292,8 @@ class Tracer:
                 var = N.Var(name, value.dtype, kind="let", loc=loc)
                 self.check_rebind(name, target)
                 self.emit(N.Let(var, value, loc))
+                if simplify.pure(value):
+                    self.lets[var] = value
                 self.bind(name, var, target)
                 return
             self.check_rebind(name, target)
@@ -539,7 +542,7 @@ class Tracer:
     def ex_Subscript(self, node):
         obj = self.ev(node.value)
         if isinstance(obj, N.Buffer):
-            return X.Access(obj, self.subscript_items(node.slice), self.loc(node))
+            return X.Access(obj, self.subscript_items(node.slice), self.loc(node), self.lets)
         if isinstance(obj, X.Access):
             raise self.error(KernelSyntaxError, "a region cannot be indexed again", node)
         idx = self.ev(node.slice)
