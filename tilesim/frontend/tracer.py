@@ -209,8 +209,10 @@ class Tracer:
                              node, hint="kernels hold assignments, T.* calls, for/while/if and `with T.Kernel`")
         try:
             meth(node)
-        except (_StopDiscovery, KernelError, helpers.Return):
+        except (_StopDiscovery, helpers.Return):
             raise
+        except KernelError as e:
+            raise e.with_loc(self.loc(node))  # noqa: B904 - the same exception, located at its statement
         except Exception as e:  # noqa: BLE001 - turn into a located error
             raise self._wrap(e, node) from e
 
@@ -266,6 +268,15 @@ class Tracer:
             return
         if node.value is None:
             raise self.error(KernelSyntaxError, "annotation without a value", node)
+        if isinstance(ann, type) and ann in _PY_ANNOTATIONS or type(ann).__module__ == "typing":
+            # `dtype: str = T.bfloat16`: a Python annotation; the assignment is a plain one
+            self.assign(node.target, self.ev(node.value), node)
+            return
+        if ann in (int, float):  # `n: int = 4` binds a Python number; with a kernel value it declares a var
+            value = self.ev(node.value)
+            if not X.is_ir(value):
+                self.assign(node.target, value, node)
+                return
         dtype = dt.canon(ann)
         loc = self.loc(node)
         buf = N.Buffer(getattr(node.target, "id", "var"), (), dtype, "var", loc=loc)
@@ -754,6 +765,9 @@ class _Unannotated:
 
     def __init__(self, name):
         self.name = name
+
+
+_PY_ANNOTATIONS = (str, bool, list, tuple, dict, type(None))  # Python-only annotations (not dtypes)
 
 
 class _Astype:
