@@ -115,3 +115,118 @@ def test_an_error_raised_without_a_location_is_located_at_its_statement(tmp_path
     with pytest.raises(KernelTypeError, match="unknown dtype") as ei:
         mod.k()
     assert ei.value.loc is not None and ei.value.loc.line == 9
+
+
+# ------------------------------------------------------------------ loop variables' scope, lets, per-element vars
+def test_a_loop_variable_name_can_be_bound_again_after_its_loop():
+    """`for i, j in T.Parallel(...)` then, in a later loop, `j = offset + i`: a new name (TileLang scoping)."""
+
+    @tilelang.jit(out_idx=[-1])
+    def k():
+        @T.prim_func
+        def main(X: T.Tensor((8,), "float32"), Y: T.Tensor((16,), "float32")):
+            with T.Kernel(1) as bx:
+                s = T.alloc_shared((16,), "float32")
+                f = T.alloc_fragment((2, 4), "float32")
+                for i, j in T.Parallel(2, 4):
+                    f[i, j] = X[i * 4 + j]
+                T.fill(s, 0)
+                offset = T.alloc_var("int32")
+                offset = 8
+                for i in T.Parallel(8):
+                    j = offset + i
+                    s[j] = f[i // 4, i % 4] * 2
+                T.copy(s, Y)
+        return main
+
+    x = np.arange(8, dtype=np.float32)
+    assert np.array_equal(k()(x), np.concatenate([np.zeros(8, np.float32), x * 2]))
+
+
+def test_a_name_bound_to_a_load_keeps_the_value_read_then():
+    """val = s[i]; s[i] = s[j]; s[j] = val swaps pairs (the bitonic-sort step of TileLang's top-k)."""
+
+    @tilelang.jit(out_idx=[-1])
+    def k(n):
+        @T.prim_func
+        def main(X: T.Tensor((n,), "float32"), Y: T.Tensor((n,), "float32")):
+            with T.Kernel(1, threads=128) as bx:
+                s = T.alloc_shared((n,), "float32")
+                T.copy(X, s)
+                for i1 in T.serial(3):
+                    for i2 in T.serial(i1 + 1):
+                        for i in T.Parallel(n):
+                            ascending = (i & (1 << (i1 + 1))) != 0
+                            j = i ^ (1 << (i1 - i2))
+                            if i < j and ((ascending and s[i] > s[j]) or (not ascending and s[i] < s[j])):
+                                val = s[i]
+                                s[i] = s[j]
+                                s[j] = val
+                        T.sync_threads()
+                T.copy(s, Y)
+        return main
+
+    x = np.array([3, 1, 7, 5, 2, 8, 6, 4], np.float32)
+    assert np.array_equal(k(8)(x), np.sort(x)[::-1])
+
+
+def test_alloc_var_inside_parallel_is_one_variable_per_element():
+    @tilelang.jit(out_idx=[-1])
+    def k():
+        @T.prim_func
+        def main(X: T.Tensor((4, 4), "float32"), Y: T.Tensor((4, 4), "float32")):
+            with T.Kernel(1) as bx:
+                f = T.alloc_fragment((4, 4), "float32")
+                T.copy(X, f)
+                for i, j in T.Parallel(4, 4):
+                    d = T.alloc_var("float32")
+                    if f[i, j] > 0:
+                        d = 1.0
+                    else:
+                        d = 0.0
+                    c = T.alloc_var("int32", init=j)
+                    for _ in T.serial(2):
+                        c += 1
+                    f[i, j] = d * 10 + c
+                T.copy(f, Y)
+        return main
+
+    x = np.array([[1, -1, 2, -2]] * 4, np.float32)
+    want = (x > 0) * 10.0 + np.arange(4)[None, :] + 2
+    assert np.array_equal(k()(x), want.astype(np.float32))
+
+
+# ------------------------------------------------------------------ T.parallel (TIR's parallel loop)
+def test_lowercase_parallel_loops_nest_like_T_Parallel():
+    @tilelang.jit(out_idx=[-1])
+    def k():
+        @T.prim_func
+        def main(X: T.Tensor((4, 8), "float32"), Y: T.Tensor((4, 8), "float32")):
+            with T.Kernel(1) as bx:
+                f = T.alloc_fragment((4, 8), "float32")
+                T.copy(X, f)
+                for i in T.parallel(4):
+                    for j in T.parallel(2, 8):  # start, stop: the index runs over 2..7
+                        if i >= 2:
+                            f[i, j] = 0.0
+                T.copy(f, Y)
+        return main
+
+    x = np.arange(32, dtype=np.float32).reshape(4, 8) + 1
+    want = x.copy()
+    want[2:, 2:] = 0
+    assert np.array_equal(k()(x), want)
+
+
+def test_lowercase_parallel_needs_constant_bounds():
+    @tilelang.jit(out_idx=[-1])
+    def k():
+        @T.prim_func
+        def main(X: T.Tensor((4,), "float32"), n: T.int32, Y: T.Tensor((4,), "float32")):
+            with T.Kernel(1) as bx:
+                for i in T.parallel(n):
+                    Y[i] = X[i]
+        return main
+
+    with pytest.raises(KernelTypeError, match="T.parallel bounds must be compile-time constants"):
+        k()

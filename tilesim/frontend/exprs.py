@@ -38,6 +38,11 @@ class Access:
         return any(isinstance(i, slice) for i in self.items)
 
 
+class ElementVar(Access):
+    """A ``T.alloc_var`` made inside ``T.Parallel``: one variable per element of the parallel loops, held
+    in a fragment indexed by their variables; reading the name loads it, assigning to it stores."""
+
+
 def is_ir(v) -> bool:
     return isinstance(v, (N.Expr, N.Buffer, Access))
 

@@ -77,6 +77,7 @@ class Tracer:
         self.ir_depth = 0  # nesting of IR control flow (loops, ifs)
         self.loop_depth = 0
         self.parallel_depth = 0
+        self.parallel_axes: list = []  # (vars, extents) of the enclosing T.Parallel loops
         self.launch: dict | None = None  # {"allocs": [...], "annotations": [...]}
         self.params: list = []
         self.param_names: list[str] = []
@@ -289,6 +290,15 @@ class Tracer:
         if isinstance(target, ast.Name):
             name = target.id
             cur = self.lookup(name, target, missing_ok=True)
+            if isinstance(value, X.ElementVar):  # `v = T.alloc_var(...)` in T.Parallel (or an alias, as for vars)
+                self.check_rebind(name, target)
+                self.bind(name, value, target)
+                return
+            if isinstance(cur, X.ElementVar):  # a per-element variable of T.Parallel: store this element
+                buf = cur.buffer
+                self.emit(N.Store(buf, cur.items, X.cast_to(X.to_expr(value, loc, like=buf.dtype), buf.dtype, loc),
+                                  loc))
+                return
             if isinstance(cur, N.Buffer) and cur.scope == "var":
                 if isinstance(value, N.Buffer) and value is cur:
                     return
@@ -344,9 +354,11 @@ class Tracer:
                     hint=f"declare it with `{name} = T.alloc_var(dtype)` (or a 1-element fragment) so the "
                          "kernel can update it; Python names are fixed when the kernel is traced")
 
-    def bind(self, name, value, node):
+    def bind(self, name, value, node, loop_var=False):
+        """Bind ``name``; a loop variable (``loop_var``) belongs to its loop's body, so its scope ends
+        with the loop and a later assignment to the name is a new binding (as in TileLang)."""
         self.frame.env[name] = value
-        self.frame.depth[name] = self.ir_depth
+        self.frame.depth[name] = self.ir_depth + int(loop_var)
 
     def stmt_If(self, node):
         cond = self.ev(node.test)
