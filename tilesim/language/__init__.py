@@ -40,7 +40,7 @@ from .atomic import atomic_add, atomic_max, atomic_min  # noqa: F401
 from .copy import async_copy, copy, tma_copy  # noqa: F401
 from .gemm import GemmWarpPolicy, gemm, gemm_v2, wgmma_gemm  # noqa: F401
 from .kernel import Kernel, macro  # noqa: F401
-from .loops import Parallel, Persistent, Pipelined, grid, serial, unroll, vectorized  # noqa: F401
+from .loops import Parallel, Persistent, Pipelined, grid, parallel, serial, unroll, vectorized  # noqa: F401
 from .loops import serial as Serial  # noqa: F401 - TileLang spells it both ways
 from .math import (  # noqa: F401
     And,
