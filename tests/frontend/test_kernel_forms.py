@@ -230,3 +230,38 @@ def test_lowercase_parallel_needs_constant_bounds():
 
     with pytest.raises(KernelTypeError, match="T.parallel bounds must be compile-time constants"):
         k()
+
+
+# ------------------------------------------------------------------ eager kernels compiled by name, binding errors
+def _eager_scale_factory():
+    @tilelang.autotune(configs=[{"block": 2}, {"block": 4}], warmup=1, rep=1)
+    @tilelang.jit
+    def scale(x, block=2, factor=3.0):
+        n = T.const("n")
+        x: T.Tensor((n,), "float32")
+        out = T.empty((n,), "float32")
+        with T.Kernel(T.ceildiv(n, block)) as bx:
+            for i in T.Parallel(block):
+                if bx * block + i < n:
+                    out[bx * block + i] = x[bx * block + i] * factor
+        return out
+
+    return scale
+
+
+def test_autotuned_eager_kernel_compiles_by_name_without_tensors():
+    scale = _eager_scale_factory()
+    k = scale.compile(n=8, block=4)  # every tunable given: no search; T.const n by name
+    x = np.arange(8, dtype=np.float32)
+    assert np.array_equal(np.asarray(k(x)), x * 3)
+    with tilelang.autotuner.set_autotune_inputs(x):
+        tuned = scale.compile(n=8)  # searched over the configs on these inputs
+    assert np.array_equal(np.asarray(tuned(x)), x * 3)
+
+
+def test_an_eager_call_that_misses_an_argument_is_a_located_kernel_error():
+    scale = _eager_scale_factory()
+    with pytest.raises(KernelTypeError, match=r"scale\(\): missing a required argument: 'x'") as ei:
+        scale.jit_impl(block=2)
+    assert ei.value.loc is not None and ei.value.loc.file == __file__
+    assert "scale.compile(" in ei.value.hint
