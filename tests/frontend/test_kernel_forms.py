@@ -265,3 +265,34 @@ def test_an_eager_call_that_misses_an_argument_is_a_located_kernel_error():
         scale.jit_impl(block=2)
     assert ei.value.loc is not None and ei.value.loc.file == __file__
     assert "scale.compile(" in ei.value.hint
+
+
+# ------------------------------------------------------------------ dtype names without a width; CUDA source imports
+@pytest.mark.parametrize("name, want", [("uint", "uint32"), ("int", "int32"), ("float", "float32")])
+def test_dtype_names_without_a_width_are_32_bits(name, want):
+    from tilesim import dtypes as dt
+    assert dt.canon(name) == want and T.dtype(name) == want
+
+
+@pytest.mark.parametrize("stmt, prim", [("T.import_source('__device__ void f() {}')", "import_source"),
+                                        ("T.call_extern('f', T.access_ptr(Y, 'w'), dtype='float32')", "access_ptr")])
+def test_cuda_source_imports_are_refused_naming_the_construct(stmt, prim, tmp_path):
+    from tilesim.errors import KernelSyntaxError
+    src = tmp_path / f"ext_{prim}.py"
+    src.write_text(
+        "import tilesim as tilelang\nimport tilesim.language as T\n\n"
+        "@tilelang.jit(out_idx=[-1])\ndef k():\n"
+        "    @T.prim_func\n"
+        "    def main(X: T.Tensor((4,), 'float32'), Y: T.Tensor((4,), 'float32')):\n"
+        "        with T.Kernel(1) as bx:\n"
+        f"            {stmt}\n"
+        "            Y[0] = X[0]\n"
+        "    return main\n")
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(f"ext_{prim}", src)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(KernelSyntaxError, match=f"T.{prim} is not supported by tilesim") as ei:
+        mod.k()
+    assert ei.value.loc.line == 9
+    assert "interpreter" in ei.value.hint and ("CUDA" in ei.value.hint or "T.call_extern" in ei.value.hint)
