@@ -80,6 +80,11 @@ UNSUPPORTED = {
     "barrier_arrive": "mbarriers belong to Hopper async pipelines; write T.copy + T.Pipelined instead",
     "ws": "warp specialisation is a scheduling detail; write the plain tile program",
     "call_extern": "external device functions cannot run in the NumPy interpreter",
+    "import_source": "it splices CUDA C source into the generated kernel (device functions for T.call_extern); "
+                     "CUDA source has no meaning in tilesim's interpreter: write the computation with T.* "
+                     "primitives (e.g. the program's path without fast decoding)",
+    "access_ptr": "raw buffer pointers only feed external device functions (T.call_extern), which cannot run "
+                  "in tilesim's interpreter: index the buffer instead",
     "tcgen05_gemm": "use T.gemm (Blackwell tcgen05 is a lowering detail)",
     "Persistent": "persistent tile scheduling is not implemented yet",
 }
