@@ -7,7 +7,7 @@ import pytest
 
 import tilesim as tilelang
 import tilesim.language as T
-from tilesim.errors import KernelTypeError
+from tilesim.errors import KernelSyntaxError, KernelTypeError
 
 
 # ------------------------------------------------------------------ slice bounds bound to names (lets)
@@ -296,3 +296,39 @@ def test_cuda_source_imports_are_refused_naming_the_construct(stmt, prim, tmp_pa
         mod.k()
     assert ei.value.loc.line == 9
     assert "interpreter" in ei.value.hint and ("CUDA" in ei.value.hint or "T.call_extern" in ei.value.hint)
+
+
+# ------------------------------------------------------------------ T.sync_grid: a grid barrier
+@pytest.mark.parametrize("opts", [dict(chunk_bytes=1), dict(mode="serial"), {}])
+def test_sync_grid_makes_every_blocks_writes_visible_to_every_block(opts):
+    """Blocks write a workspace, meet at the grid barrier, then read another block's entry (the persistent
+    split-KV MLA decoder combines its partial results this way)."""
+    from tilesim.backends.interp import InterpOptions
+    G = 8
+
+    @tilelang.jit(out_idx=[-1], options=InterpOptions(**opts))
+    def k():
+        @T.prim_func
+        def main(X: T.Tensor((G,), "float32"), W: T.Tensor((G,), "float32"), Y: T.Tensor((G,), "float32")):
+            with T.Kernel(G, threads=32) as bx:
+                W[bx] = X[bx] * 2
+                T.sync_grid()
+                Y[bx] = W[(bx + 1) % G]
+        return main
+
+    x = np.arange(G, dtype=np.float32) + 1
+    assert np.array_equal(k()(x, np.zeros(G, np.float32)), np.roll(x * 2, -1))
+
+
+def test_sync_grid_outside_a_launch_is_an_error():
+    @tilelang.jit(out_idx=[-1])
+    def k():
+        @T.prim_func
+        def main(X: T.Tensor((4,), "float32"), Y: T.Tensor((4,), "float32")):
+            T.sync_grid()
+            with T.Kernel(1) as bx:
+                Y[0] = X[0]
+        return main
+
+    with pytest.raises(KernelSyntaxError, match="T.sync_grid outside"):
+        k()

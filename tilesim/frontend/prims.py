@@ -25,7 +25,7 @@ from . import simt as S
 
 BUILDERS: dict = dict(S.BUILDERS)  # the per-thread primitives (frontend/simt.py)
 LOOP_PRIMS = frozenset({"Parallel", "parallel", "Pipelined", "serial", "unroll", "vectorized", "grid", "thread_binding"})
-_NO_OPS = frozenset({"annotate_padding", "annotate_l2_hit_ratio", "sync_grid",
+_NO_OPS = frozenset({"annotate_padding", "annotate_l2_hit_ratio",
                      "no_set_max_nreg", "set_max_nreg", "disable_warp_group_reg_alloc", "print"})
 
 
@@ -542,6 +542,16 @@ def _b_swizzle(tr, loc, panel_size, order, enable):
         raise KernelSyntaxError("T.use_swizzle outside `with T.Kernel(...)`", loc)
     if enable:
         tr.launch["annotations"].append(("swizzle", (int(panel_size), str(order))))
+
+
+@builder("sync_grid")
+def _b_sync_grid(tr, loc):
+    """A grid-wide barrier: the launch is marked ``("sync_grid", True)``; its blocks then run in lockstep
+    (``interp/chunks.py``), so every block's writes before the barrier are seen after it."""
+    if not tr.in_launch():
+        raise KernelSyntaxError("T.sync_grid outside `with T.Kernel(...)`", loc)
+    if ("sync_grid", True) not in tr.launch["annotations"]:
+        tr.launch["annotations"].append(("sync_grid", True))
 
 
 @builder("annotate_safe_value")

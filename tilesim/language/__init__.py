@@ -157,4 +157,5 @@ for _n in _UNSUPPORTED:
 
 @_marker("sync_grid")
 def sync_grid():
-    """Grid barrier; accepted, no effect (launch-level semantics are unchanged)."""
+    """Grid barrier (a cooperative launch): every block reaches it before any block goes on; the
+    interpreter runs such a launch's blocks in lockstep."""
