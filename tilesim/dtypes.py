@@ -44,7 +44,7 @@ _ALIASES = {
     "half": "float16", "fp16": "float16", "f16": "float16",
     "bf16": "bfloat16",
     "double": "float64", "fp64": "float64",
-    "int": "int32",
+    "int": "int32", "uint": "uint32",  # TVM: a name without a width is 32 bits
     "float8_e4m3": "float8_e4m3fn", "e4m3": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn",
     "float8_e4m3fnuz": "float8_e4m3fn",
     "e5m2": "float8_e5m2", "fp8_e5m2": "float8_e5m2",

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import binding as B
 from .backends.interp import InterpOptions
-from .errors import KernelRuntimeError, KernelTypeError, user_facing
+from .errors import KernelRuntimeError, KernelTypeError, Loc, user_facing
 from .frontend import discover_eager, is_eager_source, trace_eager
 from .ir import nodes as N
 from .kernel import JITKernel
@@ -96,7 +96,14 @@ class EagerJIT:
         functools.update_wrapper(self, fn)
 
     def _split(self, args, kwargs):
-        ba = self._sig.bind(*args, **kwargs)
+        try:
+            ba = self._sig.bind(*args, **kwargs)
+        except TypeError as e:  # a call that does not fit the signature: a user error at the definition
+            code = self.fn.__code__
+            raise KernelTypeError(f"{self.fn.__name__}(): {e}", Loc(code.co_filename, code.co_firstlineno),
+                                  hint=f"signature: {self.fn.__name__}{self._sig}; to compile without tensors, "
+                                       f"give the T.const sizes by name: {self.fn.__name__}.compile(M=..., ...)"
+                                  ) from None
         ba.apply_defaults()
         tensors, scalars = {}, {}
         for name, v in ba.arguments.items():

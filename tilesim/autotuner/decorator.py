@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 
+from ..binding import is_tensor_like
 from ..errors import KernelTypeError, user_facing
 from ..jit import EagerJIT, LazyJIT, freeze_value
 from .tuner import AutoTuner
@@ -50,16 +51,21 @@ class AutoTuneImpl:
         configs = list(self.configs(*args, **kwargs) if callable(self.configs) else self.configs or [])
         given = self._given(args, kwargs)
         eager = isinstance(self.jit_impl, EagerJIT)
+        # an eager kernel compiled by name (`.compile(M=..., block_M=...)`, no tensors): T.const sizes and
+        # scalars by name, as EagerJIT.compile; tuned on set_autotune_inputs / the profiler's inputs
+        by_name = eager and not any(is_tensor_like(v) for v in (*args, *kwargs.values()))
 
         def build(**cfg):
             merged = {**kwargs, **{k: v for k, v in cfg.items() if k not in given}}
+            if by_name:
+                return self.jit_impl.compile(**dict(zip(self._sig.parameters, args)), **merged)
             return self.jit_impl.specialize(*args, **merged)[0] if eager else self.jit_impl(*args, **merged)
 
         tunable = set().union(*(set(c) for c in configs)) - {"pass_configs"} if configs else set()
         if tunable and tunable <= given:
             return build(), {}  # every tunable argument passed explicitly: no search (TileLang's rule)
         inputs = None
-        if eager and configs:
+        if eager and configs and not by_name:
             first = {k: v for k, v in configs[0].items() if k not in given and k != "pass_configs"}
             inputs = self.jit_impl.specialize(*args, **{**kwargs, **first})[1]
         tuner = AutoTuner(build, configs, parameters=set(self._sig.parameters))

@@ -31,10 +31,16 @@ class Access:
     buffer: N.Buffer
     items: tuple  # each an Expr/int, or a Python slice of Expr/int/None
     loc: Loc | None
+    lets: dict | None = None  # the tracer's pure Let bindings, for slice extents (frontend/simplify.py)
 
     @property
     def has_slice(self) -> bool:
         return any(isinstance(i, slice) for i in self.items)
+
+
+class ElementVar(Access):
+    """A ``T.alloc_var`` made inside ``T.Parallel``: one variable per element of the parallel loops, held
+    in a fragment indexed by their variables; reading the name loads it, assigning to it stores."""
 
 
 def is_ir(v) -> bool:

@@ -25,8 +25,8 @@ from . import simt as S
 from . import ws as W
 
 BUILDERS: dict = {**S.BUILDERS, **W.BUILDERS}  # per-thread (frontend/simt.py), warp-specialised (frontend/ws.py)
-LOOP_PRIMS = frozenset({"Parallel", "Pipelined", "serial", "unroll", "vectorized", "grid", "thread_binding"})
-_NO_OPS = frozenset({"annotate_padding", "annotate_l2_hit_ratio", "sync_grid",
+LOOP_PRIMS = frozenset({"Parallel", "parallel", "Pipelined", "serial", "unroll", "vectorized", "grid", "thread_binding"})
+_NO_OPS = frozenset({"annotate_padding", "annotate_l2_hit_ratio",
                      "no_set_max_nreg", "set_max_nreg", "disable_warp_group_reg_alloc", "print"})
 
 
@@ -142,6 +142,13 @@ def loop(tr, node, name, fn, args, kwargs):
     a = ba.arguments
     if name == "Parallel":
         return _parallel(tr, node, a["extents"])
+    if name == "parallel":  # TIR's parallel loop: T.Parallel over stop - start, the index offset by start
+        start, stop = (0, a["start"]) if a.get("stop") is None else (a["start"], a["stop"])
+        start, stop = (v.value if isinstance(v, N.Const) else v for v in (start, stop))
+        if not isinstance(start, int) or not isinstance(stop, int):
+            raise KernelTypeError("T.parallel bounds must be compile-time constants", loc,
+                                  hint="use tile sizes (Python ints); guard the tensor edge with an `if` inside")
+        return _parallel(tr, node, (stop - start,), offset=start)
     if name == "grid":
         return _grid(tr, node, a["extents"])
     if tr.parallel_depth and name == "Pipelined":
@@ -172,12 +179,12 @@ def _serial(tr, node, kind, start, stop, step, ann):
         raise KernelTypeError(f"loop step must be a non-zero Python int, got {step!r}", loc)
     var = N.Var(node.target.id, "int32", kind="loop", loc=tr.loc(node.target))
     s, e = X.index_expr(start, loc), X.index_expr(stop, loc)
-    tr.bind(node.target.id, var, node.target)
+    tr.bind(node.target.id, var, node.target, loop_var=True)
     body = tr.sub_body(node.body, loop=True)
     tr.emit(N.For(var, s, e, step, kind, body, ann, loc))
 
 
-def _parallel(tr, node, extents):
+def _parallel(tr, node, extents, offset=0):
     loc = tr.loc(node)
     if not tr.in_launch():
         raise KernelSyntaxError("T.Parallel outside `with T.Kernel(...)`", loc)
@@ -199,12 +206,14 @@ def _parallel(tr, node, extents):
         raise KernelSyntaxError(f"T.Parallel has {len(exts)} extent(s) but the loop binds {len(names)} name(s)", loc)
     vars_ = tuple(N.Var(n.id, "int32", kind="parallel", loc=tr.loc(n)) for n in names)
     for n, v in zip(names, vars_):
-        tr.bind(n.id, v, n)
+        tr.bind(n.id, v if not offset else X.binop("add", v, offset, loc), n, loop_var=True)
     tr.parallel_depth += 1
+    tr.parallel_axes.append((vars_, tuple(exts)))
     try:
         body = tr.sub_body(node.body, loop=False)
     finally:
         tr.parallel_depth -= 1
+        tr.parallel_axes.pop()
     tr.emit(N.Parallel(vars_, tuple(exts), body, loc))
 
 
@@ -216,7 +225,7 @@ def _grid(tr, node, extents):
         raise KernelSyntaxError(f"T.grid has {len(extents)} extent(s) but the loop binds {len(names)} name(s)", loc)
     vars_ = [N.Var(n.id, "int32", kind="loop", loc=tr.loc(n)) for n in names]
     for n, v in zip(names, vars_):
-        tr.bind(n.id, v, n)
+        tr.bind(n.id, v, n, loop_var=True)
     body = tr.sub_body(node.body, loop=True)
     for v, e in reversed(list(zip(vars_, extents))):
         body = (N.For(v, N.Const(0, "int32"), X.index_expr(e, loc), 1, "serial", body, (), loc),)
@@ -263,11 +272,21 @@ def _b_alloc_local(tr, loc, shape, dtype, scope):
 
 @builder("alloc_var")
 def _b_alloc_var(tr, loc, dtype, init, scope):
+    """A scalar variable of the block; inside ``T.Parallel`` one per element (each iteration of a
+    parallel loop allocates its own, as TileLang's per-thread local), an :class:`~.exprs.ElementVar`."""
     d = dt.canon(dtype)
-    buf = N.Buffer(tr.assign_name or "var", (), d, "var", loc=loc)
     init_e = None if init is None else X.cast_to(X.to_expr(init, loc, like=d), d, loc)
     if not tr.in_launch():
         raise KernelSyntaxError("T.alloc_var outside `with T.Kernel(...)`", loc)
+    if tr.parallel_axes:
+        axes = [v for vs, _ in tr.parallel_axes for v in vs]
+        shape = tuple(e for _, es in tr.parallel_axes for e in es)
+        buf = N.Buffer(tr.assign_name or "var", shape, d, "fragment", loc=loc)
+        tr._alloc(buf)
+        if init_e is not None:
+            tr.emit(N.Store(buf, tuple(axes), init_e, loc))
+        return X.ElementVar(buf, tuple(axes), loc)
+    buf = N.Buffer(tr.assign_name or "var", (), d, "var", loc=loc)
     tr._alloc(buf, init_e)
     return buf
 
@@ -524,6 +543,16 @@ def _b_swizzle(tr, loc, panel_size, order, enable):
         raise KernelSyntaxError("T.use_swizzle outside `with T.Kernel(...)`", loc)
     if enable:
         tr.launch["annotations"].append(("swizzle", (int(panel_size), str(order))))
+
+
+@builder("sync_grid")
+def _b_sync_grid(tr, loc):
+    """A grid-wide barrier: the launch is marked ``("sync_grid", True)``; its blocks then run in lockstep
+    (``interp/chunks.py``), so every block's writes before the barrier are seen after it."""
+    if not tr.in_launch():
+        raise KernelSyntaxError("T.sync_grid outside `with T.Kernel(...)`", loc)
+    if ("sync_grid", True) not in tr.launch["annotations"]:
+        tr.launch["annotations"].append(("sync_grid", True))
 
 
 @builder("annotate_safe_value")

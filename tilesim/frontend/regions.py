@@ -31,11 +31,12 @@ class Corner:
     loc: Loc | None
 
 
-def extent_of(start, stop, loc):
-    """``stop - start`` simplified (:mod:`.simplify`): an int when the bounds share their symbolic part."""
+def extent_of(start, stop, loc, lets=None):
+    """``stop - start`` simplified (:mod:`.simplify`, through pure ``lets``): an int when the bounds
+    share their symbolic part."""
     if isinstance(start, int) and isinstance(stop, int):
         return stop - start
-    d = S.difference(start, stop, loc)
+    d = S.difference(start, stop, loc, lets)
     return d if d is not None else X.binop("sub", stop, start, loc)
 
 
@@ -60,7 +61,7 @@ def operand(v, loc, what: str):
                 start = 0 if item.start is None else item.start
                 stop = buf.shape[d] if item.stop is None else item.stop
                 ext = extent_of(start if not isinstance(start, N.Const) else start.value,
-                                stop if not isinstance(stop, N.Const) else stop.value, loc)
+                                stop if not isinstance(stop, N.Const) else stop.value, loc, v.lets)
                 starts.append(X.index_expr(start, loc))
                 extents.append(ext)
             else:

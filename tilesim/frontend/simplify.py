@@ -11,6 +11,11 @@ Contract
 * Atoms are evaluated at one program point (the two bounds of one slice), so equal atoms have equal
   values there; a difference of two forms whose atoms cancel is therefore exactly the constant left.
   This is what makes ``X[lo:lo + c]`` a region of extent ``c`` for any ``lo``.
+* ``lets`` (optional, ``{Var: value}``) are the tracer's ``Let`` bindings whose value reads no memory
+  (no ``Load``): such a name is replaced by its value before the form is taken, so ``lo = bx * 64``,
+  ``hi = lo + 64``, ``X[lo:hi]`` has extent 64. A ``Let`` of a value that loads (``bos = Offsets[b]``)
+  stays an atom: the name is immutable, so it cancels against itself, and memory written between the
+  binding and the slice cannot make its expansion disagree with a direct load.
 * :func:`difference` is ``b - a`` as an int when the atoms cancel, else as a simplified IR expression
   (``None`` if either side is not linear). :func:`same` says whether two extents are provably equal.
 """
@@ -21,12 +26,13 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..ir import nodes as N
+from ..ir import traverse as T
 from . import exprs as X
 
 Form = tuple  # (dict[atom, int], int)
 
 
-def linear(v) -> Form | None:
+def linear(v, lets=None) -> Form | None:
     """``v`` as a linear form over atoms, or ``None`` if it is not an integer value."""
     if isinstance(v, (bool, np.bool_)):
         return None
@@ -39,20 +45,22 @@ def linear(v) -> Form | None:
             return None
     if not isinstance(v, N.Expr) or not dt.is_int(v.dtype):
         return None
-    return _lin(v)
+    return _lin(v, lets or {})
 
 
-def _lin(e: N.Expr) -> Form:
+def _lin(e: N.Expr, lets) -> Form:
+    if isinstance(e, N.Var) and e in lets:
+        return _lin(lets[e], lets)
     if isinstance(e, N.Const):
         return {}, int(e.value)
     if isinstance(e, N.Cast) and dt.is_int(e.value.dtype) and dt.bits(e.dtype) >= dt.bits(e.value.dtype):
-        return _lin(e.value)
+        return _lin(e.value, lets)
     if isinstance(e, N.Unary) and e.op == "neg":
-        return _scale(_lin(e.a), -1)
+        return _scale(_lin(e.a, lets), -1)
     if isinstance(e, N.Binary) and e.op in ("add", "sub"):
-        return _add(_lin(e.a), _lin(e.b), 1 if e.op == "add" else -1)
+        return _add(_lin(e.a, lets), _lin(e.b, lets), 1 if e.op == "add" else -1)
     if isinstance(e, N.Binary) and e.op == "mul":
-        la, lb = _lin(e.a), _lin(e.b)
+        la, lb = _lin(e.a, lets), _lin(e.b, lets)
         if not lb[0]:
             return _scale(la, lb[1])
         if not la[0]:
@@ -88,12 +96,17 @@ def to_expr(f: Form, loc=None):
     return out
 
 
-def difference(a, b, loc=None):
+def difference(a, b, loc=None, lets=None):
     """``b - a`` simplified: an int if the atoms cancel, an IR expression otherwise; ``None`` if not linear."""
-    la, lb = linear(a), linear(b)
+    la, lb = linear(a, lets), linear(b, lets)
     if la is None or lb is None:
         return None
     return to_expr(_add(lb, la, -1), loc)
+
+
+def pure(value) -> bool:
+    """True if ``value`` reads no memory (no ``Load``): a ``Let`` of it may be expanded (``lets``)."""
+    return next(T.loads_in(value), None) is None
 
 
 def same(a, b) -> bool:

@@ -28,7 +28,7 @@ from ..ir import nodes as N
 from ..language.kernel import _Macro
 from ..language.types import DType, Tensor, TensorSpec
 from . import exprs as X
-from . import helpers, prims, prims_compat
+from . import helpers, prims, prims_compat, simplify
 from .source import Source, get_source, python_env
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
@@ -77,6 +77,7 @@ class Tracer:
         self.ir_depth = 0  # nesting of IR control flow (loops, ifs)
         self.loop_depth = 0
         self.parallel_depth = 0
+        self.parallel_axes: list = []  # (vars, extents) of the enclosing T.Parallel loops
         self.launch: dict | None = None  # {"allocs": [...], "annotations": [...]}
         self.params: list = []
         self.param_names: list[str] = []
@@ -87,6 +88,7 @@ class Tracer:
         self.const_vars: list[N.Var] = []
         self.top_prelude: list = []
         self.assign_name: str | None = None
+        self.lets: dict = {}  # Let var -> value, for the pure ones (frontend/simplify.py expands them)
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -208,8 +210,10 @@ class Tracer:
                              node, hint="kernels hold assignments, T.* calls, for/while/if and `with T.Kernel`")
         try:
             meth(node)
-        except (_StopDiscovery, KernelError, helpers.Return):
+        except (_StopDiscovery, helpers.Return):
             raise
+        except KernelError as e:
+            raise e.with_loc(self.loc(node))  # noqa: B904 - the same exception, located at its statement
         except Exception as e:  # noqa: BLE001 - turn into a located error
             raise self._wrap(e, node) from e
 
@@ -265,6 +269,15 @@ class Tracer:
             return
         if node.value is None:
             raise self.error(KernelSyntaxError, "annotation without a value", node)
+        if isinstance(ann, type) and ann in _PY_ANNOTATIONS or type(ann).__module__ == "typing":
+            # `dtype: str = T.bfloat16`: a Python annotation; the assignment is a plain one
+            self.assign(node.target, self.ev(node.value), node)
+            return
+        if ann in (int, float):  # `n: int = 4` binds a Python number; with a kernel value it declares a var
+            value = self.ev(node.value)
+            if not X.is_ir(value):
+                self.assign(node.target, value, node)
+                return
         dtype = dt.canon(ann)
         loc = self.loc(node)
         buf = N.Buffer(getattr(node.target, "id", "var"), (), dtype, "var", loc=loc)
@@ -277,6 +290,15 @@ class Tracer:
         if isinstance(target, ast.Name):
             name = target.id
             cur = self.lookup(name, target, missing_ok=True)
+            if isinstance(value, X.ElementVar):  # `v = T.alloc_var(...)` in T.Parallel (or an alias, as for vars)
+                self.check_rebind(name, target)
+                self.bind(name, value, target)
+                return
+            if isinstance(cur, X.ElementVar):  # a per-element variable of T.Parallel: store this element
+                buf = cur.buffer
+                self.emit(N.Store(buf, cur.items, X.cast_to(X.to_expr(value, loc, like=buf.dtype), buf.dtype, loc),
+                                  loc))
+                return
             if isinstance(cur, N.Buffer) and cur.scope == "var":
                 if isinstance(value, N.Buffer) and value is cur:
                     return
@@ -291,6 +313,8 @@ class Tracer:
                 var = N.Var(name, value.dtype, kind="let", loc=loc)
                 self.check_rebind(name, target)
                 self.emit(N.Let(var, value, loc))
+                if simplify.pure(value):
+                    self.lets[var] = value
                 self.bind(name, var, target)
                 return
             self.check_rebind(name, target)
@@ -330,9 +354,11 @@ class Tracer:
                     hint=f"declare it with `{name} = T.alloc_var(dtype)` (or a 1-element fragment) so the "
                          "kernel can update it; Python names are fixed when the kernel is traced")
 
-    def bind(self, name, value, node):
+    def bind(self, name, value, node, loop_var=False):
+        """Bind ``name``; a loop variable (``loop_var``) belongs to its loop's body, so its scope ends
+        with the loop and a later assignment to the name is a new binding (as in TileLang)."""
         self.frame.env[name] = value
-        self.frame.depth[name] = self.ir_depth
+        self.frame.depth[name] = self.ir_depth + int(loop_var)
 
     def stmt_If(self, node):
         cond = self.ev(node.test)
@@ -541,7 +567,7 @@ class Tracer:
     def ex_Subscript(self, node):
         obj = self.ev(node.value)
         if isinstance(obj, N.Buffer):
-            return X.Access(obj, self.subscript_items(node.slice), self.loc(node))
+            return X.Access(obj, self.subscript_items(node.slice), self.loc(node), self.lets)
         if isinstance(obj, X.Access):
             raise self.error(KernelSyntaxError, "a region cannot be indexed again", node)
         idx = self.ev(node.slice)
@@ -753,6 +779,9 @@ class _Unannotated:
 
     def __init__(self, name):
         self.name = name
+
+
+_PY_ANNOTATIONS = (str, bool, list, tuple, dict, type(None))  # Python-only annotations (not dtypes)
 
 
 class _Astype:

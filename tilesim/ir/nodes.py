@@ -470,7 +470,8 @@ class Launch(Stmt):
     """``with T.Kernel(*grid, threads=...) as (bx, by, bz)``: one grid launch.
 
     ``block_vars[d]`` ranges over ``range(grid[d])``. ``annotations`` hold scheduling hints such as
-    ``("swizzle", (panel_size, order))`` from ``T.use_swizzle``. ``thread_vars`` (kind ``"thread"``) are
+    ``("swizzle", (panel_size, order))`` from ``T.use_swizzle`` and the grid barrier's
+    ``("sync_grid", True)`` from ``T.sync_grid``. ``thread_vars`` (kind ``"thread"``) are
     the thread indices the body names (``T.get_thread_binding(d)``), one per dimension of ``threads``,
     ``thread_vars[d]`` ranging over ``range(threads[d])``; a launch with thread variables holds
     **per-thread code** (see ``docs/language.md``, "Per-thread code").

@@ -40,7 +40,7 @@ from .atomic import atomic_add, atomic_max, atomic_min  # noqa: F401
 from .copy import async_copy, copy, tma_copy  # noqa: F401
 from .gemm import GemmWarpPolicy, gemm, gemm_v2, wgmma_gemm  # noqa: F401
 from .kernel import Kernel, macro  # noqa: F401
-from .loops import Parallel, Persistent, Pipelined, grid, serial, unroll, vectorized  # noqa: F401
+from .loops import Parallel, Persistent, Pipelined, grid, parallel, serial, unroll, vectorized  # noqa: F401
 from .loops import serial as Serial  # noqa: F401 - TileLang spells it both ways
 from .math import (  # noqa: F401
     And,
@@ -170,4 +170,5 @@ for _n in _UNSUPPORTED:
 
 @_marker("sync_grid")
 def sync_grid():
-    """Grid barrier; accepted, no effect (launch-level semantics are unchanged)."""
+    """Grid barrier (a cooperative launch): every block reaches it before any block goes on; the
+    interpreter runs such a launch's blocks in lockstep."""

@@ -1,4 +1,4 @@
-"""Loops: ``T.Parallel``, ``T.Pipelined``, ``T.serial``, ``T.unroll``, ``T.vectorized``, ``T.grid``."""
+"""Loops: ``T.Parallel`` (and TIR's ``T.parallel``), ``T.Pipelined``, ``T.serial``, ``T.unroll``, ``T.vectorized``, ``T.grid``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,12 @@ def Parallel(*extents, coalesced_width=None, loop_layout=None):  # noqa: N802
 
     The body holds element statements only (no tile operations). Extents must be constants.
     """
+
+
+@marker()
+def parallel(start, stop=None, annotations=None):
+    """``for i in T.parallel(n):`` (TIR's parallel loop, one index from ``start`` to ``stop``): TileLang
+    lowers it like ``T.Parallel``; nested ones are one ``T.Parallel`` over their extents. Constant bounds."""
 
 
 @marker()

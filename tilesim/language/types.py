@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -164,9 +165,15 @@ def StridedTensor(shape, strides, dtype="float32"):  # noqa: N802 - TileLang's n
     return TensorSpec(_shape_tuple(shape), _dt.canon(dtype), tuple(strides))
 
 
-def dynamic(name: str, dtype: str = "int32") -> N.Var:
-    """``T.dynamic("m")``: a symbolic dimension bound from the actual tensors' shapes at call time."""
-    return N.Var(str(name), _dt.canon(dtype), kind="dynamic")
+def dynamic(name: str, dtype: str = "int32"):
+    """``T.dynamic("m")``: a symbolic dimension bound from the actual tensors' shapes at call time.
+
+    Several names (``"m, n"`` or ``"m n"``) give a tuple of symbols, as in TileLang."""
+    name = str(name).strip()
+    names = [n for n in re.split(r"\s*,\s*" if "," in name else r"\s+", name) if n]
+    if len(names) > 1 or "," in name:
+        return tuple(N.Var(n, _dt.canon(dtype), kind="dynamic") for n in names)
+    return N.Var(name, _dt.canon(dtype), kind="dynamic")
 
 
 symbolic = dynamic

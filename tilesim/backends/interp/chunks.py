@@ -6,6 +6,9 @@ Contract
 run as chunks of ``chunk`` consecutive blocks (the last one may be shorter), at most ``workers`` at a
 time. ``per_block`` is the on-chip bytes estimate of one block.
 
+* A launch with a grid barrier (``T.sync_grid``, annotation ``sync_grid``): one chunk of all its blocks,
+  one worker, whatever the mode and memory bound — a chunk runs its blocks statement by statement, so
+  every block's writes before the barrier are seen by every block after it.
 * ``mode="serial"``: ``chunk = 1``, ``workers = 1``.
 * Otherwise a chunk holds at most ``options.chunk_bytes // per_block`` blocks (the memory bound) and
   about ``TARGET_CHUNK_BYTES`` (cache-sized, yet big enough that NumPy calls, not Python, take the
@@ -88,6 +91,8 @@ def parallel_safe(launch: N.Launch, options) -> bool:
 
 def plan(launch: N.Launch, total: int, per_block: int, options) -> tuple[int, int]:
     """``(chunk, workers)`` for a launch of ``total`` blocks of ``per_block`` on-chip bytes each."""
+    if launch.annotation("sync_grid"):
+        return total, 1  # a grid barrier: all blocks in one chunk, statement by statement (lockstep)
     if options.mode == "serial":
         return 1, 1
     cap = max(1, options.chunk_bytes // per_block)  # the memory bound

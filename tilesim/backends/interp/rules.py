@@ -57,7 +57,10 @@ def _refresh(ctx: Ctx, saved):
 
 @rule(N.Let)
 def _let(s, ctx):
-    ctx.env[s.var.uid] = ev(s.value, ctx)
+    v = ev(s.value, ctx)
+    if isinstance(v, np.ndarray) and v.base is not None:
+        v = v.copy()  # a load may be a view of the buffer: the name holds the value read now (`val = s[i]`)
+    ctx.env[s.var.uid] = v
 
 
 @rule(N.Store)
