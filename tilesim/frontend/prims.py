@@ -21,21 +21,13 @@ from ..ir import nodes as N
 from ..language.kernel import Kernel
 from . import exprs as X
 from . import regions as R
-from . import simt as S
-from . import ws as W
+from . import simt as S  # also registers the per-thread builders
+from . import ws as W  # noqa: F401  (registers the warp-specialisation builders)
+from .builders import BUILDERS, builder
 
-BUILDERS: dict = {**S.BUILDERS, **W.BUILDERS}  # per-thread (frontend/simt.py), warp-specialised (frontend/ws.py)
 LOOP_PRIMS = frozenset({"Parallel", "parallel", "Pipelined", "serial", "unroll", "vectorized", "grid", "thread_binding"})
 _NO_OPS = frozenset({"annotate_padding", "annotate_l2_hit_ratio",
                      "no_set_max_nreg", "set_max_nreg", "disable_warp_group_reg_alloc", "print"})
-
-
-def builder(*names):
-    def deco(fn):
-        for n in names:
-            BUILDERS[n] = fn
-        return fn
-    return deco
 
 
 def call(tr, node, name, fn, args, kwargs):

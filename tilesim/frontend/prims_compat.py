@@ -18,7 +18,8 @@ from ..errors import KernelTypeError
 from ..ir import nodes as N
 from ..layout import is_layout
 from . import exprs as X
-from .prims import _b_view, builder
+from .builders import builder
+from .prims import _b_view
 
 
 @builder("annotate_layout")

@@ -27,17 +27,7 @@ from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir import nodes as N
 from . import exprs as X
 from . import regions as R
-
-#: primitive name -> builder, merged into ``prims.BUILDERS`` (prims imports this module)
-BUILDERS: dict = {}
-
-
-def builder(*names):
-    def deco(fn):
-        for n in names:
-            BUILDERS[n] = fn
-        return fn
-    return deco
+from .builders import builder
 
 _THREAD_AXES = {"threadIdx.x": 0, "threadIdx.y": 1, "threadIdx.z": 2}
 

@@ -25,21 +25,12 @@ from __future__ import annotations
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir import nodes as N
 from . import exprs as X
+from .builders import builder
 
-#: primitive name -> builder, merged into ``prims.BUILDERS``
-BUILDERS: dict = {}
 #: the scope of barrier arrays
 BARRIER_SCOPE = "shared.barrier"
 #: threads of a warp group (TileLang's ``T.ws``)
 WARP_GROUP = 128
-
-
-def builder(*names):
-    def deco(fn):
-        for n in names:
-            BUILDERS[n] = fn
-        return fn
-    return deco
 
 
 def _context(tr, loc, what):

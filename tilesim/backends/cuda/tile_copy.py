@@ -9,6 +9,8 @@ reports the scratch barrier a relayout contains, for the barrier pass.
 
 from __future__ import annotations
 
+import contextlib
+
 from ... import dtypes as dt
 from ...errors import InternalError, KernelTypeError
 from ...ir import nodes as N
@@ -224,22 +226,16 @@ class CopyLowering:
             return
         idx = [self.expr(x) for x in dst.starts]
         v = self.expr(s.value)
-        if self.par is None and self.launch.thread_vars:  # per-thread code: every thread's own atomic
-            saved = self.par
+        if self.par is not None:
+            self.store(dst.buffer, idx, None, v, s.value.dtype, atomic=s.kind)
+            return
+        # outside T.Parallel: in per-thread code every thread does its own atomic, at tile level thread 0
+        per_thread = bool(self.launch.thread_vars)
+        if not per_thread:
+            self.emit("if _tid == 0:")
+        with contextlib.nullcontext() if per_thread else self.indent():
             self.par = ParCtx(full_replicated((), self.nt), {}, [], [], None)
             try:
                 self.store(dst.buffer, idx, None, v, s.value.dtype, atomic=s.kind)
             finally:
-                self.par = saved
-            return
-        if self.par is None:
-            self.emit("if _tid == 0:")
-            with self.indent():
-                saved = self.par
-                self.par = ParCtx(full_replicated((), self.nt), {}, [], [], None)
-                try:
-                    self.store(dst.buffer, idx, None, v, s.value.dtype, atomic=s.kind)
-                finally:
-                    self.par = saved
-            return
-        self.store(dst.buffer, idx, None, v, s.value.dtype, atomic=s.kind)
+                self.par = None
