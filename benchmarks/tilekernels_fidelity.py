@@ -50,6 +50,14 @@ torch = require("torch", "the TileKernels fidelity check (CPU torch)")
 from kernels.dsa import topk_selector  # noqa: E402
 from kernels.fp8_cast import per_block_cast, per_block_dequant, per_token_cast, per_token_dequant  # noqa: E402
 from kernels.moe import moe_route  # noqa: E402
+from kernels.moe_dispatch import (  # noqa: E402
+    expand_to_fused,
+    fused_mapping,
+    mask_indices_by_tp,
+    normalize_weight,
+    reduce_fused,
+    routed_topk,
+)
 from kernels.sinkhorn import sinkhorn  # noqa: E402
 from kernels.swiglu import swiglu_fp8  # noqa: E402
 from kernels.transpose import batched_transpose  # noqa: E402
@@ -100,7 +108,8 @@ def load_reference(repo: Path) -> dict:
         m = types.ModuleType(name)
         m.__path__ = [str(pkg_root / sub.lstrip(".").replace(".", "/"))] if sub else [str(pkg_root)]
         sys.modules[name] = m
-    return {n: importlib.import_module(f"tile_kernels.torch.{n}") for n in ("topk", "moe", "mhc", "cast", "swiglu")}
+    return {n: importlib.import_module(f"tile_kernels.torch.{n}")
+            for n in ("topk", "moe", "mhc", "cast", "swiglu", "expand_to_fused", "reduce_fused")}
 
 
 # ------------------------------------------------------------------------------------------ comparing
@@ -277,7 +286,41 @@ def topk_cases(R, rng, n):
     return rows
 
 
-FAMILIES = {"moe": moe_cases, "sinkhorn": sinkhorn_cases, "transpose": transpose_cases, "fp8_cast": cast_cases,
+def dispatch_cases(R, rng, n):
+    rows = []
+    for label, T_, H, E, k, align, drop in (("DeepSeek-V3-like: %d tok, hidden 512, top-8 of 256" % n, n, 512, 256, 8, 128, 0.1),
+                                            ("ragged: 13 tok, hidden 200, top-3 of 16, align 8, half unused", 13, 200, 16, 3, 8, 0.5)):
+        idx = routed_topk(rng, T_, E, k, drop=drop)
+        t2p, p2t, p2e = fused_mapping(idx, E, align)
+        x = (rng.standard_normal((T_, H)) * 3).astype(np.float32).astype(BF16)
+        x[0, :5] = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0], np.float32).astype(BF16)
+        y = expand_to_fused(T_, H, p2t.shape[0])(x, p2t)
+        ry = R["expand_to_fused"].expand_to_fused(_to_torch(x), torch.from_numpy(t2p).long(), torch.from_numpy(p2e))
+        rows.append(("moe_expand_to_fused", label, [bitwise("Out", y, _to_np(ry))]))
+        w = rng.random((T_, k)).astype(np.float32)
+        y[np.isnan(np.asarray(y, np.float32)) | np.isinf(np.asarray(y, np.float32))] = 0
+        out = reduce_fused(p2t.shape[0], H, T_, k)(y, w, t2p)
+        try:
+            rout = _to_np(R["reduce_fused"].reduce_fused(_to_torch(y), torch.from_numpy(w), torch.from_numpy(t2p).long()))
+            rows.append(("moe_reduce_fused", label, [close("Out (bf16, 1 ulp)", out, rout, 2**-7, 0.0),
+                                                     dict(bitwise("Out", out, rout), mode="bitwise (informative)")]))
+        except Exception as e:  # noqa: BLE001 - torch.compile of the reference's fma needs a C++ toolchain
+            rows.append(("moe_reduce_fused", label, [{"output": "Out", "mode": "reference failed", "total": 0,
+                                                      "mismatches": -1, "note": repr(e)[:200]}]))
+        wn = rng.random((T_, k)).astype(np.float32)
+        wn[0] = 0.0
+        wn[1, ::2] = 1e-30
+        den, nw = normalize_weight(T_, k)(wn)
+        rden, rnw = R["moe"].normalize_weight(torch.from_numpy(wn))
+        rows.append(("moe_normalize_weight", label, [bitwise("Den", den, rden.numpy()), bitwise("Out", nw, rnw.numpy())]))
+        for ep, tp, tpr in ((E // 8, 2, 1), (E // 4, 4, 3)):
+            m = mask_indices_by_tp(T_, k, E, ep, tpr, tp)(idx)
+            rm = R["moe"].mask_indices_by_tp(torch.from_numpy(idx).long(), E, ep, tpr, tp)
+            rows.append(("moe_mask_indices_by_tp", f"{label}, EP {ep} TP {tp} rank {tpr}", [bitwise("Idx", m, rm.numpy())]))
+    return rows
+
+
+FAMILIES = {"moe": moe_cases, "moe_dispatch": dispatch_cases, "sinkhorn": sinkhorn_cases, "transpose": transpose_cases, "fp8_cast": cast_cases,
             "swiglu": swiglu_cases, "topk": topk_cases}
 
 

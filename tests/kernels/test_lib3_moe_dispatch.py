@@ -8,9 +8,18 @@ from hypothesis import strategies as st
 
 import tilesim
 from kernels import registry
-from kernels.moe_dispatch import (expand_to_fused, fused_mapping, mask_indices_by_tp, normalize_weight,
-                                  ref_expand_to_fused, ref_mask_indices_by_tp, ref_normalize_weight,
-                                  ref_reduce_fused, reduce_fused, routed_topk)
+from kernels.moe_dispatch import (
+    expand_to_fused,
+    fused_mapping,
+    mask_indices_by_tp,
+    normalize_weight,
+    reduce_fused,
+    ref_expand_to_fused,
+    ref_mask_indices_by_tp,
+    ref_normalize_weight,
+    ref_reduce_fused,
+    routed_topk,
+)
 from tilesim import dtypes as dt
 from tilesim.testing.compare import compare_arrays
 
