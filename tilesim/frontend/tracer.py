@@ -28,7 +28,7 @@ from ..ir import nodes as N
 from ..language.kernel import _Macro
 from ..language.types import DType, Tensor, TensorSpec
 from . import exprs as X
-from . import helpers, prims, prims_compat, simplify
+from . import blackwell, blockscaled, helpers, prims, prims_compat, simplify  # noqa: F401 (builder modules)
 from .source import Source, get_source, python_env
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
