@@ -34,8 +34,8 @@ from ...errors import InternalError, KernelTypeError
 from ...ir import nodes as N
 from ...ir.queries import referenced_vars
 from ...ir.traverse import walk_stmts
-from . import rules as Rl
 from . import blackwell, simt, ws
+from . import rules as Rl
 from .barriers import BarrierPlanner
 from .caps import STATIC_SMEM_LIMIT
 from .codestr import _prod, _san
