@@ -124,6 +124,35 @@ def test_cuda_lowering_refuses_tensor_memory():
         lower_program(tc_gemm(64, 64, 64).prim_func, sim=True)
 
 
+def _plans(kernel, grid):
+    from tilesim.backends.interp import gemm_loop
+
+    launch = next(s for s in kernel.prim_func.body if isinstance(s, N.Launch))
+    return list(gemm_loop._plan(launch, grid, set()).values())
+
+
+@given(m=st.integers(1, 90), n=st.integers(1, 90), k=st.integers(1, 130), commit=st.sampled_from(["mbar", "arrive"]))
+def test_the_tcgen05_k_loop_runs_fused_and_equals_the_plain_path(m, n, k, commit):
+    kern = tc_gemm(m, n, k, in_dtype="float32", commit=commit)
+    (plan,) = _plans(kern, (-(-n // 32), -(-m // 32), 1))
+    assert plan.clear and [b.op for b in plan.barriers] == ["commit", "wait"]
+    rng = np.random.default_rng(m + 100 * n + 10000 * k)
+    A = rng.integers(-8, 9, (m, k)).astype(np.float32)
+    B = rng.integers(-8, 9, (n, k)).astype(np.float32)
+    fused = kern(A, B)
+    plain = kern.run(A, B, options=InterpOptions(fuse_gemm_loops=False))
+    np.testing.assert_array_equal(fused, plain)  # small integers: exact in any summation order
+    np.testing.assert_array_equal(fused, A @ B.T)
+
+
+def test_the_fused_loop_replays_its_barriers():
+    """A count one commit per step cannot reach fails at the first wait, fused or not."""
+    A = np.ones((64, 64), np.float16)
+    for opts in (InterpOptions(), InterpOptions(fuse_gemm_loops=False)):
+        with pytest.raises(KernelRuntimeError, match=r"wait on barrier mbar\[0\] for parity 0"):
+            tc_gemm(64, 64, 64, count=2).run(A, A, options=opts)
+
+
 # ------------------------------------------------------------------ T.gemm(clear_accum=<kernel expr>)
 @tilelang.jit(out_idx=[-1])
 def gemm_clear_at(M, N, K, first, bk=16):
