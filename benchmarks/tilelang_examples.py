@@ -118,8 +118,9 @@ SMALL_ARGS: dict[str, str] = {
     "gemm_sm120/sm120_nvfp4_blockscaled_gemm.py": "--m 256 --n 256 --k 512 --verify",
     "gemm_sp/example_gemm_sp.py": "--m 512 --n 512 --k 512",
     "gemm_tcgen05/gemm_tcgen5mma_ws.py": "--m 512 --n 512 --k 512",
-    "gemm_tcgen05/gemm_tcgen5mma_ws_clc.py": "--m 512 --n 512 --k 512",
-    "gemm_tcgen05/gemm_tcgen5mma_ws_persistent.py": "--m 512 --n 512 --k 512",
+    # both assert N / block_N (256) % (2 * group_size) == 0: clc's group_size is 8 (no option), so N = 4096
+    "gemm_tcgen05/gemm_tcgen5mma_ws_clc.py": "--m 256 --n 4096 --k 256",
+    "gemm_tcgen05/gemm_tcgen5mma_ws_persistent.py": "--m 512 --n 512 --k 512 --group_size 1",
     "gemm_tcgen05/gemm_tcgen5mma_ws_persistent_streamk.py": "--m 512 --n 512 --k 512",
     "grouped_gemm/example_grouped_gemm_bwd.py": "--K 256 --M 256",
     "grouped_gemm/example_grouped_gemm_fwd.py": "--K 256 --M 256",
