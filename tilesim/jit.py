@@ -138,7 +138,7 @@ class EagerJIT:
         consts: dict = {}
         for name, buf in specs.items():
             if name not in tensors:
-                raise KernelRuntimeError(f"{self.fn.__name__}: tensor argument '{name}' is missing")
+                raise KernelRuntimeError(f"{self.fn.__name__}: tensor argument '{name}' is missing", buf.loc)
             shape = B.shape_of(tensors[name])
             if len(shape) != buf.ndim:
                 raise B.rank_error(self.fn.__name__, name, buf.shape, shape, buf.loc)

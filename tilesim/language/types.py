@@ -165,12 +165,25 @@ def StridedTensor(shape, strides, dtype="float32"):  # noqa: N802 - TileLang's n
     return TensorSpec(_shape_tuple(shape), _dt.canon(dtype), tuple(strides))
 
 
+def symbol_names(names, what: str) -> list:
+    """The identifiers in ``names`` (``"m"``, ``"m, n"`` or ``"m n"``); anything else → ``KernelTypeError``."""
+    if not isinstance(names, str):
+        raise KernelTypeError(f"{what} takes symbol names as a string, got {type(names).__name__} {names!r:.40}",
+                              hint=f'e.g. M, N = {what}("M, N")')
+    out = [n for n in re.split(r"[\s,]+", names.strip()) if n]
+    bad = [n for n in out if not n.isidentifier()]
+    if bad or not out:
+        raise KernelTypeError(f"{what}: {bad[0]!r} is not a valid symbol name" if bad else f"{what}: no symbol name given",
+                              hint=f'names are Python identifiers, e.g. {what}("M, N")')
+    return out
+
+
 def dynamic(name: str, dtype: str = "int32"):
     """``T.dynamic("m")``: a symbolic dimension bound from the actual tensors' shapes at call time.
 
-    Several names (``"m, n"`` or ``"m n"``) give a tuple of symbols, as in TileLang."""
-    name = str(name).strip()
-    names = [n for n in re.split(r"\s*,\s*" if "," in name else r"\s+", name) if n]
+    Several names (``"m, n"`` or ``"m n"``) give a tuple of symbols, as in TileLang. A name that is not
+    a string of identifiers (``T.dynamic(3)``) → ``KernelTypeError``."""
+    names = symbol_names(name, "T.dynamic")
     if len(names) > 1 or "," in name:
         return tuple(N.Var(n, _dt.canon(dtype), kind="dynamic") for n in names)
     return N.Var(name, _dt.canon(dtype), kind="dynamic")

@@ -52,8 +52,8 @@ class InterpOptions:
             raise KernelTypeError(f"InterpOptions.uninit must be 'nan', 'zero' or 'empty', got {self.uninit!r}")
         if self.oob not in ("zero", "error"):
             raise KernelTypeError(f"InterpOptions.oob must be 'zero' or 'error', got {self.oob!r}")
-        if self.chunk_bytes <= 0:
-            raise KernelTypeError("InterpOptions.chunk_bytes must be positive")
+        if isinstance(self.chunk_bytes, bool) or not isinstance(self.chunk_bytes, int) or self.chunk_bytes <= 0:
+            raise KernelTypeError(f"InterpOptions.chunk_bytes must be a positive int, got {self.chunk_bytes!r}")
         if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 0:
             raise KernelTypeError(f"InterpOptions.threads must be an int >= 0 (0 = one per usable CPU, "
                                   f"1 = no threads), got {self.threads!r}")
