@@ -45,7 +45,10 @@ class JITKernel:
     def __init__(self, prim_func: N.PrimFunc, out_idx=None, target="auto", pass_configs=None,
                  options: InterpOptions | None = None, outputs=None):
         self.prim_func = pf = prim_func
-        self.pass_configs = normalise_pass_configs(pass_configs)
+        try:
+            self.pass_configs = normalise_pass_configs(pass_configs)
+        except KernelTypeError as e:
+            raise e.with_loc(pf.loc) from None
         if outputs is not None:
             self.out_idx = tuple(pf.params.index(b) for b in outputs)
         else:

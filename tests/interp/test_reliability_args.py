@@ -264,3 +264,10 @@ def test_good_dynamic_names():
     m, n = T.dynamic("m, n")
     assert (m.name, n.name) == ("m", "n")
     assert T.dynamic("k").name == "k"
+
+
+@pytest.mark.parametrize("configs", ["x", [1], 3])
+def test_bad_pass_configs_are_named(configs):
+    with pytest.raises(KernelTypeError) as info:
+        tilesim.compile(tile_copy(8, 8).prim_func, out_idx=[-1], pass_configs=configs)
+    assert "pass_configs must be a dict" in str(info.value) and HERE in str(info.value)
