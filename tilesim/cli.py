@@ -1,7 +1,7 @@
 """The ``tilesim`` command line.
 
-Subcommands: ``report`` (the main job), ``sim``, ``hw``, ``kernels``, ``run``, ``ir``, ``bench``,
-``attention-cost``. Every failure is **one line** on stderr and a non-zero exit status, never a
+Subcommands: ``report`` (the main job), ``sim``, ``hw``, ``kernels``, ``run``, ``ir``, ``lint``,
+``check`` (the sanitizer, :mod:`tilesim.sanitize`; exit 1 on a finding), ``bench``, ``attention-cost``. Every failure is **one line** on stderr and a non-zero exit status, never a
 traceback: usage errors and user errors (a ``KernelError`` with its file:line and hint, a bad hardware
 file, a file that cannot be read or written, a factory that does not take the arguments) exit 2;
 internal errors say they are bugs and exit 3 (``TILESIM_TRACEBACK=1`` prints their traceback).
@@ -33,6 +33,7 @@ from .ir.nodes import PrimFunc
 from .ir.printer import format_ir
 from .lint import lint
 from .runner import check_shape_values, run_registered
+from .sanitize import check_kernel
 from .sim.cli import build_kernel, main_sim
 from .tune import tune_spec
 
@@ -121,6 +122,14 @@ def _cmd_attention_cost(args):
     return 0
 
 
+def _cmd_check(args):
+    kernel = _build(args.target, args.args)
+    modes = ("batched", "serial") if args.mode == "both" else (args.mode,)
+    rep = check_kernel(kernel, shapes=parse_kv(args.shapes), seed=args.seed, modes=modes)
+    print(rep.summary())
+    return 0 if rep.ok else 1
+
+
 def _cmd_ops(args):
     return importlib.import_module("tilesim.ir.ops").main(args.node)
 
@@ -176,6 +185,16 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("target")
     i.add_argument("--args", nargs="*", default=[])
     i.set_defaults(fn=_cmd_ir)
+
+    ck = sub.add_parser("check", help="run a kernel under the sanitizer (out-of-bounds explicit indices, races "
+                                      "between blocks, uninitialised memory): tilesim check FILE.py::factory "
+                                      "[--args k=v ...]; exit 1 when it finds something")
+    ck.add_argument("target")
+    ck.add_argument("--args", nargs="*", default=[])
+    ck.add_argument("--shapes", nargs="*", default=[], metavar="K=V", help="symbolic dimensions of the inputs")
+    ck.add_argument("--mode", default="batched", choices=["batched", "serial", "both"])
+    ck.add_argument("--seed", type=int, default=0)
+    ck.set_defaults(fn=_cmd_check)
 
     o = sub.add_parser("ops", help="where each consumer (frontend, verifier, printer, interpreter, CUDA lowering, "
                                    "cost analysis) implements an IR node class: tilesim ops Gemm")
