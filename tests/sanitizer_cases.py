@@ -1,7 +1,7 @@
 """Planted bugs and correct look-alikes for the sanitizer (``tilesim.sanitize.check_kernel``).
 
 ``CASES``: ``(name, kind, build, inputs)`` — ``kind`` is ``"oob"``, ``"uninit"``, ``"race"`` (a planted
-bug the sanitizer must find) or ``"correct"`` (it must find nothing); ``build()`` returns the kernel;
+bug the sanitizer must find: write-write, plain-vs-atomic, mixed atomics and read-write conflicts) or ``"correct"`` (it must find nothing); ``build()`` returns the kernel;
 ``inputs(rng)`` the inputs, or None for the sanitizer's default inputs. Shapes are ones the tiles do
 not divide. Used by ``tests/interp/test_sanitizer.py`` and ``benchmarks/sanitizer.py``.
 """
@@ -345,6 +345,36 @@ def scale(M, N, guard=True, bm=16, bn=16):
     return main
 
 
+@tilelang.jit
+def smooth_in_place(N, halo=1, bs=16):
+    @T.prim_func
+    def main(A: T.Tensor((N,), F32)):
+        with T.Kernel(T.ceildiv(N, bs), threads=128) as bx:
+            s = T.alloc_shared((bs + 2 * halo,), F32)
+            T.copy(A[bx * bs - halo], s)
+            for i in T.Parallel(bs):
+                A[bx * bs + i] = s[i + halo] * 0.5
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def prefix(N, two_launches=False):
+    @T.prim_func
+    def main(A: T.Tensor((N,), F32), O: T.Tensor((N,), F32)):
+        if two_launches:
+            with T.Kernel(N, threads=128) as bx:
+                O[bx] = A[bx]
+            with T.Kernel(N, threads=128) as bx:
+                if bx > 0:
+                    A[bx] = O[bx - 1] + O[bx]
+        else:
+            with T.Kernel(N, threads=128) as bx:
+                O[bx] = A[bx]
+                if bx > 0:
+                    O[bx] = O[bx - 1] + A[bx]
+    return main
+
+
 def _ids(n, hi, bad=None):
     def make(rng):
         tab = rng.standard_normal((hi, 12)).astype(np.float32)
@@ -411,6 +441,8 @@ CASES = [
     c("rows bx and bx + 1 from every block", "race", lambda: rows(9, 7, overlap=0)),
     c("two blocks per output element", "race", lambda: halves(20, div=2)),
     c("histogram with plain stores", "race", lambda: halves(20, div=20)),
+    c("in-place stencil reads the next block's tile", "race", lambda: smooth_in_place(40, halo=1)),
+    c("prefix sum reads the previous block's output", "race", lambda: prefix(12)),
     # correct look-alikes (22), edge tiles included
     c("README gemm 100x70x30", "correct", lambda: matmul(100, 70, 30)),
     c("README gemm 33x17x9", "correct", lambda: matmul(33, 17, 9)),
@@ -436,4 +468,6 @@ CASES = [
     c("guarded T.Parallel at edges", "correct", lambda: scale(37, 21)),
     c("unguarded T.Parallel at edges (masked, as TileLang)", "correct", lambda: scale(37, 21, guard=False)),
     c("one block per output element", "correct", lambda: halves(20, div=1)),
+    c("in-place update of each block's own tile", "correct", lambda: smooth_in_place(40, halo=0)),
+    c("write, then read another block's element in a second launch", "correct", lambda: prefix(12, two_launches=True)),
 ]

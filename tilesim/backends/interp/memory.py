@@ -6,9 +6,10 @@
   dimension indexed by a parallel variable are masked (legal); any other element access out of range
   — a scalar access, a serial-loop index, a gather through loaded indices — raises, naming the
   buffer, the index and the source line. On-chip accesses out of range always raise.
-* ``races=True`` records the writer block of every global element: two blocks writing one element
-  raise, whatever the kinds of store (plain, tile copy, atomic), unless every write to it is an atomic
-  of one kind (``note_atomic``).
+* ``races=True`` records the writer and reader blocks of every global element in a launch: two blocks
+  writing one element raise, whatever the kinds of store (plain, tile copy, atomic), unless every
+  write to it is an atomic of one kind (``note_atomic``); a block reading an element another block
+  writes raises too (``note_read``), whichever comes first.
 * Region reads return storage-dtype arrays shaped ``(nb or 1, *extents)``; region writes take the same.
 * Block-varying region starts of global tensors are gathered through a sliding-window view, so a
   chunk of blocks costs one NumPy gather, not one per block; blocks whose window crosses the tensor
@@ -21,9 +22,16 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from ... import dtypes as dt
-from ...errors import KernelRuntimeError
 from ...ir import nodes as N
-from ...ir.traverse import walk_exprs
+from .checks import (
+    _note_region_read,
+    _race_check,
+    _race_elements,
+    _race_scalar,
+    check_explicit,
+    note_read_elements,
+)
+from .checks import oob_error as _oob_error
 from .state import Ctx, Storage, block_mask, lift, new_array
 
 
@@ -42,22 +50,6 @@ def _scalar(v, dtype):
     if dtype == "bool":
         return bool(v)
     return int(v)
-
-
-def _oob_error(buf, loc, what="access", index=None, shape_now=None):
-    shape = "(" + ", ".join(d.name if isinstance(d, N.Var) else str(d) for d in buf.shape) + ")"
-    if shape_now is not None and any(not isinstance(d, int) for d in buf.shape):
-        shape += f" = {tuple(int(n) for n in shape_now)}"
-    at = f" at index {tuple(int(i) for i in index)}" if index is not None else ""
-    if index is not None and buf.scope == "global":
-        return KernelRuntimeError(f"out-of-bounds {what} of {buf.scope} buffer {buf.name} {shape}{at}", loc,
-                                  hint="an explicit index (a scalar access, a gather through loaded indices or a "
-                                       "serial loop index) went past the tensor; TileLang would read 0 / drop the "
-                                       "write silently here. Check the index or guard it with an `if`")
-    return KernelRuntimeError(f"out-of-bounds {what} of {buf.scope} buffer {buf.name} {shape}{at}", loc,
-                              hint="guard the index with an `if` or T.if_then_else, or fix the tile arithmetic"
-                              if buf.scope != "global" else
-                              "oob='error' is on; TileLang would zero-fill reads and skip writes here")
 
 
 def _active_expand(mask, shape):
@@ -134,31 +126,6 @@ def _check_onchip(buf, idx, ctx, loc, what):
     return out
 
 
-def _edge_dim(x, ctx) -> bool:
-    """Index expression ``x`` is a tile edge TileLang masks: it varies with an enclosing ``T.Parallel``
-    variable and reads no memory (``oob="check"``: such a dimension may overhang the tensor)."""
-    names = [e for e in walk_exprs(x)]
-    return not any(type(e) is N.Load for e in names) and any(type(e) is N.Var and e.uid in ctx.pvars for e in names)
-
-
-def check_explicit(buf, st, idx, exprs, ctx, loc, what):
-    """``oob="check"``: raise for an out-of-range index in a dimension that is not a masked tile edge."""
-    mask = ctx.mask
-    if mask is False:
-        return
-    shape = np.broadcast_shapes(*[np.shape(j) for j in idx], np.shape(mask) if isinstance(mask, np.ndarray) else ())
-    for d, i in enumerate(idx):
-        if exprs is not None and d < len(exprs) and _edge_dim(exprs[d], ctx):
-            continue
-        i = np.broadcast_to(np.asarray(i), shape)
-        bad = (i < 0) | (i >= st.shape[d])
-        if isinstance(mask, np.ndarray):
-            bad = bad & np.broadcast_to(mask, shape)
-        if np.any(bad):
-            k = np.unravel_index(int(np.argmax(bad)), shape) if shape else ()
-            raise _oob_error(buf, loc, what, [np.broadcast_to(np.asarray(j), shape)[k] for j in idx], st.shape)
-
-
 def _guard(buf, st, idx, ctx, loc, what, exprs=None):
     """Clip global indices; return (clipped indices, valid mask or None)."""
     valid = None
@@ -187,6 +154,8 @@ def _guard(buf, st, idx, ctx, loc, what, exprs=None):
 
 def _load_global(e, buf, st, idx, ctx):
     idx, valid = _guard(buf, st, idx, ctx, e.loc, "read", e.indices)
+    if ctx.options.races:
+        note_read_elements(buf, st, idx, valid, ctx, e.loc)
     fill = ctx.safe.get(buf.uid, 0)
     if all(type(i) is int for i in idx):
         if valid is False:
@@ -279,114 +248,6 @@ def _scatter(st, idx, val, mask):
     st[tuple(f[m] for f in full)] = v[m]
 
 
-def _block_of_elements(ctx, shape):
-    b = ctx.block_ids.reshape((ctx.nb,) + (1,) * (len(shape) - 1)) if len(shape) else ctx.block_ids
-    return np.broadcast_to(b, shape)
-
-
-def _race_elements(buf, st, idx, m, ctx, loc):
-    shape = np.broadcast_shapes(*[np.shape(i) for i in idx], (ctx.nb,) + (1,) * ctx.rank)
-    full = [np.broadcast_to(i, shape) for i in idx]
-    who = _block_of_elements(ctx, shape)
-    if m is not None:
-        mm = np.broadcast_to(m, shape)
-        full = [f[mm] for f in full]
-        who = who[mm]
-    else:
-        full = [f.reshape(-1) for f in full]
-        who = who.reshape(-1)
-    _race_check(buf, st, tuple(full), who, ctx, loc)
-
-
-def _race_scalar(buf, st, idx, m, ctx, loc):
-    bm = block_mask(m, ctx.nb) if m is not None else None
-    who = ctx.block_ids if bm is None else ctx.block_ids[bm]
-    full = tuple(np.full(len(who), i) for i in idx)
-    _race_check(buf, st, full, who, ctx, loc)
-
-
-def _race_check(buf, st, full, who, ctx, loc):
-    w = ctx.writers.get(buf.uid)
-    if w is None:
-        w = ctx.writers[buf.uid] = np.full(st.shape, -1, dtype=np.int64)
-    if len(who) == 0:
-        return
-    lin = np.ravel_multi_index(full, st.shape)
-    aw = ctx.writers.get((buf.uid, "atomic"))
-    if aw is not None:  # an element some other block updated atomically
-        pa = aw.reshape(-1)[lin]
-        hit = (pa != -1) & (pa != who)
-        if hit.any():
-            k = int(np.argmax(hit))
-            other = "several blocks" if pa[k] == -2 else f"block {int(pa[k])}"
-            el = tuple(int(x) for x in np.unravel_index(lin[k], st.shape))
-            raise KernelRuntimeError(f"block {int(who[k])} writes {buf.name}{el}, which {other} updated with an "
-                                     "atomic in the same launch (a race)", loc,
-                                     hint="use atomics for every cross-block update of an element, or give "
-                                          "each block its own output")
-    prev = w.reshape(-1)[lin]
-    clash = (prev >= 0) & (prev != who)
-    # two blocks of the same chunk writing one element
-    order = np.argsort(lin, kind="stable")
-    sl, sw = lin[order], who[order]
-    dup = (sl[1:] == sl[:-1]) & (sw[1:] != sw[:-1])
-    if clash.any() or dup.any():
-        if clash.any():
-            k = int(np.argmax(clash))
-            a, b, el = int(prev[k]), int(who[k]), np.unravel_index(lin[k], st.shape)
-        else:
-            k = int(np.argmax(dup))
-            a, b, el = int(sw[k]), int(sw[k + 1]), np.unravel_index(sl[k], st.shape)
-        raise KernelRuntimeError(
-            f"blocks {a} and {b} both write {buf.name}{tuple(int(x) for x in el)} without an atomic (a race)", loc,
-            hint="give each block its own output tile, or use T.atomic_add for cross-block sums")
-    w.reshape(-1)[lin] = who
-
-
-_ATOMIC_CODE = {"add": 1, "max": 2, "min": 3}
-
-
-def note_atomic(buf, st, full, who, kind, ctx, loc):
-    """``races=True``: record atomic updates (kind ``kind``) of global ``buf`` at ``full`` by blocks ``who``;
-    raise if another block wrote one of them with a plain store or an atomic of another kind."""
-    if buf.scope != "global" or len(who) == 0:
-        return
-    lin = np.ravel_multi_index(full, st.shape)
-    w = ctx.writers.get(buf.uid)
-    if w is not None:
-        prev = w.reshape(-1)[lin]
-        hit = (prev >= 0) & (prev != who)
-        if hit.any():
-            k = int(np.argmax(hit))
-            el = tuple(int(x) for x in np.unravel_index(lin[k], st.shape))
-            raise KernelRuntimeError(f"block {int(who[k])} updates {buf.name}{el} with an atomic {kind}, but block "
-                                     f"{int(prev[k])} wrote it with a plain store in the same launch (a race)", loc,
-                                     hint="use atomics for every cross-block update of an element")
-    aw = ctx.writers.get((buf.uid, "atomic"))
-    if aw is None:
-        aw = ctx.writers[(buf.uid, "atomic")] = np.full(st.shape, -1, dtype=np.int64)
-        ctx.writers[(buf.uid, "kind")] = np.zeros(st.shape, dtype=np.int8)
-    ak = ctx.writers[(buf.uid, "kind")]
-    code = _ATOMIC_CODE.get(kind, 4)
-    pk = ak.reshape(-1)[lin]
-    other = (pk != 0) & (pk != code)
-    if other.any():
-        k = int(np.argmax(other))
-        el = tuple(int(x) for x in np.unravel_index(lin[k], st.shape))
-        names = {v: n for n, v in _ATOMIC_CODE.items()}
-        raise KernelRuntimeError(f"{buf.name}{el} is updated with atomic {names.get(int(pk[k]), '?')} and atomic {kind} "
-                                 "by different blocks in the same launch (a race: the result depends on their order)", loc)
-    flat, kinds = aw.reshape(-1), ak.reshape(-1)
-    prev = flat[lin]
-    flat[lin] = np.where((prev == -1) | (prev == who), who, -2)
-    # several blocks of this chunk updating one element: mark it as shared
-    order = np.argsort(lin, kind="stable")
-    sl, sw = lin[order], who[order]
-    dup = (sl[1:] == sl[:-1]) & (sw[1:] != sw[:-1])
-    flat[sl[1:][dup]] = -2
-    kinds[lin] = code
-
-
 # ---------------------------------------------------------------------------------------- regions
 def region_starts(r: N.Region, ctx: Ctx, ev):
     starts = []
@@ -441,6 +302,8 @@ def read_region(r: N.Region, ctx: Ctx, ev, where=None):
     starts, exts = where or region_starts(r, ctx, ev)
     if r.buffer.scope != "global":
         return _onchip_window(r, st, starts, exts, ctx, write=None)
+    if ctx.options.races:
+        _note_region_read(r, st, starts, exts, ctx)
     fill = ctx.safe.get(r.buffer.uid, 0)
     uniform = all(type(s) is int for s in starts)
     if uniform:
