@@ -7,7 +7,8 @@ race record (``races=True``), used by :mod:`.memory`, :mod:`.tile_copy` and :mod
 * The race record lives in ``ctx.writers`` for one launch (shared by its chunks): per global buffer the
   plain writer block of every element (``uid``), the atomic writer (``(uid, "atomic")``, ``-2`` when
   several blocks) and its kind (``(uid, "kind")``), the reader block (``(uid, "read")``, ``-2`` when
-  several). Two blocks writing one element raise unless all writes are atomics of one kind; a block
+  several), and under ``"written"`` the buffers the launch writes (reads of others are not recorded).
+  Two blocks writing one element raise unless all writes are atomics of one kind; a block
   reading an element another block writes raises, whichever comes first, so batched and serial runs
   report the same races.
 """
@@ -18,7 +19,7 @@ import numpy as np
 
 from ...errors import KernelRuntimeError
 from ...ir import nodes as N
-from ...ir.traverse import walk_exprs
+from ...ir.traverse import regions, walk_exprs, walk_stmts
 from .state import block_mask
 
 
@@ -150,6 +151,9 @@ def _check_readers(buf, st, lin, who, ctx, loc):
 
 def note_read_elements(buf, st, idx, valid, ctx, loc):
     """``note_read`` for element indices ``idx`` (broadcastable to ``(nb, ...)``) where ``valid``/mask."""
+    written = ctx.writers.get("written")
+    if written is not None and buf.uid not in written and (buf.alias_of is None or buf.alias_of.uid not in written):
+        return
     shape = np.broadcast_shapes(*[np.shape(i) for i in idx], (ctx.nb,) + (1,) * ctx.rank,
                                 np.shape(valid) if isinstance(valid, np.ndarray) else (),
                                 np.shape(ctx.mask) if isinstance(ctx.mask, np.ndarray) else ())
@@ -165,10 +169,27 @@ def note_read_elements(buf, st, idx, valid, ctx, loc):
     note_read(buf, st, full, who, ctx, loc)
 
 
+def written_roots(body) -> frozenset:
+    """uids of the global buffers (and their alias roots) some statement of ``body`` writes: reads of
+    any other buffer cannot race, and are not recorded."""
+    out = set()
+    for s in walk_stmts(body):
+        for w in regions(s)[1]:
+            buf = getattr(w, "buffer", w)
+            if buf.scope == "global":
+                out.add(buf.uid)
+                if buf.alias_of is not None:
+                    out.add(buf.alias_of.uid)
+    return frozenset(out)
+
+
 def note_read(buf, st, full, who, ctx, loc):
     """``races=True``: record that blocks ``who`` read global ``buf`` at ``full``; raise if another block
     wrote one of those elements in this launch (plain store, tile copy or atomic)."""
     if buf.scope != "global" or len(who) == 0:
+        return
+    written = ctx.writers.get("written")
+    if written is not None and buf.uid not in written and (buf.alias_of is None or buf.alias_of.uid not in written):
         return
     lin = np.ravel_multi_index(full, st.shape)
     for key in (buf.uid, (buf.uid, "atomic")):
@@ -240,6 +261,10 @@ def note_atomic(buf, st, full, who, kind, ctx, loc):
 
 
 def _note_region_read(r, st, starts, exts, ctx):
+    written = ctx.writers.get("written")
+    buf = r.buffer
+    if written is not None and buf.uid not in written and (buf.alias_of is None or buf.alias_of.uid not in written):
+        return  # nobody writes it in this launch: its reads cannot race
     nb = ctx.nb
     grids = np.meshgrid(*[np.arange(e) for e in exts], indexing="ij")
     idx = [np.broadcast_to(np.asarray(s, dtype=np.int64).reshape((-1,) + (1,) * len(exts)) + g[None], (nb,) + exts)
