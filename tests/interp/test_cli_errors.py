@@ -116,6 +116,11 @@ CASES = [
     c("attn-zero-batch", ["attention-cost", "--batch", "0"], "expected a positive integer, got 0"),
     c("attn-context-not-int", ["attention-cost", "--context", "abc"], "got 'abc'"),
     c("attn-unknown-model", ["attention-cost", "--model", "gpt-9"], "unknown model config 'gpt-9'"),
+    # check (the sanitizer)
+    c("check-missing-file", ["check", "{d}/missing.py::f"], "no such file"),
+    c("check-missing-args", ["check", G], "missing a required argument: 'M'"),
+    c("check-bad-mode", ["check", G, *MN, "--mode", "bogus"], "invalid choice: 'bogus'"),
+    c("check-bad-shapes", ["check", G, *MN, "--shapes", "M"], "expected KEY=VALUE"),
     # report, hw, misc
     c("report-unwritable-out", ["report", "--out", "/proc/tilesim-nope", "--quick"], "/proc/tilesim-nope"),
     c("report-out-is-a-file", ["report", "--out", "{d}/good.py", "--quick"], "good.py"),
