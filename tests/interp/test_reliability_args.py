@@ -271,3 +271,20 @@ def test_bad_pass_configs_are_named(configs):
     with pytest.raises(KernelTypeError) as info:
         tilesim.compile(tile_copy(8, 8).prim_func, out_idx=[-1], pass_configs=configs)
     assert "pass_configs must be a dict" in str(info.value) and HERE in str(info.value)
+
+
+def test_bad_tensor_annotation_and_factory_without_return_are_located():
+    with pytest.raises(KernelTypeError) as info:
+        T.Tensor((4, 4), 3)
+    assert "unknown dtype 3" in str(info.value) and HERE in str(info.value)
+
+    @tilesim.jit
+    def no_return(M):
+        @T.prim_func
+        def main(A: T.Tensor((M,), "float32")):
+            with T.Kernel(1, threads=128) as bx:
+                A[0] = 1.0
+
+    with pytest.raises(KernelTypeError) as info:
+        no_return(4)
+    assert "must return a @T.prim_func, got NoneType" in str(info.value) and HERE in str(info.value)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import KernelTypeError
+from ..errors import KernelTypeError, Loc
 from ..ir import nodes as N
 from ..optional import require
 from ._marker import marker
@@ -152,7 +153,18 @@ class Tensor(metaclass=_TensorMeta):
     """
 
     def __new__(cls, shape, dtype="float32", data=None, strides=None, scope="global", **_ignored):
-        return TensorSpec(_shape_tuple(shape), _dt.canon(dtype), tuple(strides) if strides else None)
+        try:
+            return TensorSpec(_shape_tuple(shape), _dt.canon(dtype), tuple(strides) if strides else None)
+        except KernelTypeError as e:  # evaluated by Python in a signature: point at the caller's line
+            raise e.with_loc(_caller_loc()) from None
+
+
+def _caller_loc():
+    """The source position of the first frame outside tilesim (a ``T.Tensor`` in a signature)."""
+    f = sys._getframe(1)
+    while f is not None and f.f_globals.get("__name__", "").startswith("tilesim"):
+        f = f.f_back
+    return Loc(f.f_code.co_filename, f.f_lineno) if f is not None else None
 
 
 Buffer = Tensor
