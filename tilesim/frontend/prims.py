@@ -422,7 +422,12 @@ def _b_gemm(tr, loc, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_p
     if dt.is_float(ra.dtype) and not dt.is_float(rc.dtype):
         raise KernelTypeError(f"T.gemm: float inputs need a float accumulator (C is {rc.dtype})", loc)
     pol = getattr(policy, "name", str(policy))
-    tr.emit(N.Gemm(ra, rb, rc, bool(transpose_A), bool(transpose_B), bool(clear_accum), pol, loc))
+    if X.is_ir(clear_accum) and not isinstance(clear_accum, N.Const):  # clear_accum=(j == 0) on a loop variable:
+        zero = N.Fill(rc, X.cast_to(X.to_expr(0, loc, like=rc.dtype), rc.dtype, loc), loc)
+        tr.emit(N.If(X.to_bool(clear_accum, loc), (zero,), (), loc))  # C = 0 when it holds, then C += A @ B
+        clear_accum = False
+    tr.emit(N.Gemm(ra, rb, rc, bool(transpose_A), bool(transpose_B), bool(getattr(clear_accum, "value", clear_accum)),
+                   pol, loc))
 
 
 def _reduce(tr, loc, kind, buffer, out, dim, clear):
