@@ -316,3 +316,19 @@ def test_half_arithmetic_rounds_each_operation():
     a = np.array([1.001, 3.1416, 0.1, 600.5], np.float16)
     expect = ((a * a).astype(np.float16) + a).astype(np.float16)
     assert np.array_equal(k(4)(a), expect)
+
+
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+                                  "float4_e2m1fn"])
+def test_widen_of_one_byte_floats_is_bitwise_the_cast(name):
+    from tilesim import dtypes as dt
+
+    if not hasattr(ml_dtypes, name) or np.dtype(getattr(ml_dtypes, name)) not in dt._NARROW_NP:
+        pytest.skip(f"{name} is not a tilesim dtype")
+    raw = np.arange(256, dtype=np.uint8).view(getattr(ml_dtypes, name))
+    arr = np.stack([raw, raw[::-1]])[:, ::3]  # non-contiguous, 2-D
+    fast = dt.widen(arr, np.dtype(np.float32))
+    assert fast.dtype == np.float32 and fast.shape == arr.shape
+    np.testing.assert_array_equal(fast.view(np.uint32), arr.astype(np.float32).view(np.uint32))
+    half = np.arange(8, dtype=np.float16)
+    assert dt.widen(half, np.dtype(np.float32)).dtype == np.float32  # other dtypes: plain astype

@@ -22,7 +22,7 @@ from .state import Ctx, Storage, block_mask, lift, new_array
 def to_compute(arr, dtype: str):
     """Storage values → compute representation (narrow floats → float32, integers → int64)."""
     if dt.is_float(dtype):
-        return arr.astype(dt.compute_dtype(dtype), copy=False)
+        return dt.widen(arr, dt.compute_dtype(dtype))
     if dtype == "bool":
         return arr.astype(bool, copy=False)
     return arr.astype(np.int64, copy=False)
