@@ -244,3 +244,47 @@ def test_clear_accum_expression_clears_only_when_it_holds(parts):
     np.testing.assert_allclose(k(A, B), A @ B.T, rtol=1e-5, atol=1e-5)
     text = format_ir(k.prim_func)
     assert "if (j == 0):" in text and "clear_accum=True" not in text
+
+
+# ------------------------------------------------------------------ if / elif / elif: three groups, nested runs
+@tilelang.jit(out_idx=[-1])
+def one_producer_two_consumers(steps, n, stages=2):
+    """Group 2 (``tx >= 256``, written last) fills a ring of ``stages`` slots; groups 0 and 1 each take half
+    of every slot and both free it (a free barrier of 256 arrivals), as TileLang's MLA decode does."""
+
+    @T.prim_func
+    def main(A: T.Tensor((steps, 2 * n), "float32"), B: T.Tensor((steps, 2 * n), "float32")):
+        with T.Kernel(1, threads=384):
+            ring = T.alloc_shared((stages, 2 * n), "float32")
+            ready = T.alloc_barrier([128] * stages)
+            free = T.alloc_barrier([256] * stages)
+            tx = T.get_thread_binding()
+            if tx < 128:
+                for k in T.serial(steps):
+                    T.barrier_wait(ready[k % stages], (k // stages) % 2)
+                    for i in T.Parallel(n):
+                        B[k, i] = ring[k % stages, i] + 1.0
+                    T.barrier_arrive(free[k % stages])
+            elif tx >= 128 and tx < 256:
+                for k in T.serial(steps):
+                    T.barrier_wait(ready[k % stages], (k // stages) % 2)
+                    for i in T.Parallel(n):
+                        B[k, n + i] = ring[k % stages, n + i] - 1.0
+                    T.barrier_arrive(free[k % stages])
+            elif tx >= 256:
+                for k in T.serial(steps):
+                    T.barrier_wait(free[k % stages], ((k // stages) % 2) ^ 1)
+                    for i in T.Parallel(2 * n):
+                        ring[k % stages, i] = A[k, i] * 3.0
+                    T.barrier_arrive(ready[k % stages])
+
+    return main
+
+
+@pytest.mark.parametrize("mode", ["batched", "serial"])
+@pytest.mark.parametrize("steps, stages", [(5, 2), (4, 3), (1, 2)])
+def test_if_elif_on_the_thread_index_runs_three_groups_concurrently(mode, steps, stages):
+    n = 7
+    A = np.random.default_rng(steps).standard_normal((steps, 2 * n)).astype(np.float32)
+    want = np.concatenate([A[:, :n] * 3 + 1, A[:, n:] * 3 - 1], axis=1)
+    np.testing.assert_array_equal(_run(one_producer_two_consumers(steps, n, stages), mode, A), want)
