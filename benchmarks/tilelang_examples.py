@@ -150,6 +150,23 @@ SMALL_MAIN: dict[str, dict | tuple[str, dict]] = {
                                                                "DQK": 576, "DV": 512, "topk": 256}),
     "dsa_sparse_finetune/sparse_mla_fwd.py": ("test_sparse_mla_fwd", {"S": 256, "SKV": 1024, "H": 64, "HKV": 1,
                                                                       "DQK": 576, "DV": 512, "topk": 256}),
+    # __main__ loops over GPU-sized configurations (up to 65536^2 logits: killed for memory on a 24 GiB machine);
+    # the first configuration of each program's own list
+    "dsa_hisa/block_sparse_mqa_fp8.py": ("test_fp8_block_sparse_mqa", {"M": 1024, "H": 64, "D": 128,
+                                                                       "kv_block_size": 128, "topk": 64,
+                                                                       "num_seqs": 1}),
+    "dsa_hisa/clean_and_maintain_logits.py": ("test_clean_and_maintain_logits", {"M": 4096, "N": 4096,
+                                                                                 "num_seqs": 1}),
+    "dsa_hisa/hisa.py": ("test_hisa", {"M": 1024, "H": 64, "D": 128, "k_block_size": 128, "block_topk": 16,
+                                       "topk_tokens": 256, "num_seqs": 1}),
+    # its smallest listed configuration is M=32768 (a 137 GFLOP fp8 GEMM a call); the program's own assert asks
+    # only ceildiv(M, k_block_size) % block_N == 0: M=4096 with k_block_size=16 keeps block_N=256, H, D
+    "dsa_hisa/pool_mqa_fp8.py": ("test_pool_mqa_fp8", {"M": 4096, "H": 64, "D": 128, "k_block_size": 16,
+                                                       "block_N": 256, "num_seqs": 1}),
+    # d_hidden=7168, seq_len=8192 by default: the sizes of TileLang's own test_example_fusedmoe.py
+    "fusedmoe/example_fusedmoe_tilelang.py": {"d_hidden": 1024, "d_expert": 256, "n_routed_experts": 8,
+                                              "n_shared_experts": 1, "n_experts_per_token": 4, "batch_size": 1,
+                                              "seq_len": 1024},
     # 16384^3 GEMMs by default; 1024 as their sibling example_warp_specialize_gemm_copy_0_gemm_1's default
     "warp_specialize/example_warp_specialize_gemm_barrierpipe_stage2.py": {"M": 1024, "N": 1024, "K": 1024},
     "warp_specialize/example_warp_specialize_gemm_copy_1_gemm_0.py": {"M": 1024, "N": 1024, "K": 1024},
