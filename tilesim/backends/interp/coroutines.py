@@ -76,6 +76,8 @@ def plan(body) -> dict:
             i = max(j, i + 1)
         for s in stmts:
             stack.extend(tuple(b) for b in bodies(s))
+    if len(_PLANS) > 512:  # the body is kept so ids stay unique; bound the cache as gemm_loop's
+        _PLANS.clear()
     _PLANS[id(body)] = (body, out)
     return out
 
