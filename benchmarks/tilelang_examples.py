@@ -134,6 +134,8 @@ SMALL_ARGS: dict[str, str] = {
 # Keyword arguments of main() for programs without an argparse whose defaults are too large for a CPU: the
 # unchanged file is loaded with runpy (``__name__`` is not ``"__main__"``) and ``main(**kwargs)`` is called.
 SMALL_MAIN: dict[str, dict] = {
+    # 4096^3 by default in its __main__ (no argparse); its kernel's 128x128x32 tiles divide 256
+    "gemm/example_gemm_intrinsics.py": {"M": 256, "N": 256, "K": 256},
     # 16384^3 GEMMs by default; 1024 as their sibling example_warp_specialize_gemm_copy_0_gemm_1's default
     "warp_specialize/example_warp_specialize_gemm_barrierpipe_stage2.py": {"M": 1024, "N": 1024, "K": 1024},
     "warp_specialize/example_warp_specialize_gemm_copy_1_gemm_0.py": {"M": 1024, "N": 1024, "K": 1024},
