@@ -22,6 +22,7 @@ from ..language.kernel import Kernel
 from . import exprs as X
 from . import regions as R
 from . import simt as S  # also registers the per-thread builders
+from . import warp as _warp  # noqa: F401  (registers the warp-shuffle builders)
 from . import ws as W  # noqa: F401  (registers the warp-specialisation builders)
 from .builders import BUILDERS, builder
 

@@ -7,7 +7,7 @@ from . import nodes as N
 
 #: Expressions every element-level consumer must handle.
 EXPRS = frozenset({N.Const, N.Var, N.Binary, N.Compare, N.Logical, N.Unary, N.Call, N.Select,
-                   N.Cast, N.Reinterpret, N.Load})
+                   N.Cast, N.Reinterpret, N.Load, N.WarpShuffle})
 #: Tile operations (whole-tile, block-level work).
 TILE_OPS = frozenset({N.Copy, N.Gemm, N.Reduce, N.Fill, N.Atomic, N.Cumsum})
 #: Loops.

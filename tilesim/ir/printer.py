@@ -121,6 +121,12 @@ def _cast(p, x):
     return f"T.cast({p.e(x.value)}, {x.dtype})"
 
 
+@EXPRS.register(N.WarpShuffle)
+def _warp_shuffle(p, x):
+    name = {"idx": "shfl_sync"}.get(x.kind, f"shfl_{x.kind}")
+    return f"T.{name}({p.e(x.value)}, {p.e(x.lane)}, width={x.width})"
+
+
 @EXPRS.register(N.Reinterpret)
 def _reinterpret(p, x):
     return f"T.reinterpret({p.e(x.value)}, {x.dtype})"

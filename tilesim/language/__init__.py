@@ -85,9 +85,14 @@ from .simt import (  # noqa: F401
     get_warp_group_idx,
     get_warp_idx,
     get_warp_idx_sync,
+    shfl_down,
+    shfl_sync,
+    shfl_up,
+    shfl_xor,
     sync_threads,
     sync_warp,
     thread_binding,
+    tvm_warp_shuffle,
 )
 from .types import (  # noqa: F401
     Buffer,

@@ -69,10 +69,6 @@ def print(*args, msg=""):  # noqa: A001
 
 #: Primitives that need per-thread (SIMT) execution or Hopper async machinery tilesim does not model.
 UNSUPPORTED = {
-    "shfl_xor": "warp shuffles are not modelled; exchange values through shared memory and T.sync_threads",
-    "shfl_down": "warp shuffles are not modelled; exchange values through shared memory and T.sync_threads",
-    "shfl_up": "warp shuffles are not modelled; exchange values through shared memory and T.sync_threads",
-    "shfl_sync": "warp shuffles are not modelled; exchange values through shared memory and T.sync_threads",
     "call_extern": "external device functions cannot run in the NumPy interpreter",
     "import_source": "it splices CUDA C source into the generated kernel (device functions for T.call_extern); "
                      "CUDA source has no meaning in tilesim's interpreter: write the computation with T.* "

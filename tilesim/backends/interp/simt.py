@@ -31,7 +31,11 @@ Rules added here: ``SyncThreads`` (a barrier: in a per-thread launch the active 
 must be all of them, or ``count`` for a named barrier — otherwise the GPU would deadlock and this raises
 ``KernelRuntimeError``; at tile level it has nothing to do), ``AtomicFetch`` (updates applied in block,
 then thread, order — each thread sees the value the earlier ones left; integer adds vectorised, other
-kinds per address). Errors are located ``KernelError`` subclasses.
+kinds per address); the expression rule ``WarpShuffle`` gathers the value along the thread axis (lanes of
+a group of ``width`` threads; a source outside the group reads the thread's own value; a source lane
+that is inactive under the current mask gives the value it would have computed — undefined on a GPU).
+A shuffle outside per-thread code or inside ``T.Parallel`` is a ``KernelRuntimeError``. Errors are located
+``KernelError`` subclasses.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from ...ir.traverse import binds, map_expr, map_exprs_in, map_stmts, regions, re
 from . import memory
 from .exprs import ev
 from .state import Ctx
-from .tables import STMT_RULES
+from .tables import EXPR_RULES, STMT_RULES
 
 rule = STMT_RULES.register
 
@@ -365,3 +369,28 @@ def _fetch(flat, lin, vals, kind, dtype, cd):
         flat[sl[a]] = dt.convert(np.asarray(acc), dtype) if dt.is_float(dtype) else np.asarray(acc).astype(flat.dtype)
     out[order] = seen
     return out
+
+
+@EXPR_RULES.register(N.WarpShuffle)
+def _warp_shuffle(e, ctx: Ctx):
+    if ctx.simt is None or ctx.rank != 1:
+        raise KernelRuntimeError("a warp shuffle runs in per-thread code, outside T.Parallel", e.loc,
+                                 hint="name the thread index (tx = T.get_thread_binding()) and shuffle in "
+                                      "scalar statements")
+    nt = ctx.simt.nthreads
+    value = np.broadcast_to(np.asarray(ev(e.value, ctx)), (ctx.nb, nt))
+    arg = np.broadcast_to(np.asarray(ev(e.lane, ctx), dtype=np.int64), (ctx.nb, nt))
+    t = np.arange(nt, dtype=np.int64)
+    wl = t % 32  # lane in the warp
+    lane = wl % e.width  # lane in the group
+    if e.kind == "idx":
+        src = arg % e.width
+    elif e.kind == "xor":
+        src = lane ^ arg
+    elif e.kind == "down":
+        src = lane + arg
+    else:
+        src = lane - arg
+    src = np.where((src >= 0) & (src < e.width), src, lane)
+    src_t = np.minimum(t - lane + src, nt - 1)
+    return np.take_along_axis(value, src_t, axis=1)
