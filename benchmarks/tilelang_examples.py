@@ -228,6 +228,14 @@ if torch is not None:
             memory_allocated=lambda d=None: 0, max_memory_allocated=lambda d=None: 0,
             reset_peak_memory_stats=_noop(), is_current_stream_capturing=lambda: False).items():
         setattr(torch.cuda, _name, _value)
+    class _Profile(torch.profiler.profile):
+        """torch.profiler with CUDA activity: the CPU activity (where the shim runs the CUDA work)."""
+        def __init__(self, *args, activities=None, **kwargs):
+            if activities is not None:
+                cpu, cuda = torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA
+                activities = list(dict.fromkeys(cpu if a == cuda else a for a in activities))
+            super().__init__(*args, activities=activities, **kwargs)
+    torch.profiler.profile = _Profile
     for _mod, _names in (("profiler", ("start", "stop")), ("nvtx", ("range_push", "range_pop", "range_start",
                                                                      "range_end", "mark"))):
         for _name in _names:
