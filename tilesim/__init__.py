@@ -24,6 +24,7 @@ from . import (  # noqa: F401
     profiler,
     testing,
     tileop,
+    tools,
     transform,
     tvm,
     utils,
