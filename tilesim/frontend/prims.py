@@ -19,6 +19,7 @@ from .. import dtypes as dt
 from ..errors import KernelError, KernelSyntaxError, KernelTypeError
 from ..ir import nodes as N
 from ..language.kernel import Kernel
+from . import bitwise as _bitwise  # noqa: F401  (registers T.shift_left/right, T.bitwise_*)
 from . import exprs as X
 from . import regions as R
 from . import simt as S  # also registers the per-thread builders

@@ -16,6 +16,8 @@ Contract
   the block.
 * ``T.atomic_<op>(dst_element, value, return_prev=True)`` emits
   :class:`~tilesim.ir.nodes.AtomicFetch` and evaluates to its variable (the value before the update).
+* ``T.device_assert(cond, msg)`` emits :class:`~tilesim.ir.nodes.DeviceAssert` (a Python-valued ``cond`` is
+  checked at trace time instead).
 * Every error is a ``KernelError`` located at the call.
 """
 
@@ -169,6 +171,16 @@ def _b_sync_threads(tr, loc, barrier_id, arrive_count):
         raise KernelTypeError(f"T.sync_threads: barrier_id {barrier_id} (a block has 16 named barriers, 0-15)", loc)
     count = None if arrive_count is None or arrive_count == nt else arrive_count
     tr.emit(N.SyncThreads(barrier_id, count, loc))
+
+
+@builder("device_assert")
+def _b_device_assert(tr, loc, cond, msg=""):
+    _in_launch(tr, loc, "T.device_assert")
+    if not X.is_ir(cond):
+        if not cond:
+            raise KernelTypeError(f"T.device_assert failed: {msg}", loc)
+        return
+    tr.emit(N.DeviceAssert(X.to_bool(cond, loc), str(msg), loc))
 
 
 @builder("sync_warp")

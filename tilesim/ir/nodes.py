@@ -462,6 +462,16 @@ class While(Stmt):
 
 
 @dataclass(frozen=True, slots=True)
+class DeviceAssert(Stmt):
+    """``T.device_assert(cond, msg)``: a run-time check; an active element (block, thread or ``T.Parallel``
+    element) for which ``cond`` is false stops the kernel with ``msg``."""
+
+    cond: Expr
+    message: str
+    loc: Loc | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Break(Stmt):
     loc: Loc | None = field(default=None, compare=False)
 

@@ -262,6 +262,11 @@ def _if(p, s, d):
         p.body(s.orelse, d + 1)
 
 
+@STMTS.register(N.DeviceAssert)
+def _device_assert(p, s, d):
+    p.w(d, f"T.device_assert({p.e(s.cond)}, {s.message!r})")
+
+
 @STMTS.register(N.Break)
 def _break(p, s, d):
     p.w(d, "break")

@@ -242,6 +242,13 @@ def _if(v, s, scope, ctx):
     v.body(s.orelse, scope, ctx)
 
 
+@STMTS.register(N.DeviceAssert)
+def _device_assert(v, s, scope, ctx):
+    if s.cond.dtype != "bool":
+        v.bad(f"T.device_assert condition of type {s.cond.dtype}", s.loc)
+    v.expr(s.cond, scope)
+
+
 @STMTS.register(N.Break, N.Continue)
 def _break(v, s, scope, ctx):
     if not ctx.get("loop"):

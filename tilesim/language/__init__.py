@@ -28,6 +28,7 @@ from .annotate import (
     annotate_padding,
     annotate_safe_value,
     c2d_im2col,
+    device_assert,
     disable_warp_group_reg_alloc,
     im2col,
     make_swizzled_layout,
@@ -48,6 +49,10 @@ from .math import (  # noqa: F401
     Not,
     Or,
     Select,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
     cast,
     ceildiv,
     clamp,
@@ -62,6 +67,8 @@ from .math import (  # noqa: F401
     min_value,
     pow,
     reinterpret,
+    shift_left,
+    shift_right,
     truncdiv,
     truncmod,
 )
@@ -94,6 +101,7 @@ from .simt import (  # noqa: F401
     thread_binding,
     tvm_warp_shuffle,
 )
+from .sparse import gemm_sp  # noqa: F401
 from .types import (  # noqa: F401
     Buffer,
     DType,

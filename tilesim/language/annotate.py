@@ -63,6 +63,12 @@ def disable_warp_group_reg_alloc():
 
 
 @marker()
+def device_assert(cond, msg=""):
+    """``T.device_assert(cond, msg)``: stop the kernel with ``msg`` where ``cond`` is false (checked by the
+    interpreter for every active block, thread and ``T.Parallel`` element; not checked on the CUDA backend)."""
+
+
+@marker()
 def print(*args, msg=""):  # noqa: A001
     """Accepted; tilesim's interpreter ignores device prints."""
 

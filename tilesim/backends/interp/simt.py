@@ -25,7 +25,9 @@ interpreter gives the lock-step one; it does not detect such races).
   none, or whole warp groups of 128 threads (TileLang's ``T.ws`` is an ``if`` on the thread index that
   selects warp groups; tile-level meaning does not depend on which threads execute an operation) — a tile
   operation executed by part of a warp group is an error naming it. ``T.fill`` of a
-  per-thread buffer fills every thread's copy; other tile operations on per-thread buffers are refused.
+  per-thread buffer fills every thread's copy; a ``T.copy`` from or to a per-thread buffer is each thread's
+  own element loop (TileLang's per-thread copy: its regions may use the thread index); other tile operations
+  on per-thread buffers are refused.
 
 Rules added here: ``SyncThreads`` (a barrier: in a per-thread launch the active threads of each block
 must be all of them, or ``count`` for a named barrier — otherwise the GPU would deadlock and this raises
@@ -87,6 +89,33 @@ def prepare(launch: N.Launch) -> Prepared:
     return p
 
 
+def _region_index(r: N.Region, k: N.Expr) -> tuple:
+    """Indices of element ``k`` (row-major over the extents) of region ``r``."""
+    idx, stride = [], 1
+    for start, ext in reversed(list(zip(r.starts, r.extents))):
+        q = k if stride == 1 else N.Binary("floordiv", k, N.Const(stride, "int32"), "int32")
+        e = N.Binary("floormod", q, N.Const(int(ext), "int32"), "int32")
+        idx.append(N.Binary("add", start, e, "int32") if not (type(start) is N.Const and start.value == 0) else e)
+        stride *= int(ext)
+    return tuple(reversed(idx))
+
+
+def _copy_elements(s: N.Copy) -> N.For:
+    """A ``T.copy`` from or to a per-thread buffer as the thread's own element loop (same element pairing)."""
+    if not all(isinstance(e, int) for e in s.src.extents + s.dst.extents):
+        raise KernelTypeError("T.copy of a per-thread buffer with a symbolic extent", s.loc,
+                              hint="copy a fixed number of elements per thread")
+    n = 1
+    for e in s.dst.extents:
+        n *= e
+    k = N.Var("copy_k", "int32", kind="loop", loc=s.loc)
+    value = N.Load(s.src.buffer, _region_index(s.src, k), s.src.buffer.dtype, s.loc)
+    if s.src.buffer.dtype != s.dst.buffer.dtype:
+        value = N.Cast(value, s.dst.buffer.dtype, s.loc)
+    store = N.Store(s.dst.buffer, _region_index(s.dst, k), value, s.loc)
+    return N.For(k, N.Const(0, "int32"), N.Const(n, "int32"), 1, "serial", (store,), loc=s.loc)
+
+
 def _is_block_level(s) -> bool:
     return type(s) in BLOCK_LEVEL and not (type(s) is N.Atomic and not isinstance(s.value, N.Region))
 
@@ -136,6 +165,8 @@ def _prepare(launch: N.Launch) -> Prepared:
         return s
 
     def fn(s):
+        if type(s) is N.Copy and (s.src.buffer.uid in per or s.dst.buffer.uid in per):
+            return map_stmts([_copy_elements(s)], element)[0]  # each thread copies its own elements
         if not _is_block_level(s):
             return element(s)
         name = _NAMES[type(s)]
