@@ -10,6 +10,8 @@ Contract
   extent of that dimension (``start`` 0, ``stop`` = ``threads[d]``); anything else is a
   ``KernelTypeError`` saying what the launch has. The loop form binds the loop name to the index and
   visits the body once (no IR loop: every thread runs its own iteration).
+* ``T.get_block_binding(dim)`` / ``T.get_block_bindings()`` are the launch's block indices (the constant 0
+  past its grid dimensions).
 * Warp/lane indices are arithmetic on the linear thread index ``t = tx + X * (ty + Y * tz)``.
 * ``T.sync_threads(barrier_id, arrive_count)`` emits :class:`~tilesim.ir.nodes.SyncThreads` (only inside
   a launch, never inside ``T.Parallel``); ``arrive_count`` must be a positive Python int no larger than
@@ -75,6 +77,20 @@ def linear_thread(tr, loc):
 @builder("get_thread_binding")
 def _b_get_thread_binding(tr, loc, dim):
     return thread_index(tr, loc, dim)
+
+
+@builder("get_block_binding")
+def _b_get_block_binding(tr, loc, dim=0):
+    _in_launch(tr, loc, f"T.get_block_binding({dim})")
+    if not isinstance(dim, int) or not 0 <= dim <= 2:
+        raise KernelTypeError(f"block dimension must be 0, 1 or 2, got {dim!r}", loc)
+    bvars = tr.launch["block_vars"]
+    return bvars[dim] if dim < len(bvars) else N.Const(0, "int32", loc)
+
+
+@builder("get_block_bindings")
+def _b_get_block_bindings(tr, loc):
+    return tuple(_b_get_block_binding(tr, loc, d) for d in range(3))
 
 
 @builder("get_thread_bindings")

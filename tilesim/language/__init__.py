@@ -23,14 +23,17 @@ from .annotate import UNSUPPORTED as _UNSUPPORTED  # noqa: F401
 from .annotate import (
     Fragment,
     Layout,
+    access_ptr,
     annotate_l2_hit_ratio,
     annotate_layout,
     annotate_padding,
     annotate_safe_value,
     c2d_im2col,
+    call_extern,
     device_assert,
     disable_warp_group_reg_alloc,
     im2col,
+    import_source,
     make_swizzled_layout,
     no_set_max_nreg,
     print,
@@ -85,6 +88,8 @@ from .reduce import (  # noqa: F401
     reduce_sum,
 )
 from .simt import (  # noqa: F401
+    get_block_binding,
+    get_block_bindings,
     get_lane_idx,
     get_thread_binding,
     get_thread_bindings,

@@ -29,6 +29,17 @@ def get_thread_binding(dim=0):
 
 
 @marker()
+def get_block_binding(dim=0):
+    """``bx = T.get_block_binding()``: this block's index along grid dimension ``dim`` (0 past the grid's
+    dimensions)."""
+
+
+@marker()
+def get_block_bindings():
+    """``bx, by, bz = T.get_block_bindings()``."""
+
+
+@marker()
 def get_thread_bindings():
     """``tx, ty, tz = T.get_thread_bindings()``: the thread indices of all three dimensions."""
 
