@@ -132,10 +132,13 @@ SMALL_ARGS: dict[str, str] = {
 }
 
 # Keyword arguments of main() for programs without an argparse whose defaults are too large for a CPU: the
-# unchanged file is loaded with runpy (``__name__`` is not ``"__main__"``) and ``main(**kwargs)`` is called.
+# unchanged file is loaded with runpy (``__name__`` is not ``"__main__"``) and ``main(**kwargs)`` is called
+# (``"__entry__"`` names another function when that is what the program's ``__main__`` block calls).
 SMALL_MAIN: dict[str, dict] = {
     # 4096^3 by default in its __main__ (no argparse); its kernel's 128x128x32 tiles divide 256
     "gemm/example_gemm_intrinsics.py": {"M": 256, "N": 256, "K": 256},
+    # __main__ calls test_fp8_lighting_indexer() at S=4096, SKV=8192; a quarter of each (same ratio, same heads)
+    "deepseek_v32/fp8_lighting_indexer.py": {"__entry__": "test_fp8_lighting_indexer", "S": 1024, "SKV": 2048},
     # 16384^3 GEMMs by default; 1024 as their sibling example_warp_specialize_gemm_copy_0_gemm_1's default
     "warp_specialize/example_warp_specialize_gemm_barrierpipe_stage2.py": {"M": 1024, "N": 1024, "K": 1024},
     "warp_specialize/example_warp_specialize_gemm_copy_1_gemm_0.py": {"M": 1024, "N": 1024, "K": 1024},
@@ -393,9 +396,11 @@ def run_one(rel: str, staging: Path, work: Path, env: dict, timeout: float) -> d
     argv = SMALL_ARGS.get(rel, "").split()
     cmd = [sys.executable, script.name, *argv]
     if rel in SMALL_MAIN:
-        argv = [f"main(**{SMALL_MAIN[rel]!r})"]
+        kwargs = dict(SMALL_MAIN[rel])
+        entry = kwargs.pop("__entry__", "main")  # the function the program's __main__ block calls
+        argv = [f"{entry}(**{kwargs!r})"]
         cmd = [sys.executable, "-c", f"import runpy; runpy.run_path({script.name!r}, run_name='__example__')"
-                                     f"['main'](**{SMALL_MAIN[rel]!r})"]
+                                     f"[{entry!r}](**{kwargs!r})"]
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=script.parent, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
