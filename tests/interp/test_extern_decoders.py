@@ -136,3 +136,37 @@ def test_get_block_binding():
     out = tilelang.compile(k, out_idx=[-1])()
     by, bx = np.meshgrid(np.arange(3), np.arange(2), indexing="ij")
     np.testing.assert_array_equal(out, np.stack([bx, by, np.zeros_like(bx)], axis=-1))
+
+
+I2_SRC = """template <typename T1, typename T2>
+__device__ void decode_i2s_to_i8s(T1 *_i2b, T2 *_i8s, const int N = 16) {
+  static constexpr uint BOTTOM_MASK = 0x03030303; static constexpr uint MEDIAN_NUM = 0x02020202;
+  for (int i = 0; i < (N / 4); i++) { lop3(i2b >> (2 * i)); i8s[i] = __vsub4(i8s[i], MEDIAN_NUM); } }
+template <typename T1, typename T2>
+__device__ void decode_i2u_to_i8s(T1 *_i2b, T2 *_i8s, const int N = 16) {
+  static constexpr uint BOTTOM_MASK = 0x03030303; for (int i = 0; i < (N / 4); i++) { lop3(i2b >> (2 * i)); } }
+"""
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_decode_i2_to_i8(signed):
+    name = "decode_i2s_to_i8s" if signed else "decode_i2u_to_i8s"
+
+    @T.prim_func
+    def k(Q: T.Tensor((32, 4), "int8"), D: T.Tensor((32, 16), "int8")):
+        with T.Kernel(1, threads=32):
+            tx = T.get_thread_binding()
+            q = T.alloc_local((4,), "int8")
+            d = T.alloc_local((16,), "int8")
+            T.import_source(I2_SRC)
+            for v in T.serial(4):
+                q[v] = Q[tx, v]
+            T.call_extern("handle", name, T.access_ptr(q, "r"), T.access_ptr(d, "w"))
+            for v in T.serial(16):
+                D[tx, v] = d[v]
+
+    q = np.random.default_rng(7).integers(-128, 128, (32, 4)).astype(np.int8)
+    out = tilelang.compile(k, out_idx=[-1])(q)
+    u = q.view(np.uint8).astype(np.int32)
+    ref = np.stack([((u[:, b] >> (2 * i)) & 3) - (2 if signed else 0) for i in range(4) for b in range(4)], axis=1)
+    np.testing.assert_array_equal(out, ref.astype(np.int8))

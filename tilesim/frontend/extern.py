@@ -19,6 +19,8 @@ Known functions (from TileLang's dequantization examples; the CUDA PTX and HIP v
 * ``decode_i4u_to_f16(src, dst, N=8)`` / ``decode_i4s_to_f16``: the 32-bit word ``w`` of ``src[0:4]``
   (little-endian bytes) gives ``dst[2i] = ((w >> 4i) & 15) - b`` and ``dst[2i+1] = ((w >> (16 + 4i)) & 15)
   - b`` for ``i < N / 2`` (``b`` = 8 for the signed variant, else 0), as float16.
+* ``decode_i2u_to_i8s(src, dst, N=16)`` / ``decode_i2s_to_i8s``: ``dst[4i + b] = ((src[b] >> 2i) & 3) - s``
+  for ``i < N / 4`` and the 4 bytes ``b`` of ``src`` (``s`` = 2 for the signed variant, else 0), as int8.
 * ``decode_fp4_to_bf16_twiddling(src, dst, N=8)``: for ``i < N``, ``t`` = the bytes ``src[4i:4i+4]``
   big-endian; ``d0 = t & M``, ``d1 = (t << 3) & M``, ``d2 = (t << 6) & M``, ``d3 = ((t << 1) & 0x80008000)
   | ((t >> 3) & 0x01800180) | ((t >> 7) & 0x00400040)`` with ``M = 0x81C081C0``; ``dst[8i + j]`` is the
@@ -113,6 +115,17 @@ def _decode_i4_to_f16(signed: bool):
     return expand
 
 
+def _decode_i2_to_i8(signed: bool):
+    def expand(tr, loc, src: ExternPtr, dst: ExternPtr, n: int = 16):
+        for i in range(n // 4):
+            for b in range(4):
+                v = X.binop("bitand", X.binop("shr", _byte(tr, src, b, loc), 2 * i, loc), 3, loc)
+                v = X.binop("sub", X.cast_to(v, "int32", loc), 2 if signed else 0, loc)
+                _store(tr, dst, 4 * i + b, v, loc)
+
+    return expand
+
+
 def _decode_fp4_to_bf16_twiddling(tr, loc, src: ExternPtr, dst: ExternPtr, n: int = 8):
     mask = 0x81C081C0
     for i in range(n):
@@ -139,6 +152,9 @@ KNOWN = {
                           _decode_i4_to_f16(False)),
     "decode_i4s_to_f16": (("decode_i4s_to_f16", "decode_i4b_to_f16", "0x000f000f", "0x64086408"),
                           _decode_i4_to_f16(True)),
+    "decode_i2u_to_i8s": (("decode_i2u_to_i8s", "0x03030303", "i2b >> (2 * i)"), _decode_i2_to_i8(False)),
+    "decode_i2s_to_i8s": (("decode_i2s_to_i8s", "0x03030303", "i2b >> (2 * i)", "0x02020202", "__vsub4"),
+                          _decode_i2_to_i8(True)),
     "decode_fp4_to_bf16_twiddling": (("decode_fp4_to_bf16_twiddling", "0x7e807e80"),
                                      _decode_fp4_to_bf16_twiddling),
 }
