@@ -139,6 +139,10 @@ SMALL_ARGS: dict[str, str] = {
 # Keyword arguments of main() for programs without an argparse whose defaults are too large for a CPU: the
 # unchanged file is loaded with runpy (``__name__`` is not ``"__main__"``) and ``main(**kwargs)`` is called.
 SMALL_MAIN: dict[str, dict | tuple[str, dict]] = {
+    # 4096^3 by default in its __main__ (no argparse); its kernel's 128x128x32 tiles divide 256
+    "gemm/example_gemm_intrinsics.py": {"M": 256, "N": 256, "K": 256},
+    # __main__ calls test_fp8_lighting_indexer() at S=4096, SKV=8192; a quarter of each (same ratio, same heads)
+    "deepseek_v32/fp8_lighting_indexer.py": ("test_fp8_lighting_indexer", {"S": 1024, "SKV": 2048}),
     # 8192^2 by default, and its do_bench times the Triton version under TRITON_INTERPRET (~2 min a call at
     # 2048 x 512, the size of TileLang's own test_example_cast.py): 256 rows, blk_m 8 as the default
     "cast/example_per_token_cast_to_fp8.py": {"M": 256, "N": 512, "blk_m": 8},
@@ -279,6 +283,14 @@ if torch is not None:
             memory_allocated=lambda d=None: 0, max_memory_allocated=lambda d=None: 0,
             reset_peak_memory_stats=_noop(), is_current_stream_capturing=lambda: False).items():
         setattr(torch.cuda, _name, _value)
+    class _Profile(torch.profiler.profile):
+        """torch.profiler with CUDA activity: the CPU activity (where the shim runs the CUDA work)."""
+        def __init__(self, *args, activities=None, **kwargs):
+            if activities is not None:
+                cpu, cuda = torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA
+                activities = list(dict.fromkeys(cpu if a == cuda else a for a in activities))
+            super().__init__(*args, activities=activities, **kwargs)
+    torch.profiler.profile = _Profile
     for _mod, _names in (("profiler", ("start", "stop")), ("nvtx", ("range_push", "range_pop", "range_start",
                                                                      "range_end", "mark"))):
         for _name in _names:

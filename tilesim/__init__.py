@@ -13,19 +13,34 @@ import logging
 # __init__ files, which works only when the language package starts the chain.
 from . import language as language  # noqa: F401
 # isort: on
-from . import autotuner, carver, engine, layout, math, profiler, testing, tileop, transform, tvm, utils  # noqa: F401
+from . import (  # noqa: F401
+    autotuner,
+    carver,
+    contrib,
+    engine,
+    env,
+    layout,
+    math,
+    profiler,
+    testing,
+    tileop,
+    tools,
+    transform,
+    tvm,
+    utils,
+)
 from .autotuner import autotune  # noqa: F401
 from .backends import cuda as _cuda_target  # noqa: F401  (registers the target "cuda")
 from .backends.interp import InterpOptions  # noqa: F401  (the package registers the target "interp")
 from .config import PassConfigKey, TensorSupplyType  # noqa: F401
 from .errors import (  # noqa: F401
-                     HardwareModelError,
-                     InternalError,
-                     KernelError,
-                     KernelRuntimeError,
-                     KernelSyntaxError,
-                     KernelTypeError,
-                     TilesimError,
+    HardwareModelError,
+    InternalError,
+    KernelError,
+    KernelRuntimeError,
+    KernelSyntaxError,
+    KernelTypeError,
+    TilesimError,
 )
 from .jit import compile, jit  # noqa: F401
 from .kernel import JITKernel  # noqa: F401

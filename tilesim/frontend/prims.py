@@ -20,9 +20,12 @@ from ..errors import KernelError, KernelSyntaxError, KernelTypeError
 from ..ir import nodes as N
 from ..language.kernel import Kernel
 from ..language.types import symbol_names
+from . import bitwise as _bitwise  # noqa: F401  (registers T.shift_left/right, T.bitwise_*)
 from . import exprs as X
+from . import extern as _extern  # noqa: F401  (registers T.import_source/access_ptr/call_extern)
 from . import regions as R
 from . import simt as S  # also registers the per-thread builders
+from . import warp as _warp  # noqa: F401  (registers the warp-shuffle builders)
 from . import ws as W  # noqa: F401  (registers the warp-specialisation builders)
 from .builders import BUILDERS, builder
 
@@ -103,7 +106,7 @@ def launch(tr, node, call_node, target):
                 raise KernelSyntaxError(f"T.Kernel has {len(bvars)} grid dimension(s) but {len(elts)} names", loc)
             for e, v in zip(elts, bvars):
                 tr.bind(e.id, v, e)
-    tr.launch = {"allocs": [], "annotations": [], "threads": threads, "thread_vars": {}}
+    tr.launch = {"allocs": [], "annotations": [], "threads": threads, "thread_vars": {}, "block_vars": bvars}
     tr.bodies.append([])
     try:
         tr.visit_body(node.body)

@@ -223,6 +223,8 @@ class Tracer:
             return KernelSyntaxError(f"{type(e).__name__} while tracing the kernel: {e}", self.loc(node))
         return InternalError(f"{type(e).__name__}: {e}", detail=f"while tracing {self.loc(node)}")
 
+    stmt_FunctionDef = helpers.define_function  # a nested def: a function value, inlined where called
+
     def stmt_Pass(self, node):
         pass
 

@@ -165,6 +165,21 @@ class Reinterpret(Expr):
 
 
 @dataclass(frozen=True, slots=True)
+class WarpShuffle(Expr):
+    """A warp shuffle (``T.shfl_sync/xor/down/up``, ``T.tvm_warp_shuffle``): each thread reads ``value`` as
+    evaluated by another lane of its group of ``width`` lanes. ``kind`` picks the source lane from ``lane``:
+    ``"idx"`` lane ``lane % width``, ``"xor"`` own lane XOR ``lane``, ``"down"``/``"up"`` own lane
+    plus/minus ``lane`` (a source outside the group gives the thread its own value). Per-thread code only."""
+
+    kind: str
+    value: Expr
+    lane: Expr
+    width: int
+    dtype: str
+    loc: Loc | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Load(Expr):
     """``buffer[indices]``. Global loads are guarded (out of range reads give 0)."""
 
@@ -446,6 +461,16 @@ class If(Stmt):
 class While(Stmt):
     cond: Expr
     body: Body
+    loc: Loc | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceAssert(Stmt):
+    """``T.device_assert(cond, msg)``: a run-time check; an active element (block, thread or ``T.Parallel``
+    element) for which ``cond`` is false stops the kernel with ``msg``."""
+
+    cond: Expr
+    message: str
     loc: Loc | None = field(default=None, compare=False)
 
 

@@ -23,13 +23,17 @@ from .annotate import UNSUPPORTED as _UNSUPPORTED  # noqa: F401
 from .annotate import (
     Fragment,
     Layout,
+    access_ptr,
     annotate_l2_hit_ratio,
     annotate_layout,
     annotate_padding,
     annotate_safe_value,
     c2d_im2col,
+    call_extern,
+    device_assert,
     disable_warp_group_reg_alloc,
     im2col,
+    import_source,
     make_swizzled_layout,
     no_set_max_nreg,
     print,
@@ -49,6 +53,10 @@ from .math import (  # noqa: F401
     Not,
     Or,
     Select,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
     cast,
     ceildiv,
     clamp,
@@ -63,6 +71,8 @@ from .math import (  # noqa: F401
     min_value,
     pow,
     reinterpret,
+    shift_left,
+    shift_right,
     truncdiv,
     truncmod,
 )
@@ -79,6 +89,8 @@ from .reduce import (  # noqa: F401
     reduce_sum,
 )
 from .simt import (  # noqa: F401
+    get_block_binding,
+    get_block_bindings,
     get_lane_idx,
     get_thread_binding,
     get_thread_bindings,
@@ -86,10 +98,16 @@ from .simt import (  # noqa: F401
     get_warp_group_idx,
     get_warp_idx,
     get_warp_idx_sync,
+    shfl_down,
+    shfl_sync,
+    shfl_up,
+    shfl_xor,
     sync_threads,
     sync_warp,
     thread_binding,
+    tvm_warp_shuffle,
 )
+from .sparse import gemm_sp  # noqa: F401
 from .types import (  # noqa: F401
     Buffer,
     DType,

@@ -400,6 +400,11 @@ def _while(g, s):
         _body(g, s.body)
 
 
+@STMT_RULES.register(N.DeviceAssert)
+def _device_assert(g, s):
+    g.emit(f"# T.device_assert({s.message!r}): not checked by the CUDA backend (run target='interp' to check)")
+
+
 @STMT_RULES.register(N.Break)
 def _break(g, s):
     g.emit("break")
@@ -495,7 +500,7 @@ def _ev_alloc(g, s):
     return _expr_reads(g, [s.init]) if s.init is not None else []
 
 
-@EVENT_RULES.register(N.Break, N.Continue, N.Launch)
+@EVENT_RULES.register(N.Break, N.Continue, N.Launch, N.DeviceAssert)
 def _ev_break(g, s):
     return []
 

@@ -15,7 +15,8 @@ Contract
   (``T.sync_threads(barrier_id, arrive_count)`` with fewer threads than the block: Numba has no
   ``bar.sync id, count``), ``T.alloc_local`` arrays in per-thread launches (register fragments here are
   block-wide tiles; use ``T.alloc_var`` scalars), ``T.atomic_*(..., return_prev=True)`` outside
-  per-thread code or on a register buffer.
+  per-thread code or on a register buffer, warp shuffles (``WarpShuffle``: the values they exchange live
+  in per-thread arrays, refused above).
 * ``AtomicFetch`` → ``cuda.atomic.add/max/min`` on shared or global memory, which returns the old value
   (global indices out of range skip the update and give 0); on a ``T.alloc_var`` it is a plain
   read-modify-write of the thread's own variable.
@@ -28,7 +29,16 @@ from ...errors import KernelTypeError
 from ...ir import nodes as N
 from ...ir.traverse import walk_stmts
 from .codestr import _san
-from .rules import EVENT_RULES, STMT_RULES, _expr_reads, _mem, from_storage, to_register, to_storage
+from .rules import (
+    EVENT_RULES,
+    EXPR_RULES,
+    STMT_RULES,
+    _expr_reads,
+    _mem,
+    from_storage,
+    to_register,
+    to_storage,
+)
 
 
 def per_thread(g) -> bool:
@@ -118,3 +128,10 @@ def _ev_sync(g, s):
 @EVENT_RULES.register(N.AtomicFetch)
 def _ev_atomic_fetch(g, s):
     return _expr_reads(g, list(s.indices) + [s.value]) + _mem(g, s.buffer, "R") + _mem(g, s.buffer, "W")
+
+
+@EXPR_RULES.register(N.WarpShuffle)
+def _warp_shuffle(g, e):
+    raise KernelTypeError("warp shuffles (T.shfl_*, T.tvm_warp_shuffle) are not lowered by the CUDA backend: "
+                          "it refuses the per-thread T.alloc_local arrays they exchange", e.loc,
+                          hint="run this kernel on the interpreter (target='interp')")
