@@ -33,7 +33,9 @@ Contract
   profiler/testing helpers, whose message ('not close', 'Mismatch', tolerances, ...) or asserting line
   (``allclose``, ``diff``, ``ref``, ...) is a comparison); ``fail`` (any other non-zero exit);
   ``program-bug`` (a ``wrong`` outcome of a program listed in :data:`PROGRAM_BUGS`, whose own code is
-  established to be wrong, with the evidence); ``skip``; ``wrapper``. ``error`` is the exception line of
+  established to be wrong, with the evidence); ``expected-error`` (a ``fail`` of a program listed in
+  :data:`EXPECTED_ERRORS`, written to fail, whose error line matches the listed pattern: it is counted among the
+  programs run and is not a pass); ``skip``; ``wrapper``. ``error`` is the exception line of
   the last traceback in stderr.
 * **Output.** A table and a summary (counts; pass % of the programs run), a histogram of normalised
   error lines (digits and paths stripped) of ``fail``/``wrong`` rows, and JSON written atomically to
@@ -340,6 +342,18 @@ PROGRAM_BUGS = {
 }
 
 
+#: programs written to fail (inputs of a debugging tool): ``(pattern of the error line, evidence)``. A
+#: ``fail`` whose error line matches is verdict ``expected-error``; any other outcome keeps its verdict.
+EXPECTED_ERRORS = {
+    "autodd/tilelang_buggy.py": (
+        r"KernelTypeError: T\.gemm: reduction dims differ",
+        "the program's docstring: 'a bug that triggers an error ... B_shared has shape (block_M, block_N) "
+        "instead of (block_K, block_N), causing a GEMM dimension mismatch error'; it is the input of "
+        "`python -m tilelang.autodd tilelang_buggy.py --err-msg \"T.gemm K shape check failed\"` "
+        "(examples/autodd/README.md); TileLang itself fails it"),
+}
+
+
 KERNEL_TIME = re.compile(r"^tilesim-kernel-time: ([0-9.]+) s in ([0-9]+) calls\n?", re.M)
 
 
@@ -365,6 +379,13 @@ def verdict_of(rc: int, stderr: str) -> tuple[str, str]:
     if check_site and is_assert and (WRONG_MSG.search(error) or WRONG_SRC.search(code)):
         return "wrong", error
     return "fail", error
+
+
+def expected_error(rel: str, verdict: str, error: str) -> tuple[str, str]:
+    """``expected-error`` for a ``fail`` of a program in :data:`EXPECTED_ERRORS` whose error line matches."""
+    if verdict == "fail" and rel in EXPECTED_ERRORS and re.search(EXPECTED_ERRORS[rel][0], error):
+        return "expected-error", f"{error} [written to fail: {EXPECTED_ERRORS[rel][1]}]"
+    return verdict, error
 
 
 def run_one(rel: str, staging: Path, work: Path, env: dict, timeout: float) -> dict:
@@ -396,6 +417,7 @@ def run_one(rel: str, staging: Path, work: Path, env: dict, timeout: float) -> d
         verdict, error = verdict_of(proc.returncode, err)
         if verdict == "wrong" and rel in PROGRAM_BUGS:
             verdict, error = "program-bug", f"{error} [known program bug: {PROGRAM_BUGS[rel]}]"
+        verdict, error = expected_error(rel, verdict, error)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
@@ -435,7 +457,7 @@ def versions() -> dict:
 
 def summarise(rows: list[dict]) -> dict:
     counts = collections.Counter(r["verdict"] for r in rows)
-    ran = sum(counts[v] for v in ("pass", "fail", "wrong", "program-bug", "timeout"))
+    ran = sum(counts[v] for v in ("pass", "fail", "wrong", "program-bug", "expected-error", "timeout"))
     kernel_s = sorted(r["kernel_seconds"] for r in rows if r["verdict"] == "pass" and r.get("kernel_seconds") is not None)
     wall_s = sorted(r["seconds"] for r in rows if r["verdict"] == "pass")
     return {"counts": dict(sorted(counts.items())), "programs_run": ran,
