@@ -23,9 +23,11 @@ from . import exprs as X
 from . import regions as R
 from . import simt as S  # also registers the per-thread builders
 from . import ws as W  # noqa: F401  (registers the warp-specialisation builders)
+from .persistent import persistent_loop
 from .builders import BUILDERS, builder
 
-LOOP_PRIMS = frozenset({"Parallel", "parallel", "Pipelined", "serial", "unroll", "vectorized", "grid", "thread_binding"})
+LOOP_PRIMS = frozenset({"Parallel", "parallel", "Pipelined", "serial", "unroll", "vectorized", "grid", "thread_binding",
+                        "Persistent"})
 _NO_OPS = frozenset({"annotate_padding", "annotate_l2_hit_ratio",
                      "no_set_max_nreg", "set_max_nreg", "disable_warp_group_reg_alloc", "print"})
 
@@ -143,6 +145,8 @@ def loop(tr, node, name, fn, args, kwargs):
         return _parallel(tr, node, (stop - start,), offset=start)
     if name == "grid":
         return _grid(tr, node, a["extents"])
+    if name == "Persistent":
+        return persistent_loop(tr, node, a)
     if tr.parallel_depth and name == "Pipelined":
         raise KernelSyntaxError("T.Pipelined inside T.Parallel", loc, hint="pipeline the outer tile loop instead")
     start, stop = (0, a["start"]) if a.get("stop") is None else (a["start"], a["stop"])

@@ -80,5 +80,4 @@ UNSUPPORTED = {
     "access_ptr": "raw buffer pointers only feed external device functions (T.call_extern), which cannot run "
                   "in tilesim's interpreter: index the buffer instead",
     "tcgen05_gemm": "use T.gemm (Blackwell tcgen05 is a lowering detail)",
-    "Persistent": "persistent tile scheduling is not implemented yet",
 }
