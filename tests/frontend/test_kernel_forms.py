@@ -275,7 +275,7 @@ def test_dtype_names_without_a_width_are_32_bits(name, want):
 
 
 @pytest.mark.parametrize("stmt, prim", [("T.import_source('__device__ void f() {}')", "import_source"),
-                                        ("T.call_extern('f', T.access_ptr(Y, 'w'), dtype='float32')", "access_ptr")])
+                                        ("T.call_extern('f', T.access_ptr(Y, 'w'), dtype='float32')", "call_extern")])
 def test_cuda_source_imports_are_refused_naming_the_construct(stmt, prim, tmp_path):
     from tilesim.errors import KernelSyntaxError
     src = tmp_path / f"ext_{prim}.py"

@@ -23,6 +23,7 @@ from . import exprs as X
 from . import regions as R
 from . import simt as S  # also registers the per-thread builders
 from . import ws as W  # noqa: F401  (registers the warp-specialisation builders)
+from . import ptx as _ptx  # noqa: F401  (registers cp.async, access_ptr, vector atomics)
 from .persistent import persistent_loop
 from .builders import BUILDERS, builder
 

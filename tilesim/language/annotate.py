@@ -73,11 +73,9 @@ UNSUPPORTED = {
     "shfl_down": "warp shuffles are not modelled; exchange values through shared memory and T.sync_threads",
     "shfl_up": "warp shuffles are not modelled; exchange values through shared memory and T.sync_threads",
     "shfl_sync": "warp shuffles are not modelled; exchange values through shared memory and T.sync_threads",
-    "call_extern": "external device functions cannot run in the NumPy interpreter",
+    "call_extern": "external CUDA device functions cannot run in the NumPy interpreter",
     "import_source": "it splices CUDA C source into the generated kernel (device functions for T.call_extern); "
                      "CUDA source has no meaning in tilesim's interpreter: write the computation with T.* "
                      "primitives (e.g. the program's path without fast decoding)",
-    "access_ptr": "raw buffer pointers only feed external device functions (T.call_extern), which cannot run "
-                  "in tilesim's interpreter: index the buffer instead",
     "tcgen05_gemm": "use T.gemm (Blackwell tcgen05 is a lowering detail)",
 }
