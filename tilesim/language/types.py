@@ -107,9 +107,37 @@ uint = uint32
 bool = _mk("bool")  # noqa: A001
 boolean = bool
 int4 = _UnsupportedDType("int4", "4-bit integer tensors (two per byte) have no storage type in the interpreter yet")
-tfloat32 = _UnsupportedDType("tfloat32", "TF32 operands (float32 storage, 10-bit mantissa in tensor-core gemms) "
-                                         "are not modelled as a dtype; use T.float32 (and InterpOptions(tf32=True) "
-                                         "to round gemm operands to TF32)")
+#: TF32 is float32 storage whose tensor-core products use a 10-bit mantissa. TileLang runs every float32
+#: T.gemm as TF32 on tensor cores, so a tfloat32 operand means what a float32 one does: float32 values,
+#: rounded to TF32 inside gemms under InterpOptions(tf32=True) (exact float32 products otherwise).
+class _StorageAlias(dtype):
+    """A TileLang dtype name stored as another dtype (``T.tfloat32``: float32): the name compares equal to
+    itself (``T.tfloat32 == "tfloat32"``) and computes as ``storage``."""
+
+    def __new__(cls, name: str, storage: str):
+        obj = str.__new__(cls, name)
+        obj.storage = storage
+        return obj
+
+    @property
+    def tilesim_dtype(self) -> str:
+        return self.storage
+
+    @property
+    def bits(self) -> int:
+        return _dt.bits(self.storage)
+
+    @property
+    def bytes(self) -> int:
+        return max(1, (_dt.bits(self.storage) + 7) // 8)
+
+    itemsize = bytes
+
+    def as_torch(self):
+        return dtype(self.storage).as_torch()
+
+
+tfloat32 = _StorageAlias("tfloat32", "float32")
 float4_e2m1_unpacked = _UnsupportedDType("float4_e2m1_unpacked", "the unpacked fp4 shared-memory layout of "
                                                                  "Blackwell tcgen05 gemms; use T.float4_e2m1fn")
 
@@ -150,6 +178,9 @@ class Tensor(metaclass=_TensorMeta):
         @T.prim_func
         def main(A: T.Tensor((M, K), "float16"), C: T.Tensor((M, N), "float32")): ...
     """
+
+    #: the tracer calls it at trace time even on a kernel value: ``T.Tensor((n), dtype)`` is ``T.Tensor(n, ...)``
+    __tilesim_trace_time__ = True
 
     def __new__(cls, shape, dtype="float32", data=None, strides=None, scope="global", **_ignored):
         return TensorSpec(_shape_tuple(shape), _dt.canon(dtype), tuple(strides) if strides else None)
