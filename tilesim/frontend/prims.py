@@ -19,13 +19,15 @@ from .. import dtypes as dt
 from ..errors import KernelError, KernelSyntaxError, KernelTypeError
 from ..ir import nodes as N
 from ..language.kernel import Kernel
+from . import allreduce as AR  # noqa: F401  (registers T.comm_reducer / T.tvm_thread_allreduce)
 from . import exprs as X
+from . import ptx as _ptx  # noqa: F401  (registers cp.async, access_ptr, vector atomics)
+from . import reducer as _reducer  # T.alloc_reducer / T.finalize_reducer
 from . import regions as R
 from . import simt as S  # also registers the per-thread builders
 from . import ws as W  # noqa: F401  (registers the warp-specialisation builders)
-from . import ptx as _ptx  # noqa: F401  (registers cp.async, access_ptr, vector atomics)
-from .persistent import persistent_loop
 from .builders import BUILDERS, builder
+from .persistent import persistent_loop
 
 LOOP_PRIMS = frozenset({"Parallel", "parallel", "Pipelined", "serial", "unroll", "vectorized", "grid", "thread_binding",
                         "Persistent"})
@@ -113,6 +115,7 @@ def launch(tr, node, call_node, target):
         body = tr.bodies.pop()
         info = tr.launch
         tr.launch = None
+    body = _reducer.rewrite_launch(info, body)
     stmt = N.Launch(tuple(gexprs), bvars, threads, tuple(info["allocs"]) + tuple(body),
                     tuple(info["annotations"]), loc, S.launch_thread_vars(info, loc))
     tr.emit(stmt)
@@ -257,7 +260,7 @@ def _b_alloc_shared(tr, loc, shape, dtype, scope):
     return _alloc(tr, loc, shape, dtype, "shared", "T.alloc_shared")
 
 
-@builder("alloc_fragment", "alloc_reducer")
+@builder("alloc_fragment")
 def _b_alloc_fragment(tr, loc, shape, dtype, scope=None, op=None, replication=None):
     return _alloc(tr, loc, shape, dtype, "fragment", "T.alloc_fragment")
 

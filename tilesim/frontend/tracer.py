@@ -452,6 +452,8 @@ class Tracer:
         fn = self.ev(call.func) if isinstance(call, ast.Call) else None
         if getattr(fn, "__tilesim_prim__", None) == "ws":
             return prims.W.with_ws(self, node, call)
+        if getattr(fn, "__tilesim_prim__", None) == "attr":
+            return prims.AR.with_attr(self, node, call)
         if getattr(fn, "__tilesim_prim__", None) != "Kernel":
             raise self.error(KernelSyntaxError, "only `with T.Kernel(...) as ...:` is allowed", node,
                              hint="a with-statement in a kernel opens a launch: with T.Kernel(gx, gy, threads=128) as (bx, by)")

@@ -16,9 +16,11 @@ from .alloc import (  # noqa: F401
     alloc_reducer,
     alloc_shared,
     alloc_var,
+    finalize_reducer,
     reshape,
     view,
 )
+from .allreduce import attr, comm_reducer, evaluate, tvm_thread_allreduce  # noqa: F401
 from .annotate import UNSUPPORTED as _UNSUPPORTED  # noqa: F401
 from .annotate import (
     Fragment,
