@@ -43,7 +43,8 @@ Conversion (:func:`to_host`, :func:`numpy_to_torch`, :func:`empty_like`)
   * A non-contiguous or read-only array is copied before the run (a NumPy array is then not written
     back: pass contiguous arrays for in-place results).
   * Outputs are returned in the caller's framework: on the host path NumPy arrays, or torch CPU
-    tensors when any argument is a torch tensor; on the device path the CUDA runtime allocates them
+    tensors when any argument is a torch tensor (or, for a call without tensor arguments, when the program
+    has imported torch: TileLang returns torch tensors); on the device path the CUDA runtime allocates them
     with :func:`empty_like` in the device arguments' framework (torch on their device, CuPy).
 Errors
   * Every argument error is a ``KernelRuntimeError`` that names the argument and the kernel
@@ -379,5 +380,6 @@ def bind_host(pf: N.PrimFunc, out_idx: tuple, values: list, allocate) -> HostBin
     for i in b.out_idx:
         p = pf.params[i]
         b.arrays[p.uid] = allocate(output_shape(p, b.scalars), p.dtype)
-    b.torch_out = any(framework(v) == "torch" for _, v in inputs)
+    arrays_in = [v for p, v in inputs if isinstance(p, N.Buffer)]
+    b.torch_out = any(framework(v) == "torch" for v in arrays_in) or (not arrays_in and loaded("torch") is not None)
     return b

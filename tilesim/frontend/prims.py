@@ -24,6 +24,7 @@ from . import exprs as X
 from . import ptx as _ptx  # noqa: F401  (registers cp.async, access_ptr, vector atomics)
 from . import reducer as _reducer  # T.alloc_reducer / T.finalize_reducer
 from . import regions as R
+from . import rng as _rng  # noqa: F401  (registers T.rng_init / T.rng_rand)
 from . import simt as S  # also registers the per-thread builders
 from . import ws as W  # noqa: F401  (registers the warp-specialisation builders)
 from .builders import BUILDERS, builder
@@ -107,7 +108,7 @@ def launch(tr, node, call_node, target):
                 raise KernelSyntaxError(f"T.Kernel has {len(bvars)} grid dimension(s) but {len(elts)} names", loc)
             for e, v in zip(elts, bvars):
                 tr.bind(e.id, v, e)
-    tr.launch = {"allocs": [], "annotations": [], "threads": threads, "thread_vars": {}}
+    tr.launch = {"allocs": [], "annotations": [], "threads": threads, "thread_vars": {}, "block_vars": bvars}
     tr.bodies.append([])
     try:
         tr.visit_body(node.body)
@@ -215,6 +216,9 @@ def _parallel(tr, node, extents, offset=0):
         tr.parallel_depth -= 1
         tr.parallel_axes.pop()
     tr.emit(N.Parallel(vars_, tuple(exts), body, loc))
+    if not tr.parallel_depth:  # statements the body's builders asked to run after the outermost loop
+        for s in tr.launch.pop("after_parallel", ()):
+            tr.emit(s)
 
 
 def _grid(tr, node, extents):

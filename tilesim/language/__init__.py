@@ -80,6 +80,7 @@ from .reduce import (  # noqa: F401
     reduce_min,
     reduce_sum,
 )
+from .rng import rng_init, rng_rand, rng_rand_float  # noqa: F401
 from .simt import (  # noqa: F401
     get_lane_idx,
     get_thread_binding,
