@@ -26,7 +26,8 @@ Contract
   ``PYTHONPATH`` = a temp dir holding :data:`SHIM` as ``sitecustomize.py`` (torch CUDA requests run on
   the CPU) + this repository. Extra argv from :data:`SMALL_ARGS` shrinks sizes where the program's
   argparse allows it; a program in :data:`SMALL_MAIN` (no argparse, CPU-sized defaults out of reach) is
-  loaded unchanged with ``runpy`` and its ``main`` called with smaller keyword arguments; otherwise no
+  loaded unchanged with ``runpy`` and its ``main`` (or the function its ``__main__`` block calls, an entry
+  ``(name, kwargs)``) called with smaller keyword arguments; otherwise no
   arguments are passed.
 * **Verdicts.** ``pass`` (exit 0); ``timeout``; ``wrong`` (the program's reference check failed: the last
   exception is an ``AssertionError`` (or ``*Mismatch*``) raised outside tilesim or by tilesim's
@@ -135,7 +136,9 @@ SMALL_ARGS: dict[str, str] = {
 
 # Keyword arguments of main() for programs without an argparse whose defaults are too large for a CPU: the
 # unchanged file is loaded with runpy (``__name__`` is not ``"__main__"``) and ``main(**kwargs)`` is called.
-SMALL_MAIN: dict[str, dict] = {
+SMALL_MAIN: dict[str, dict | tuple] = {
+    # its __main__ block calls test_sparse_mla_bwd(S=4096, SKV=8192, topk=2048): heads and dims kept
+    "deepseek_v32/sparse_mla_bwd.py": ("test_sparse_mla_bwd", {"S": 256, "SKV": 512, "topk": 128}),
     # 16384^3 GEMMs by default; 1024 as their sibling example_warp_specialize_gemm_copy_0_gemm_1's default
     "warp_specialize/example_warp_specialize_gemm_barrierpipe_stage2.py": {"M": 1024, "N": 1024, "K": 1024},
     "warp_specialize/example_warp_specialize_gemm_copy_1_gemm_0.py": {"M": 1024, "N": 1024, "K": 1024},
@@ -404,9 +407,10 @@ def run_one(rel: str, staging: Path, work: Path, env: dict, timeout: float) -> d
     argv = SMALL_ARGS.get(rel, "").split()
     cmd = [sys.executable, script.name, *argv]
     if rel in SMALL_MAIN:
-        argv = [f"main(**{SMALL_MAIN[rel]!r})"]
+        fn, kw = SMALL_MAIN[rel] if isinstance(SMALL_MAIN[rel], tuple) else ("main", SMALL_MAIN[rel])
+        argv = [f"{fn}(**{kw!r})"]
         cmd = [sys.executable, "-c", f"import runpy; runpy.run_path({script.name!r}, run_name='__example__')"
-                                     f"['main'](**{SMALL_MAIN[rel]!r})"]
+                                     f"[{fn!r}](**{kw!r})"]
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=script.parent, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
