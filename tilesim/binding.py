@@ -24,6 +24,8 @@ Scalars (:func:`scalar_arg`)
   * Converted to the parameter's compute type (float → ``compute_dtype``, bool → ``bool``, else
     ``int``). A tensor passed for a scalar → ``KernelRuntimeError``.
 Dtypes (:func:`check_dtype`, :func:`dtype_error`)
+  * An ``int4`` tensor is passed packed two per byte (int8, last axis halved, element ``2i`` in the low
+    nibble); it is unpacked for the run and packed back (outputs are returned packed).
   * A host array's dtype must be exactly ``dtypes.np_dtype(p.dtype)``: nothing is converted
     implicitly. (The CUDA runtime also accepts a device array of the parameter's storage type for the
     narrow floats CuPy lacks; it reports a mismatch with :func:`dtype_error`.)
@@ -341,12 +343,16 @@ class HostBinding:
     scalars: dict = field(default_factory=dict)  # var uid -> value (scalar params, symbolic dims)
     converted: list = field(default_factory=list)  # HostArray of every tensor argument
     torch_out: bool = False  # return torch tensors
+    int4: list = field(default_factory=list)  # (unpacked array, HostArray) of packed int4 arguments
 
     def finish(self):
         """Copy results back into the callers' tensors; the outputs (one bare, several as a list, or None)."""
+        for arr, c in self.int4:
+            c.array[...] = dt.pack_int4(arr)
         for c in self.converted:
             c.finish()
         outs = [self.arrays[self.pf.params[i].uid] for i in self.out_idx]
+        outs = [dt.pack_int4(o) if self.pf.params[i].dtype == "int4" else o for i, o in zip(self.out_idx, outs)]
         if self.torch_out:
             outs = [numpy_to_torch(o) for o in outs]
         if not outs:
@@ -366,6 +372,12 @@ def bind_host(pf: N.PrimFunc, out_idx: tuple, values: list, allocate) -> HostBin
         c = to_host(v)
         arr = c.array
         check_dtype(pf, p, arr.dtype)
+        if p.dtype == "int4":  # packed two per byte along the last axis
+            check_shape(pf, p, arr.shape[:-1] + (2 * arr.shape[-1],) if arr.ndim else arr.shape, dims)
+            b.arrays[p.uid] = dt.unpack_int4(arr)
+            b.int4.append((b.arrays[p.uid], c))
+            b.converted.append(c)
+            continue
         check_shape(pf, p, arr.shape, dims)
         if not arr.flags.c_contiguous or not arr.flags.writeable:
             arr = np.ascontiguousarray(arr).copy()

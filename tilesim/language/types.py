@@ -52,6 +52,8 @@ class dtype(str):  # noqa: N801 - TileLang's name (``T.dtype``)
         name = str(self)
         if name == "float4_e2m1fn":
             return getattr(torch, "float4_e2m1fn_x2", torch.int8)
+        if name == "int4":
+            return torch.int8  # packed two per byte
         t = getattr(torch, name, None)
         if not isinstance(t, torch.dtype):
             raise KernelTypeError(f"torch {torch.__version__} has no dtype for {name}",
@@ -106,7 +108,7 @@ int = int32  # noqa: A001 - TileLang's T.int / T.uint name the 32-bit types
 uint = uint32
 bool = _mk("bool")  # noqa: A001
 boolean = bool
-int4 = _UnsupportedDType("int4", "4-bit integer tensors (two per byte) have no storage type in the interpreter yet")
+int4 = _mk("int4")  # tensors are passed packed two per byte (torch.int8 of half the last dim)
 #: TF32 is float32 storage whose tensor-core products use a 10-bit mantissa. TileLang runs every float32
 #: T.gemm as TF32 on tensor cores, so a tfloat32 operand means what a float32 one does: float32 values,
 #: rounded to TF32 inside gemms under InterpOptions(tf32=True) (exact float32 products otherwise).
