@@ -126,6 +126,7 @@ from .types import (  # noqa: F401
     int16,
     int32,
     int64,
+    ptr,
     symbolic,
     tfloat32,
     uint,

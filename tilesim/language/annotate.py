@@ -77,5 +77,7 @@ UNSUPPORTED = {
     "import_source": "it splices CUDA C source into the generated kernel (device functions for T.call_extern); "
                      "CUDA source has no meaning in tilesim's interpreter: write the computation with T.* "
                      "primitives (e.g. the program's path without fast decoding)",
+    "make_tensor": "a tensor made from a raw pointer (T.ptr) has no meaning in tilesim's interpreter, which holds "
+                   "each tensor as an array of its own: pass the tensors as T.Tensor parameters",
     "tcgen05_gemm": "use T.gemm (Blackwell tcgen05 is a lowering detail)",
 }

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import KernelTypeError
+from ..errors import KernelTypeError, Loc
 from ..ir import nodes as N
 from ..optional import require
 from ._marker import marker
@@ -72,6 +74,24 @@ class dtype(str):  # noqa: N801 - TileLang's name (``T.dtype``)
 DType = dtype
 
 
+def _program_loc() -> Loc | None:
+    """The position in the user's program (the innermost frame outside tilesim) of the current call, so an
+    error raised while Python evaluates an annotation (``T.Tensor(shape, T.ptr)``) points at it."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_PACKAGE):
+        f = f.f_back
+    if f is None:
+        return None
+    try:
+        line, _, col, end = list(f.f_code.co_positions())[f.f_lasti // 2]
+    except (IndexError, ValueError):
+        line, col, end = f.f_lineno, 0, None
+    return Loc(f.f_code.co_filename, line or f.f_lineno, col or 0, end)
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
 class _UnsupportedDType(dtype):
     """A TileLang dtype name tilesim cannot compute with: using it raises ``KernelTypeError`` naming it."""
 
@@ -82,7 +102,7 @@ class _UnsupportedDType(dtype):
 
     @property
     def tilesim_dtype(self) -> str:
-        raise KernelTypeError(f"T.{str(self)} is not supported by tilesim: {self.reason}",
+        raise KernelTypeError(f"T.{str(self)} is not supported by tilesim: {self.reason}", _program_loc(),
                               hint="see docs/language.md for the dtypes tilesim computes with")
 
     bits = bytes = itemsize = tilesim_dtype
@@ -140,6 +160,10 @@ class _StorageAlias(dtype):
 
 
 tfloat32 = _StorageAlias("tfloat32", "float32")
+ptr = _UnsupportedDType("ptr", "raw device pointers (tensors reached through pointer tables with T.make_tensor) "
+                              "have no meaning in tilesim's interpreter, which holds each tensor as an array of "
+                              "its own: pass the tensors themselves (one T.Tensor parameter per tensor, or one "
+                              "stacked tensor)")
 float4_e2m1_unpacked = _UnsupportedDType("float4_e2m1_unpacked", "the unpacked fp4 shared-memory layout of "
                                                                  "Blackwell tcgen05 gemms; use T.float4_e2m1fn")
 
