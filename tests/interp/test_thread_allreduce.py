@@ -127,7 +127,7 @@ def test_allreduce_errors_are_located(mode, msg):
 CUDASIM = """
 import numpy as np, sys
 sys.path.insert(0, {root!r})
-from tests.interp.test_thread_allreduce import splitk_gemv, gemv_ref
+from tests.interp.test_thread_allreduce import splitk_gemv, gemv_ref, reducer_gemv
 import tilesim as tilelang
 from tilesim.backends.cuda.check import cuda_twin
 rng = np.random.default_rng(5)
@@ -135,11 +135,16 @@ a, b = rng.standard_normal(19).astype(np.float32), rng.standard_normal((5, 19)).
 c = np.zeros(5, np.float32)
 cuda_twin(tilelang.compile(splitk_gemv(5, 19, 2, 4)))(a, b, c)
 assert np.allclose(c, gemv_ref(a, b, "sum"), rtol=1e-5, atol=1e-5), c
+m, x = rng.standard_normal((20, 50)).astype(np.float32), rng.standard_normal(50).astype(np.float32)
+for op in ("sum", "max"):
+    o = np.zeros(20, np.float32)
+    cuda_twin(tilelang.compile(reducer_gemv(20, 50, 4, 8, op)))(m, x, o)
+    assert np.allclose(o, gemv_ref(x, m, op), rtol=1e-5, atol=1e-5), (op, o)
 print("ok")
 """
 
 
-def test_thread_allreduce_lowers_for_cuda_under_the_simulator():
+def test_thread_allreduce_and_reducers_lower_for_cuda_under_the_simulator():
     pytest.importorskip("numba_cuda")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=root)

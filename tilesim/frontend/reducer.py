@@ -2,8 +2,10 @@
 
 Contract
 --------
-* ``T.alloc_reducer(shape, dtype, op="sum"|"max"|"min", replication=...)`` allocates a fragment and records
-  its ``op`` in the launch (``tr.launch["reducers"]``, buffer uid -> op).
+* ``T.alloc_reducer(shape, dtype, op="sum"|"max"|"min", replication=...)`` allocates a shared buffer (its
+  elements take atomics from every thread of a parallel loop; TileLang keeps per-thread register replicas,
+  an implementation of the same meaning) and records its ``op`` in the launch (``tr.launch["reducers"]``,
+  buffer uid -> op).
 * In TileLang each thread accumulates into its own replica and ``T.finalize_reducer(r)`` combines the
   replicas, so ``r[i] += v`` in a ``T.Parallel`` over ``(i, j)`` sums **every** ``j``'s contribution. A plain
   store would keep one iteration's value (the element's last writer), so :func:`rewrite_launch` turns, inside
@@ -31,7 +33,9 @@ _OPS = {"sum": "add", "max": "max", "min": "min"}
 def _b_alloc_reducer(tr, loc, shape, dtype, op="sum", replication=None):
     if op not in _OPS:
         raise KernelTypeError(f"T.alloc_reducer: op must be 'sum', 'max' or 'min', got {op!r}", loc)
-    buf = BUILDERS["alloc_fragment"](tr, loc, shape, dtype)
+    # held in shared memory: its elements are updated by the threads of whole T.Parallel loops (element
+    # atomics), which a register fragment laid out over the threads cannot take in the CUDA lowering
+    buf = BUILDERS["alloc_shared"](tr, loc, shape, dtype, None)
     tr.launch.setdefault("reducers", {})[buf.uid] = _OPS[op]
     return buf
 
