@@ -35,16 +35,9 @@ from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir import nodes as N
 from . import exprs as X
 from .builders import builder
+from .ptx import Pointer
 
 _M32 = 0xFFFFFFFF
-
-
-@dataclass(frozen=True)
-class ExternPtr:
-    """``T.access_ptr(...)``: a buffer and the element index the pointer starts at (trace time only)."""
-
-    buffer: N.Buffer
-    offset: N.Expr
 
 
 def _sources(tr) -> list:
@@ -62,25 +55,7 @@ def _b_import_source(tr, loc, source=None):
     _sources(tr).append(source)
 
 
-@builder("access_ptr")
-def _b_access_ptr(tr, loc, base, access_type="r", extents=(), offset=0, extent=None, ignore_last_ndim=0):
-    if isinstance(base, N.Buffer):
-        if base.ndim != 1:
-            raise KernelTypeError(f"T.access_ptr of the {base.ndim}-D buffer {base.name}", loc,
-                                  hint="point at a 1-D T.alloc_local array or one of its elements")
-        start = X.to_expr(0, loc, like="int32")
-        buf = base
-    elif isinstance(base, X.Access) and not base.has_slice and len(base.items) == 1 and base.buffer.ndim == 1:
-        buf, start = base.buffer, X.index_expr(base.items[0], loc)
-    elif isinstance(base, N.Load) and len(base.indices) == 1:
-        buf, start = base.buffer, base.indices[0]
-    else:
-        raise KernelTypeError("T.access_ptr expects a 1-D buffer or one of its elements", loc)
-    return ExternPtr(buf, X.binop("add", start, offset, loc) if not (isinstance(offset, int) and offset == 0)
-                     else start)
-
-
-def _byte(tr, p: ExternPtr, k: int, loc) -> N.Expr:
+def _byte(tr, p: Pointer, k: int, loc) -> N.Expr:
     """Byte ``k`` of the array ``p`` points to, as uint32 (8-bit element types only)."""
     if p.buffer.dtype not in ("uint8", "int8"):
         raise KernelTypeError(f"T.call_extern: the source array {p.buffer.name} is {p.buffer.dtype}; the known "
@@ -98,13 +73,13 @@ def _word(tr, p, first: int, loc, big_endian=False) -> N.Expr:
     return w
 
 
-def _store(tr, p: ExternPtr, k: int, value: N.Expr, loc) -> None:
+def _store(tr, p: Pointer, k: int, value: N.Expr, loc) -> None:
     idx = X.index_expr(X.binop("add", p.offset, k, loc), loc)
     tr.emit(N.Store(p.buffer, (idx,), X.cast_to(value, p.buffer.dtype, loc), loc))
 
 
 def _decode_i4_to_f16(signed: bool):
-    def expand(tr, loc, src: ExternPtr, dst: ExternPtr, n: int = 8):
+    def expand(tr, loc, src: Pointer, dst: Pointer, n: int = 8):
         w = _word(tr, src, 0, loc)
         for i in range(n // 2):
             for half in (0, 1):
@@ -116,7 +91,7 @@ def _decode_i4_to_f16(signed: bool):
 
 
 def _decode_i2_to_i8(signed: bool):
-    def expand(tr, loc, src: ExternPtr, dst: ExternPtr, n: int = 16):
+    def expand(tr, loc, src: Pointer, dst: Pointer, n: int = 16):
         for i in range(n // 4):
             for b in range(4):
                 v = X.binop("bitand", X.binop("shr", _byte(tr, src, b, loc), 2 * i, loc), 3, loc)
@@ -126,7 +101,7 @@ def _decode_i2_to_i8(signed: bool):
     return expand
 
 
-def _decode_fp4_to_bf16_twiddling(tr, loc, src: ExternPtr, dst: ExternPtr, n: int = 8):
+def _decode_fp4_to_bf16_twiddling(tr, loc, src: Pointer, dst: Pointer, n: int = 8):
     mask = 0x81C081C0
     for i in range(n):
         t = _word(tr, src, 4 * i, loc, big_endian=True)
@@ -187,7 +162,7 @@ def _b_call_extern(tr, loc, args=(), dtype=None):
     if not _recognised(name, _sources(tr)):
         raise KernelSyntaxError(f"T.call_extern of {name!r} without its known definition imported in this kernel",
                                 loc, hint=hint)
-    if len(rest) < 2 or not all(isinstance(p, ExternPtr) for p in rest[:2]) or \
+    if len(rest) < 2 or not all(isinstance(p, Pointer) for p in rest[:2]) or \
             not all(isinstance(a, int) and not isinstance(a, bool) and a > 0 for a in rest[2:3]):
         raise KernelTypeError(f"T.call_extern({name!r}, src, dst[, N]): src and dst must be T.access_ptr "
                               "pointers and N a positive Python int", loc)

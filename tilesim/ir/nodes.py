@@ -84,6 +84,7 @@ MATH_FUNCS = frozenset({
     "exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "tanh",
     "sigmoid", "abs", "sin", "cos", "tan", "erf", "floor", "ceil", "round", "trunc", "isnan",
     "isinf", "isfinite", "fabs", "atan", "asin", "acos", "sinh", "cosh", "pow", "fmod",
+    "philox",  # (seed, seq, pos) -> uint32: the pos-th value of a Philox4x32-10 stream (tilesim/philox.py)
 })
 #: Math functions evaluated on special-function units (SFU) on GPUs; the rest are ALU/FMA work.
 SFU_FUNCS = frozenset({

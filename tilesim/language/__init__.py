@@ -16,9 +16,11 @@ from .alloc import (  # noqa: F401
     alloc_reducer,
     alloc_shared,
     alloc_var,
+    finalize_reducer,
     reshape,
     view,
 )
+from .allreduce import attr, comm_reducer, evaluate, tvm_thread_allreduce  # noqa: F401
 from .annotate import UNSUPPORTED as _UNSUPPORTED  # noqa: F401
 from .annotate import (
     Fragment,
@@ -77,6 +79,7 @@ from .math import (  # noqa: F401
     truncmod,
 )
 from .program import prim_func  # noqa: F401
+from .ptx import access_ptr, atomic_addx2, atomic_addx4, ptx_commit_group, ptx_cp_async, ptx_wait_group  # noqa: F401
 from .reduce import (  # noqa: F401
     clear,
     cumsum,
@@ -88,6 +91,7 @@ from .reduce import (  # noqa: F401
     reduce_min,
     reduce_sum,
 )
+from .rng import rng_init, rng_rand, rng_rand_float  # noqa: F401
 from .simt import (  # noqa: F401
     get_block_binding,
     get_block_bindings,
@@ -141,6 +145,7 @@ from .types import (  # noqa: F401
     int16,
     int32,
     int64,
+    ptr,
     symbolic,
     tfloat32,
     uint,

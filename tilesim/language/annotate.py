@@ -107,5 +107,6 @@ UNSUPPORTED = {
     "tcgen05_gemm_blockscaled": _SF_TMEM,
     "tcgen05_cp_warpx4": _SF_TMEM,
     "tcgen05_sf_warp_transpose": _SF_TMEM,
-    "Persistent": "persistent tile scheduling is not implemented yet",
+    "make_tensor": "a tensor made from a raw pointer (T.ptr) has no meaning in tilesim's interpreter, which holds "
+                   "each tensor as an array of its own: pass the tensors as T.Tensor parameters",
 }

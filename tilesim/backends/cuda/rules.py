@@ -268,6 +268,9 @@ def _unary(g, e):
 def _call(g, e):
     d = e.dtype
     f = e.func
+    if f == "philox":
+        raise KernelTypeError("T.rng_rand / T.rng_rand_float (cuRAND Philox draws) are not supported by the CUDA "
+                              "backend", e.loc, hint="run the kernel on the interpreter (target='interp')")
     if f in ("isnan", "isinf", "isfinite"):
         a = e.args[0]
         if not dt.is_float(a.dtype):

@@ -27,7 +27,7 @@ from __future__ import annotations
 from ... import dtypes as dt
 from ...errors import KernelTypeError
 from ...ir import nodes as N
-from ...ir.traverse import walk_stmts
+from ...ir.traverse import walk_exprs, walk_stmts
 from .codestr import _san
 from .rules import (
     EVENT_RULES,
@@ -55,8 +55,30 @@ def prepare(g) -> None:
             raise KernelTypeError(f"T.alloc_local({s.buffer.name}) in per-thread code is not supported by the CUDA "
                                   "backend", s.loc, hint="use T.alloc_var scalars (one per value) or a shared "
                                                          "buffer indexed by the thread")
+    _refuse_partial_tile_ops(g.launch)
     for v in g.launch.thread_vars:
         g.names[v.uid] = f"{_san(v.name)}_{v.uid}"
+
+
+#: statements executed by the whole block at tile level (their work is split over all the block's threads)
+_TILE_OPS = (N.Copy, N.Gemm, N.Reduce, N.Fill, N.Cumsum, N.Parallel)
+
+
+def _refuse_partial_tile_ops(launch) -> None:
+    """A tile operation under an ``if`` on the thread index runs in part of the block, but its lowering splits
+    the work over every thread of the block: refuse it rather than compute part of the tile."""
+    dep = {v.uid for v in launch.thread_vars}
+    for s in walk_stmts(launch.body):  # Let names computed from thread indices depend on them too
+        if type(s) is N.Let and any(type(e) is N.Var and e.uid in dep for e in walk_exprs(s.value)):
+            dep.add(s.var.uid)
+    for s in walk_stmts(launch.body):
+        if type(s) is N.If and any(type(e) is N.Var and e.uid in dep for e in walk_exprs(s.cond)):
+            for t in walk_stmts(s.then + s.orelse):
+                if type(t) in _TILE_OPS or (type(t) is N.Atomic and isinstance(t.value, N.Region)):
+                    raise KernelTypeError("a tile operation under an `if` on the thread index (executed by part of "
+                                          "the block) is not supported by the CUDA backend", t.loc,
+                                          hint="run the kernel on the interpreter (target='interp'), or move the "
+                                               "tile operation out of the thread-dependent `if`")
 
 
 def thread_prologue(g) -> list:

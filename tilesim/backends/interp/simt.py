@@ -24,10 +24,10 @@ tasks instead (``coroutines.py``): each side in lock-step for its threads, switc
   operands must be the same in every thread of a block — a direct use of a thread index is refused when
   the launch is prepared; a per-thread value (a ``Let`` or a per-thread variable) is checked at run time
   and must agree across the active threads; the threads of a block must all execute the statement or
-  none, or whole warp groups of 128 threads (TileLang's ``T.ws`` is an ``if`` on the thread index that
-  selects warp groups; tile-level meaning does not depend on which threads execute an operation) — a tile
-  operation executed by part of a warp group is an error naming it. ``T.fill`` of a
-  per-thread buffer fills every thread's copy; a ``T.copy`` from or to a per-thread buffer is each thread's
+  none, or whole warps of 32 threads (TileLang's ``T.ws`` is an ``if`` on the thread index that selects warp
+  groups, and programs give tile operations to single warps; tile-level meaning does not depend on which
+  threads execute an operation) — a tile operation executed by part of a warp is an error naming it. ``T.fill``
+  of a per-thread buffer fills every thread's copy; a ``T.copy`` from or to a per-thread buffer is each thread's
   own element loop (TileLang's per-thread copy: its regions may use the thread index); other tile operations
   on per-thread buffers are refused.
 
@@ -59,8 +59,9 @@ from .tables import EXPR_RULES, STMT_RULES
 
 rule = STMT_RULES.register
 
-#: threads of a warp group: a tile operation may be executed by whole warp groups of a block
-WARP_GROUP = 128
+#: a tile operation may be executed by whole warps of a block (TileLang's ``T.ws`` selects warp groups of 4
+#: warps; programs also give tile operations to single warps: ``if tx < 32:`` with a 96-thread block)
+WARP = 32
 #: statements a whole block executes together (their operands must agree across threads)
 BLOCK_LEVEL = (N.Copy, N.Gemm, N.Reduce, N.Fill, N.Cumsum, N.Atomic, N.Parallel)
 _NAMES = {N.Copy: "T.copy", N.Gemm: "T.gemm", N.Reduce: "T.reduce", N.Fill: "T.fill", N.Cumsum: "T.cumsum",
@@ -247,12 +248,12 @@ def _block_mask(ctx, name, loc):
         return m.reshape(m.shape[0], -1)[:, 0] if m.ndim else bool(m)
     anyb = m.any(axis=1)
     bad = anyb != m.all(axis=1)
-    if bad.any():  # whole warp groups may execute it (an `if` on the thread index selecting warp groups)
+    if bad.any():  # whole warps may execute it (an `if` on the thread index selecting warps or warp groups)
         t = m.shape[1]
-        g = np.zeros((m.shape[0], -(-t // WARP_GROUP) * WARP_GROUP), dtype=bool)
+        g = np.zeros((m.shape[0], -(-t // WARP) * WARP), dtype=bool)
         g[:, :t] = m
-        g = g.reshape(m.shape[0], -1, WARP_GROUP)
-        tail = t % WARP_GROUP
+        g = g.reshape(m.shape[0], -1, WARP)
+        tail = t % WARP
         if tail:  # the last group is partial: its missing threads follow its first thread
             g[:, -1, tail:] = g[:, -1, :1]
         bad = (g.any(axis=2) != g.all(axis=2)).any(axis=1)
@@ -260,8 +261,8 @@ def _block_mask(ctx, name, loc):
         b = int(np.argmax(bad))
         raise KernelRuntimeError(f"{name} is executed by {int(m[b].sum())} of the {m.shape[1]} threads of block "
                                  f"{int(ctx.block_ids[b]) if m.shape[0] == ctx.nb else b}", loc,
-                                 hint="tile operations are executed by the whole block (or whole warp groups of "
-                                      "128 threads): move it out of the thread-dependent `if` / loop")
+                                 hint="tile operations are executed by the whole block (or whole warps of "
+                                      "32 threads): move it out of the thread-dependent `if` / loop")
     return anyb if m.shape[0] == ctx.nb else np.broadcast_to(anyb, (ctx.nb,))
 
 
