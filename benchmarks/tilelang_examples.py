@@ -26,7 +26,9 @@ Contract
   ``PYTHONPATH`` = a temp dir holding :data:`SHIM` as ``sitecustomize.py`` (torch CUDA requests run on
   the CPU) + this repository. Extra argv from :data:`SMALL_ARGS` shrinks sizes where the program's
   argparse allows it; a program in :data:`SMALL_MAIN` (no argparse, CPU-sized defaults out of reach) is
-  loaded unchanged with ``runpy`` and its ``main`` called with smaller keyword arguments; otherwise no
+  loaded unchanged with ``runpy`` and its ``main`` called with smaller keyword arguments; a program in
+  :data:`SMALL_CALL` (its ``main()`` takes no arguments and calls a test function with hard-coded sizes) is
+  loaded unchanged and ``main()`` called with that function's size arguments overridden; otherwise no
   arguments are passed.
 * **Verdicts.** ``pass`` (exit 0); ``timeout``; ``wrong`` (the program's reference check failed: the last
   exception is an ``AssertionError`` (or ``*Mismatch*``) raised outside tilesim or by tilesim's
@@ -140,6 +142,32 @@ SMALL_MAIN: dict[str, dict] = {
     "warp_specialize/example_warp_specialize_gemm_softpipe_stage2.py": {"M": 1024, "N": 1024, "K": 1024},
 }
 
+# Programs whose main() takes no arguments and calls FUNCTION(**sizes, ...) with GPU-sized values: the unchanged
+# file is loaded as a module, FUNCTION is wrapped so that these keyword arguments replace main's, and main() runs
+# (every other argument, the dtypes and tile sizes, is main's own). Sizes: chunk multiples (chunk_size 64).
+_KDA = {"B": 1, "S": 256, "H": 2}
+SMALL_CALL: dict[str, tuple[str, dict]] = {
+    f"kda/{name}.py": ("run_test", _KDA) for name in (
+        "chunk_bwd_dqkwg", "chunk_bwd_dv", "chunk_bwd_gla_dA", "chunk_bwd_intra", "chunk_delta_bwd",
+        "chunk_delta_h_fwd", "chunk_inter_solve_fused", "chunk_intra_token_parallel", "chunk_o", "wy_fast",
+        "wy_fast_bwd")}
+SMALL_CALL.update({
+    f"gdn/example_{name}.py": ("run_test", _KDA) for name in (
+        "chunk_delta_bwd", "chunk_delta_h", "chunk_o", "chunk_o_bwd", "chunk_scaled_dot_kkt", "cumsum", "wy_fast",
+        "wy_fast_bwd_split")})
+
+
+def small_call_command(script: str, function: str, sizes: dict) -> str:
+    """``python -c`` source that runs ``script``'s main() with ``function``'s keyword arguments ``sizes``."""
+    return (f"import functools, importlib.util, sys\n"
+            f"spec = importlib.util.spec_from_file_location('__example__', {script!r})\n"
+            f"mod = sys.modules['__example__'] = importlib.util.module_from_spec(spec)\n"
+            f"spec.loader.exec_module(mod)\n"
+            f"fn = getattr(mod, {function!r})\n"
+            f"setattr(mod, {function!r}, functools.wraps(fn)(lambda *a, **k: fn(*a, **{{**k, **{sizes!r}}})))\n"
+            f"mod.main()\n")
+
+
 # sitecustomize.py for the subprocesses: torch's CUDA requests run on the CPU. Harness only.
 SHIM = r'''
 """tilelang_examples harness shim: map torch CUDA device requests to the CPU; report tilesim's kernel time."""
@@ -230,6 +258,143 @@ if torch is not None:
                                                                      "range_end", "mark"))):
         for _name in _names:
             setattr(getattr(torch.cuda, _mod), _name, _noop())
+
+# Triton under TRITON_INTERPRET=1 runs kernels on the CPU, with two gaps against the GPU the programs' references
+# were written for, closed here once the Triton module concerned is imported (lazily: programs that never import
+# triton pay nothing):
+# * driver discovery picks the CUDA driver (the shim says CUDA is available), whose first use compiles a C module
+#   against libcuda: a CPU driver becomes the active one instead, the sm_90 device the torch shim describes, for
+#   autotune, triton.testing.do_bench and device queries. It launches nothing (the interpreter runs the kernels).
+# * the interpreter holds bfloat16 values as their uint16 bit patterns and does arithmetic, dots and compares on
+#   those integers (a silently wrong result), lacks bf16 constants, and truncates fp32 -> bf16 where the GPU rounds
+#   to nearest even: bf16 values are held as ml_dtypes.bfloat16 instead (the same bits in memory), whose numpy
+#   arithmetic rounds every result to bf16 as the GPU's bf16 instructions do, and every cast is numpy's (RTNE).
+# * triton.language.extra.libdevice holds stubs the compiler maps to CUDA's libdevice, which the interpreter
+#   never does (a call returns None): the float functions the programs use get numpy bodies (fp32/fp64 operands,
+#   as libdevice's signatures); any other stub raises NotImplementedError naming itself.
+# * autotune times the interpreter, not a GPU, so its pick among configs is arbitrary either way (every config
+#   computes the same result: autotune's contract): each config runs once (not ~8 times), and configs differing
+#   only in launch settings (num_warps, num_stages, ...: the interpreter ignores them) are tried once.
+import importlib.abc, importlib.util, os
+
+
+def _install_cpu_driver(driver_module):
+    from triton.backends.compiler import GPUTarget
+    from triton.backends.driver import DriverBase
+
+    props = dict(max_shared_mem=232448, max_num_regs=65536, multiprocessor_count=132, warpSize=32,
+                 sm_clock_rate=1980000, mem_clock_rate=2619000, mem_bus_width=5120)  # an H100/H200 (kHz, bits)
+
+    class CpuDriver(DriverBase):
+        is_active = staticmethod(lambda: False)   # never found by discovery; installed below
+        utils = types.SimpleNamespace(get_device_properties=lambda device=0: dict(props),
+                                      set_printf_fifo_size=lambda size: None)
+        get_current_device = staticmethod(lambda: 0)
+        set_current_device = staticmethod(lambda device: None)
+        get_current_stream = staticmethod(lambda device=None: 0)
+        get_device_capability = staticmethod(lambda device=None: (9, 0))
+        def get_current_target(self): return GPUTarget("cuda", 90, 32)
+        def get_active_torch_device(self): return torch.device("cpu")
+        def get_device_interface(self): return torch.cuda   # the shimmed module: Event, synchronize
+        def map_python_to_cpp_type(self, ty): return ty
+        def get_benchmarker(self):   # autotune: one timed run per config (see _autotuner below)
+            def bench(kernel_call, quantiles=None, **kwargs):
+                start = time.perf_counter()
+                kernel_call()
+                ms = (time.perf_counter() - start) * 1e3
+                return [ms] * len(quantiles) if quantiles else ms
+            return bench
+        def get_empty_cache_for_benchmark(self): return torch.empty(0)  # no L2 to flush
+        def clear_cache(self, cache): pass
+
+    cpu = CpuDriver()
+    driver_module.driver._default = cpu
+    driver_module.driver.set_active(cpu)
+
+
+def _interpreter_bf16(interp):
+    import ml_dtypes
+    import numpy as np
+    tl, handle, np_dtype = interp.tl, interp.TensorHandle, interp._get_np_dtype
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+
+    def get_np_dtype(tt):
+        element = tt.element_ty if isinstance(tt, tl.block_type) else tt
+        return bf16 if element == tl.bfloat16 else np_dtype(tt)
+
+    interp._get_np_dtype = get_np_dtype
+    interp.InterpreterBuilder.get_bf16 = lambda self, value: handle(np.array([value], dtype=bf16), tl.bfloat16)
+    interp.InterpreterBuilder.cast_impl = lambda self, src, ty: handle(src.data.astype(get_np_dtype(ty)), ty.scalar)
+
+
+def _libdevice(module):
+    import numpy as np
+    half_away = lambda x: np.copysign(np.floor(np.abs(x) + 0.5), x)   # C roundf
+    bodies = dict(exp=np.exp, fast_expf=np.exp, exp2=np.exp2, log=np.log, fast_logf=np.log, log2=np.log2,
+                  fast_log2f=np.log2, log1p=np.log1p, tanh=np.tanh, fast_tanhf=np.tanh, sin=np.sin, fast_sinf=np.sin,
+                  cos=np.cos, fast_cosf=np.cos, sqrt=np.sqrt, round=half_away, floor=np.floor, ceil=np.ceil)
+
+    def elementwise(name, body):
+        def run(arg0, _semantic=None):
+            from triton.runtime.interpreter import TensorHandle, interpreter_semantic
+            import triton.language as tl
+            x = interpreter_semantic.to_tensor(arg0)
+            if x.dtype not in (tl.float32, tl.float64):
+                raise TypeError(f"libdevice.{name}: operand of type {x.dtype}; libdevice takes fp32 or fp64")
+            with np.errstate(all="ignore"):
+                data = body(x.handle.data).astype(x.handle.data.dtype)
+            return tl.tensor(TensorHandle(data, x.dtype), x.type)
+        return run
+
+    def missing(name):
+        def run(*args, **kwargs):
+            raise NotImplementedError(f"libdevice.{name} has no CPU body in the tilelang_examples harness shim")
+        return run
+
+    for name, stub in list(vars(module).items()):
+        if callable(stub) and getattr(stub, "__module__", "") == module.__name__:
+            fn = elementwise(name, bodies[name]) if name in bodies else missing(name)
+            fn.__module__, fn.__name__ = module.__name__, name   # jit's dependency scan skips this module's stubs
+            setattr(module, name, fn)
+
+
+def _autotuner(module):
+    prune = module.Autotuner.prune_configs
+
+    def prune_configs(self, kwargs):
+        seen, kept = set(), []
+        for config in prune(self, kwargs):
+            key = (tuple(sorted(config.kwargs.items())), config.pre_hook)
+            if key not in seen:
+                seen.add(key)
+                kept.append(config)
+        return kept
+    module.Autotuner.prune_configs = prune_configs
+
+
+_TRITON_PATCHES = {"triton.runtime.autotuner": _autotuner, "triton.runtime.driver": _install_cpu_driver, "triton.runtime.interpreter": _interpreter_bf16,
+                   "triton.language.extra.libdevice": _libdevice}
+
+
+class _TritonHook(importlib.abc.MetaPathFinder):
+    """Runs _TRITON_PATCHES[name](module) right after the module executes; leaves sys.meta_path when all ran."""
+    def find_spec(self, name, path=None, target=None):
+        patch = _TRITON_PATCHES.pop(name, None)
+        if patch is None:
+            return None
+        if not _TRITON_PATCHES:
+            sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        run = spec.loader.exec_module
+        def exec_module(module):
+            run(module)
+            patch(module)
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+if torch is not None and os.environ.get("TRITON_INTERPRET") == "1" and importlib.util.find_spec("triton"):
+    sys.meta_path.insert(0, _TritonHook())
 '''
 
 
@@ -386,6 +551,10 @@ def run_one(rel: str, staging: Path, work: Path, env: dict, timeout: float) -> d
         argv = [f"main(**{SMALL_MAIN[rel]!r})"]
         cmd = [sys.executable, "-c", f"import runpy; runpy.run_path({script.name!r}, run_name='__example__')"
                                      f"['main'](**{SMALL_MAIN[rel]!r})"]
+    if rel in SMALL_CALL:
+        function, sizes = SMALL_CALL[rel]
+        argv = [f"main() with {function}(**{sizes!r})"]
+        cmd = [sys.executable, "-c", small_call_command(script.name, function, sizes)]
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=script.parent, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
