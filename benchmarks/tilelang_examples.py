@@ -269,13 +269,17 @@ if torch is not None:
 #   those integers (a silently wrong result), lacks bf16 constants, and truncates fp32 -> bf16 where the GPU rounds
 #   to nearest even: bf16 values are held as ml_dtypes.bfloat16 instead (the same bits in memory), whose numpy
 #   arithmetic rounds every result to bf16 as the GPU's bf16 instructions do, and every cast is numpy's (RTNE).
+# * the interpreter's tensor.__index__ (a scalar used as a range bound) is int() of a 1-element array, an error
+#   since NumPy 2.3: it takes the element (.item()). The variable of a `for` over range/tl.range is a tensor
+#   when compiled (only tl.static_range's is a constexpr) and the interpreter's a Python int, so `i.to(tl.int64)`
+#   fails: each such loop body starts by making it a tensor, as the interpreter already does for assignments.
 # * triton.language.extra.libdevice holds stubs the compiler maps to CUDA's libdevice, which the interpreter
 #   never does (a call returns None): the float functions the programs use get numpy bodies (fp32/fp64 operands,
 #   as libdevice's signatures); any other stub raises NotImplementedError naming itself.
 # * autotune times the interpreter, not a GPU, so its pick among configs is arbitrary either way (every config
 #   computes the same result: autotune's contract): each config runs once (not ~8 times), and configs differing
 #   only in launch settings (num_warps, num_stages, ...: the interpreter ignores them) are tried once.
-import importlib.abc, importlib.util, os
+import ast, importlib.abc, importlib.util, os
 
 
 def _install_cpu_driver(driver_module):
@@ -312,7 +316,7 @@ def _install_cpu_driver(driver_module):
     driver_module.driver.set_active(cpu)
 
 
-def _interpreter_bf16(interp):
+def _interpreter(interp):
     import ml_dtypes
     import numpy as np
     tl, handle, np_dtype = interp.tl, interp.TensorHandle, interp._get_np_dtype
@@ -325,6 +329,24 @@ def _interpreter_bf16(interp):
     interp._get_np_dtype = get_np_dtype
     interp.InterpreterBuilder.get_bf16 = lambda self, value: handle(np.array([value], dtype=bf16), tl.bfloat16)
     interp.InterpreterBuilder.cast_impl = lambda self, src, ty: handle(src.data.astype(get_np_dtype(ty)), ty.scalar)
+    patch_tensor = interp._patch_lang_tensor
+
+    def patch_lang_tensor(tensor, scope):
+        patch_tensor(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.item()))
+    interp._patch_lang_tensor = patch_lang_tensor
+
+    def visit_for(self, node):
+        self.generic_visit(node)
+        call = node.iter.func if isinstance(node.iter, ast.Call) else None
+        if (isinstance(node.target, ast.Name) and (isinstance(call, ast.Name) and call.id == "range"
+                                                   or isinstance(call, ast.Attribute) and call.attr == "range")):
+            as_tensor = ast.Attribute(ast.Name("interpreter_semantic", ast.Load()), "to_tensor", ast.Load())
+            node.body.insert(0, ast.Assign([ast.Name(node.target.id, ast.Store())],
+                                           ast.Call(as_tensor, [ast.Name(node.target.id, ast.Load()),
+                                                                ast.Constant(False)], [])))
+        return node
+    interp.ASTTransformer.visit_For = visit_for
 
 
 def _libdevice(module):
@@ -372,8 +394,8 @@ def _autotuner(module):
     module.Autotuner.prune_configs = prune_configs
 
 
-_TRITON_PATCHES = {"triton.runtime.autotuner": _autotuner, "triton.runtime.driver": _install_cpu_driver, "triton.runtime.interpreter": _interpreter_bf16,
-                   "triton.language.extra.libdevice": _libdevice}
+_TRITON_PATCHES = {"triton.runtime.autotuner": _autotuner, "triton.runtime.driver": _install_cpu_driver,
+                   "triton.runtime.interpreter": _interpreter, "triton.language.extra.libdevice": _libdevice}
 
 
 class _TritonHook(importlib.abc.MetaPathFinder):

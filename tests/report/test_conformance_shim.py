@@ -28,7 +28,9 @@ def run_child(tmp_path: Path, source: str, *, cwd: Path | None = None, argv=()) 
     shim.mkdir(exist_ok=True)
     (shim / "sitecustomize.py").write_text(te.SHIM)
     env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=os.pathsep.join([str(shim), str(ROOT)]))
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(source), *argv], cwd=cwd or tmp_path, env=env,
+    script = tmp_path / "child.py"   # a file: Triton's interpreter rewrites kernels from their source
+    script.write_text(textwrap.dedent(source))
+    proc = subprocess.run([sys.executable, str(script), *argv], cwd=cwd or tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
@@ -145,6 +147,31 @@ def test_interpreter_libdevice(tmp_path):
     assert lines[0] == "values True"
     assert lines[1].startswith("TypeError") and "fp32 or fp64" in lines[1]
     assert lines[2].startswith("NotImplementedError") and "libdevice.j0" in lines[2]
+
+
+@needs_triton
+def test_interpreter_loop_variables_and_scalar_bounds(tmp_path):
+    out = run_child(tmp_path, """
+        import torch, triton, triton.language as tl
+
+        @triton.jit
+        def k(o, n_ptr, N: tl.constexpr):
+            n = tl.load(n_ptr)                           # a scalar tensor as a range bound (__index__)
+            acc = tl.zeros([N], dtype=tl.int64)
+            for i in range(0, n):                        # a tensor loop variable, as compiled
+                acc += i.to(tl.int64) * (1 << 33)
+            for j in tl.range(2):
+                acc += j.to(tl.int64)
+            for s in tl.static_range(2):                 # stays a constexpr
+                acc += tl.full([N], s, tl.int64)
+            tl.store(o + tl.arange(0, N), acc)
+
+        o = torch.empty(4, dtype=torch.int64)
+        k[(1,)](o, torch.tensor([3], dtype=torch.int32), N=4)
+        print(o.tolist())
+    """)
+    want = (0 + 1 + 2) * (1 << 33) + 1 + 1
+    assert out.strip() == str([want] * 4)
 
 
 def test_small_call_replaces_the_sizes_main_passes(tmp_path):
