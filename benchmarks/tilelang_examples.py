@@ -8,6 +8,11 @@ Usage::
 ``DIR`` is a bare git directory of TileLang's repository (``examples/`` of ``HEAD`` is extracted to a
 temp dir) or a checkout containing ``examples/``. Nothing of TileLang is copied into this repository.
 
+What to install to run the check: tilesim, a torch build (the CPU one is enough; never pulled in by this
+repository's extras) and ``pip install '.[conformance]'`` (triton, fla-core, einops, tqdm): the programs'
+references and sibling kernels import them. The run starts by naming those of :data:`OPTIONAL` that are
+missing (the programs that import them fail).
+
 Contract
 --------
 * **Programs.** Every ``.py`` under ``examples/`` (all depths) is classified by its AST:
@@ -50,6 +55,7 @@ import ast
 import collections
 import concurrent.futures
 import datetime
+import importlib.util
 import json
 import os
 import platform
@@ -65,6 +71,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 EXCLUDED_DIRS = {"amd", "aws", "plot_layout", "visual_layout_inference", "analyze"}
 WRAPPER_PREFIXES = ("test_", "regression_")
+
+#: what the programs import besides tilesim (module -> what it is); flash_attn has no CPU build on PyPI
+OPTIONAL = {"torch": "references (CPU build)", "triton": "Triton kernels (TRITON_INTERPRET=1 runs them)",
+            "fla": "fla-core (flash-linear-attention kernels)", "einops": "einops", "tqdm": "tqdm",
+            "flash_attn": "flash-attn (CUDA only: its programs fail here)"}
+
+
+def missing_optional() -> list[str]:
+    """The modules of :data:`OPTIONAL` that are not importable here."""
+    return [name for name in OPTIONAL if importlib.util.find_spec(name) is None]
+
 
 # Extra argv per program (path relative to examples/) that shrinks problem sizes, read off each
 # program's argparse; tile sizes, head dims and ratios the kernels assume are kept.
@@ -145,7 +162,7 @@ SMALL_MAIN: dict[str, dict] = {
 # Programs whose main() takes no arguments and calls FUNCTION(**sizes, ...) with GPU-sized values: the unchanged
 # file is loaded as a module, FUNCTION is wrapped so that these keyword arguments replace main's, and main() runs
 # (every other argument, the dtypes and tile sizes, is main's own). Sizes: chunk multiples (chunk_size 64).
-_KDA = {"B": 1, "S": 256, "H": 2}
+_KDA = {"B": 1, "S": 128, "H": 2}
 SMALL_CALL: dict[str, tuple[str, dict]] = {
     f"kda/{name}.py": ("run_test", _KDA) for name in (
         "chunk_bwd_dqkwg", "chunk_bwd_dv", "chunk_bwd_gla_dA", "chunk_bwd_intra", "chunk_delta_bwd",
@@ -694,6 +711,9 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg", TRITON_INTERPRET="1",
                    OMP_NUM_THREADS=str(max(1, (os.cpu_count() or 1) // args.jobs)),
                    PYTHONPATH=os.pathsep.join([str(work / "shim"), str(REPO), os.environ.get("PYTHONPATH", "")]))
+        missing = missing_optional()
+        if missing:
+            print("missing optional packages: " + "; ".join(f"{m} ({OPTIONAL[m]})" for m in missing), flush=True)
         print(f"{len(to_run)} programs to run, {len(excluded)} skipped; timeout {args.timeout:g} s, jobs {args.jobs}",
               flush=True)
         rows = {rel: {"program": rel, "verdict": "skip", "seconds": 0.0, "error": "excluded directory"}

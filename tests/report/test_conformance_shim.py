@@ -15,6 +15,11 @@ from pathlib import Path
 
 import pytest
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import tilelang_examples as te  # noqa: E402
@@ -194,3 +199,14 @@ def test_small_call_entries_name_run_test_and_chunk_multiples():
     for rel, (function, sizes) in te.SMALL_CALL.items():
         assert rel.endswith(".py") and function == "run_test"
         assert sizes["S"] % 64 == 0 and set(sizes) <= {"B", "S", "H"}
+
+
+def test_missing_optional_names_absent_modules(monkeypatch):
+    monkeypatch.setattr(te, "OPTIONAL", {"numpy": "numpy", "no_such_module_xyz": "absent"})
+    assert te.missing_optional() == ["no_such_module_xyz"]
+
+
+def test_conformance_extra_never_pulls_torch():
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["conformance"]
+    names = [req.split("=")[0].split(">")[0].split("<")[0].split("[")[0].strip() for req in extra]
+    assert "torch" not in names and {"triton", "fla-core"} <= set(names)
