@@ -276,7 +276,7 @@ if torch is not None:
         for _name in _names:
             setattr(getattr(torch.cuda, _mod), _name, _noop())
 
-# Triton under TRITON_INTERPRET=1 runs kernels on the CPU, with two gaps against the GPU the programs' references
+# Triton under TRITON_INTERPRET=1 runs kernels on the CPU, with gaps against the GPU the programs' references
 # were written for, closed here once the Triton module concerned is imported (lazily: programs that never import
 # triton pay nothing):
 # * driver discovery picks the CUDA driver (the shim says CUDA is available), whose first use compiles a C module
