@@ -290,6 +290,8 @@ if torch is not None:
 #   since NumPy 2.3: it takes the element (.item()). The variable of a `for` over range/tl.range is a tensor
 #   when compiled (only tl.static_range's is a constexpr) and the interpreter's a Python int, so `i.to(tl.int64)`
 #   fails: each such loop body starts by making it a tensor, as the interpreter already does for assignments.
+#   A builtin bound to a global name (`exp = tl.exp`) is called by the compiler with its semantic but left
+#   unpatched by the interpreter (which patches the tl modules only): such globals are patched too.
 # * triton.language.extra.libdevice holds stubs the compiler maps to CUDA's libdevice, which the interpreter
 #   never does (a call returns None): the float functions the programs use get numpy bodies (fp32/fp64 operands,
 #   as libdevice's signatures); any other stub raises NotImplementedError naming itself.
@@ -364,6 +366,22 @@ def _interpreter(interp):
                                                                 ast.Constant(False)], [])))
         return node
     interp.ASTTransformer.visit_For = visit_for
+
+    class Globals:   # a kernel's globals dict seen as attributes, for the interpreter's patch scope
+        def __init__(self, names): object.__setattr__(self, "names", names)
+        def __getattr__(self, name): return self.names[name]
+        def __setattr__(self, name, value): self.names[name] = value
+
+    patch_lang = interp._patch_lang
+
+    def patch_lang_globals(fn):
+        scope = patch_lang(fn)
+        names = Globals(fn.__globals__)
+        for name, value in list(fn.__globals__.items()):
+            if tl.core.is_builtin(value):
+                interp._patch_attr(names, name, value, interp.interpreter_builder, scope)
+        return scope
+    interp._patch_lang = patch_lang_globals
 
 
 def _libdevice(module):

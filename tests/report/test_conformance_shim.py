@@ -159,9 +159,11 @@ def test_interpreter_loop_variables_and_scalar_bounds(tmp_path):
     out = run_child(tmp_path, """
         import torch, triton, triton.language as tl
 
+        maximum = tl.maximum                             # a builtin under a global name (fla does this)
+
         @triton.jit
         def k(o, n_ptr, N: tl.constexpr):
-            n = tl.load(n_ptr)                           # a scalar tensor as a range bound (__index__)
+            n = maximum(tl.load(n_ptr), 0)               # a scalar tensor as a range bound (__index__)
             acc = tl.zeros([N], dtype=tl.int64)
             for i in range(0, n):                        # a tensor loop variable, as compiled
                 acc += i.to(tl.int64) * (1 << 33)
