@@ -17,8 +17,8 @@ def test_cdiv_of_ints_is_an_int():
 @tilelang.jit
 def block_sums(x, block: int = 4):
     n = T.const("n")
+    nb = tilelang.cdiv(n, block)            # a symbolic size: n is bound from the argument below
     x: T.Tensor((n,), T.float32)
-    nb = tilelang.cdiv(n, block)            # a symbolic size: n is bound from the argument
     out = T.empty((nb,), T.float32)
     with T.Kernel(nb) as bx:
         acc = T.alloc_var(T.float32)
