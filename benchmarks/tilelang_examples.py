@@ -168,6 +168,10 @@ SMALL_CALL: dict[str, tuple[str, dict]] = {
         "chunk_bwd_dqkwg", "chunk_bwd_dv", "chunk_bwd_gla_dA", "chunk_bwd_intra", "chunk_delta_bwd",
         "chunk_delta_h_fwd", "chunk_inter_solve_fused", "chunk_intra_token_parallel", "chunk_o", "wy_fast",
         "wy_fast_bwd")}
+# their Triton references loop per element in the interpreter (~8 s a call at S=128, H=2) and the programs time
+# them 30 times: one chunk, one head (the kernels are chunk-local)
+for _name in ("chunk_bwd_intra", "chunk_intra_token_parallel"):
+    SMALL_CALL[f"kda/{_name}.py"] = ("run_test", {"B": 1, "S": 64, "H": 1})
 SMALL_CALL.update({
     f"gdn/example_{name}.py": ("run_test", _KDA) for name in (
         "chunk_delta_bwd", "chunk_delta_h", "chunk_o", "chunk_o_bwd", "chunk_scaled_dot_kkt", "cumsum", "wy_fast",
