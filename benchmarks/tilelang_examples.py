@@ -8,6 +8,11 @@ Usage::
 ``DIR`` is a bare git directory of TileLang's repository (``examples/`` of ``HEAD`` is extracted to a
 temp dir) or a checkout containing ``examples/``. Nothing of TileLang is copied into this repository.
 
+What to install to run the check: tilesim, a torch build (the CPU one is enough; never pulled in by this
+repository's extras) and ``pip install '.[conformance]'`` (triton, fla-core, einops, tqdm): the programs'
+references and sibling kernels import them. The run starts by naming those of :data:`OPTIONAL` that are
+missing (the programs that import them fail).
+
 Contract
 --------
 * **Programs.** Every ``.py`` under ``examples/`` (all depths) is classified by its AST:
@@ -28,7 +33,10 @@ Contract
   argparse allows it; a program in :data:`SMALL_MAIN` (no argparse, CPU-sized defaults out of reach) is
   loaded unchanged with ``runpy`` and its ``main`` — or the entry function its ``__main__`` block calls,
   when the entry is a ``(name, kwargs)`` pair — called with smaller keyword arguments; otherwise no
-  arguments are passed. The shim's ``torch.cuda.get_device_capability()`` reports 9.0, or the architecture
+  arguments are passed; a program in
+  :data:`SMALL_CALL` (its ``main()`` takes no arguments and calls a test function with hard-coded sizes) is
+  loaded unchanged and ``main()`` called with that function's size arguments overridden. The shim's
+  ``torch.cuda.get_device_capability()`` reports 9.0, or the architecture
   the program's path targets (:data:`CAPABILITY`: ``sm120`` -> 12.0, ``sm100``/``tcgen05`` -> 10.0), as
   tilesim interprets the program's meaning rather than a chip.
 * **Verdicts.** ``pass`` (exit 0); ``timeout``; ``wrong`` (the program's reference check failed: the last
@@ -53,6 +61,7 @@ import ast
 import collections
 import concurrent.futures
 import datetime
+import importlib.util
 import json
 import os
 import platform
@@ -68,6 +77,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 EXCLUDED_DIRS = {"amd", "aws", "plot_layout", "visual_layout_inference", "analyze"}
 WRAPPER_PREFIXES = ("test_", "regression_")
+
+#: what the programs import besides tilesim (module -> what it is); flash_attn has no CPU build on PyPI
+OPTIONAL = {"torch": "references (CPU build)", "triton": "Triton kernels (TRITON_INTERPRET=1 runs them)",
+            "fla": "fla-core (flash-linear-attention kernels)", "einops": "einops", "tqdm": "tqdm",
+            "flash_attn": "flash-attn (CUDA only: its programs fail here)"}
+
+
+def missing_optional() -> list[str]:
+    """The modules of :data:`OPTIONAL` that are not importable here."""
+    return [name for name in OPTIONAL if importlib.util.find_spec(name) is None]
+
 
 # Extra argv per program (path relative to examples/) that shrinks problem sizes, read off each
 # program's argparse; tile sizes, head dims and ratios the kernels assume are kept.
@@ -199,6 +219,36 @@ def capability_of(rel: str) -> str:
     return next((cc for pat, cc in CAPABILITY if pat.search(rel)), "9.0")
 
 
+# Programs whose main() takes no arguments and calls FUNCTION(**sizes, ...) with GPU-sized values: the unchanged
+# file is loaded as a module, FUNCTION is wrapped so that these keyword arguments replace main's, and main() runs
+# (every other argument, the dtypes and tile sizes, is main's own). Sizes: chunk multiples (chunk_size 64).
+_KDA = {"B": 1, "S": 128, "H": 2}
+SMALL_CALL: dict[str, tuple[str, dict]] = {
+    f"kda/{name}.py": ("run_test", _KDA) for name in (
+        "chunk_bwd_dqkwg", "chunk_bwd_dv", "chunk_bwd_gla_dA", "chunk_bwd_intra", "chunk_delta_bwd",
+        "chunk_delta_h_fwd", "chunk_inter_solve_fused", "chunk_intra_token_parallel", "chunk_o", "wy_fast",
+        "wy_fast_bwd")}
+# their Triton references loop per element in the interpreter (~8 s a call at S=128, H=2) and the programs time
+# them 30 times: one chunk, one head (the kernels are chunk-local)
+for _name in ("chunk_bwd_intra", "chunk_intra_token_parallel"):
+    SMALL_CALL[f"kda/{_name}.py"] = ("run_test", {"B": 1, "S": 64, "H": 1})
+SMALL_CALL.update({
+    f"gdn/example_{name}.py": ("run_test", _KDA) for name in (
+        "chunk_delta_bwd", "chunk_delta_h", "chunk_o", "chunk_o_bwd", "chunk_scaled_dot_kkt", "cumsum", "wy_fast",
+        "wy_fast_bwd_split")})
+
+
+def small_call_command(script: str, function: str, sizes: dict) -> str:
+    """``python -c`` source that runs ``script``'s main() with ``function``'s keyword arguments ``sizes``."""
+    return (f"import functools, importlib.util, sys\n"
+            f"spec = importlib.util.spec_from_file_location('__example__', {script!r})\n"
+            f"mod = sys.modules['__example__'] = importlib.util.module_from_spec(spec)\n"
+            f"spec.loader.exec_module(mod)\n"
+            f"fn = getattr(mod, {function!r})\n"
+            f"setattr(mod, {function!r}, functools.wraps(fn)(lambda *a, **k: fn(*a, **{{**k, **{sizes!r}}})))\n"
+            f"mod.main()\n")
+
+
 # sitecustomize.py for the subprocesses: torch's CUDA requests run on the CPU. Harness only.
 SHIM = r'''
 """tilelang_examples harness shim: map torch CUDA device requests to the CPU; report tilesim's kernel time."""
@@ -299,6 +349,183 @@ if torch is not None:
                                                                      "range_end", "mark"))):
         for _name in _names:
             setattr(getattr(torch.cuda, _mod), _name, _noop())
+
+# Triton under TRITON_INTERPRET=1 runs kernels on the CPU, with gaps against the GPU the programs' references
+# were written for, closed here once the Triton module concerned is imported (lazily: programs that never import
+# triton pay nothing):
+# * driver discovery picks the CUDA driver (the shim says CUDA is available), whose first use compiles a C module
+#   against libcuda: a CPU driver becomes the active one instead, the sm_90 device the torch shim describes, for
+#   autotune, triton.testing.do_bench and device queries. It launches nothing (the interpreter runs the kernels).
+# * the interpreter holds bfloat16 values as their uint16 bit patterns and does arithmetic, dots and compares on
+#   those integers (a silently wrong result), lacks bf16 constants, and truncates fp32 -> bf16 where the GPU rounds
+#   to nearest even: bf16 values are held as ml_dtypes.bfloat16 instead (the same bits in memory), whose numpy
+#   arithmetic rounds every result to bf16 as the GPU's bf16 instructions do, and every cast is numpy's (RTNE).
+# * the interpreter's tensor.__index__ (a scalar used as a range bound) is int() of a 1-element array, an error
+#   since NumPy 2.3: it takes the element (.item()). The variable of a `for` over range/tl.range is a tensor
+#   when compiled (only tl.static_range's is a constexpr) and the interpreter's a Python int, so `i.to(tl.int64)`
+#   fails: each such loop body starts by making it a tensor, as the interpreter already does for assignments.
+#   A builtin bound to a global name (`exp = tl.exp`) is called by the compiler with its semantic but left
+#   unpatched by the interpreter (which patches the tl modules only): such globals are patched too.
+# * triton.language.extra.libdevice holds stubs the compiler maps to CUDA's libdevice, which the interpreter
+#   never does (a call returns None): the float functions the programs use get numpy bodies (fp32/fp64 operands,
+#   as libdevice's signatures); any other stub raises NotImplementedError naming itself.
+# * autotune times the interpreter, not a GPU, so its pick among configs is arbitrary either way (every config
+#   computes the same result: autotune's contract): each config runs once (not ~8 times), and configs differing
+#   only in launch settings (num_warps, num_stages, ...: the interpreter ignores them) are tried once.
+import ast, importlib.abc, importlib.util, os
+
+
+def _install_cpu_driver(driver_module):
+    from triton.backends.compiler import GPUTarget
+    from triton.backends.driver import DriverBase
+
+    props = dict(max_shared_mem=232448, max_num_regs=65536, multiprocessor_count=132, warpSize=32,
+                 sm_clock_rate=1980000, mem_clock_rate=2619000, mem_bus_width=5120)  # an H100/H200 (kHz, bits)
+
+    class CpuDriver(DriverBase):
+        is_active = staticmethod(lambda: False)   # never found by discovery; installed below
+        utils = types.SimpleNamespace(get_device_properties=lambda device=0: dict(props),
+                                      set_printf_fifo_size=lambda size: None)
+        get_current_device = staticmethod(lambda: 0)
+        set_current_device = staticmethod(lambda device: None)
+        get_current_stream = staticmethod(lambda device=None: 0)
+        get_device_capability = staticmethod(lambda device=None: (9, 0))
+        def get_current_target(self): return GPUTarget("cuda", 90, 32)
+        def get_active_torch_device(self): return torch.device("cpu")
+        def get_device_interface(self): return torch.cuda   # the shimmed module: Event, synchronize
+        def map_python_to_cpp_type(self, ty): return ty
+        def get_benchmarker(self):   # autotune: one timed run per config (see _autotuner below)
+            def bench(kernel_call, quantiles=None, **kwargs):
+                start = time.perf_counter()
+                kernel_call()
+                ms = (time.perf_counter() - start) * 1e3
+                return [ms] * len(quantiles) if quantiles else ms
+            return bench
+        def get_empty_cache_for_benchmark(self): return torch.empty(0)  # no L2 to flush
+        def clear_cache(self, cache): pass
+
+    cpu = CpuDriver()
+    driver_module.driver._default = cpu
+    driver_module.driver.set_active(cpu)
+
+
+def _interpreter(interp):
+    import ml_dtypes
+    import numpy as np
+    tl, handle, np_dtype = interp.tl, interp.TensorHandle, interp._get_np_dtype
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+
+    def get_np_dtype(tt):
+        element = tt.element_ty if isinstance(tt, tl.block_type) else tt
+        return bf16 if element == tl.bfloat16 else np_dtype(tt)
+
+    interp._get_np_dtype = get_np_dtype
+    interp.InterpreterBuilder.get_bf16 = lambda self, value: handle(np.array([value], dtype=bf16), tl.bfloat16)
+    interp.InterpreterBuilder.cast_impl = lambda self, src, ty: handle(src.data.astype(get_np_dtype(ty)), ty.scalar)
+    patch_tensor = interp._patch_lang_tensor
+
+    def patch_lang_tensor(tensor, scope):
+        patch_tensor(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.item()))
+    interp._patch_lang_tensor = patch_lang_tensor
+
+    def visit_for(self, node):
+        self.generic_visit(node)
+        call = node.iter.func if isinstance(node.iter, ast.Call) else None
+        if (isinstance(node.target, ast.Name) and (isinstance(call, ast.Name) and call.id == "range"
+                                                   or isinstance(call, ast.Attribute) and call.attr == "range")):
+            as_tensor = ast.Attribute(ast.Name("interpreter_semantic", ast.Load()), "to_tensor", ast.Load())
+            node.body.insert(0, ast.Assign([ast.Name(node.target.id, ast.Store())],
+                                           ast.Call(as_tensor, [ast.Name(node.target.id, ast.Load()),
+                                                                ast.Constant(False)], [])))
+        return node
+    interp.ASTTransformer.visit_For = visit_for
+
+    class Globals:   # a kernel's globals dict seen as attributes, for the interpreter's patch scope
+        def __init__(self, names): object.__setattr__(self, "names", names)
+        def __getattr__(self, name): return self.names[name]
+        def __setattr__(self, name, value): self.names[name] = value
+
+    patch_lang = interp._patch_lang
+
+    def patch_lang_globals(fn):
+        scope = patch_lang(fn)
+        names = Globals(fn.__globals__)
+        for name, value in list(fn.__globals__.items()):
+            if tl.core.is_builtin(value):
+                interp._patch_attr(names, name, value, interp.interpreter_builder, scope)
+        return scope
+    interp._patch_lang = patch_lang_globals
+
+
+def _libdevice(module):
+    import numpy as np
+    half_away = lambda x: np.copysign(np.floor(np.abs(x) + 0.5), x)   # C roundf
+    bodies = dict(exp=np.exp, fast_expf=np.exp, exp2=np.exp2, log=np.log, fast_logf=np.log, log2=np.log2,
+                  fast_log2f=np.log2, log1p=np.log1p, tanh=np.tanh, fast_tanhf=np.tanh, sin=np.sin, fast_sinf=np.sin,
+                  cos=np.cos, fast_cosf=np.cos, sqrt=np.sqrt, round=half_away, floor=np.floor, ceil=np.ceil)
+
+    def elementwise(name, body):
+        def run(arg0, _semantic=None):
+            from triton.runtime.interpreter import TensorHandle, interpreter_semantic
+            import triton.language as tl
+            x = interpreter_semantic.to_tensor(arg0)
+            if x.dtype not in (tl.float32, tl.float64):
+                raise TypeError(f"libdevice.{name}: operand of type {x.dtype}; libdevice takes fp32 or fp64")
+            with np.errstate(all="ignore"):
+                data = body(x.handle.data).astype(x.handle.data.dtype)
+            return tl.tensor(TensorHandle(data, x.dtype), x.type)
+        return run
+
+    def missing(name):
+        def run(*args, **kwargs):
+            raise NotImplementedError(f"libdevice.{name} has no CPU body in the tilelang_examples harness shim")
+        return run
+
+    for name, stub in list(vars(module).items()):
+        if callable(stub) and getattr(stub, "__module__", "") == module.__name__:
+            fn = elementwise(name, bodies[name]) if name in bodies else missing(name)
+            fn.__module__, fn.__name__ = module.__name__, name   # jit's dependency scan skips this module's stubs
+            setattr(module, name, fn)
+
+
+def _autotuner(module):
+    prune = module.Autotuner.prune_configs
+
+    def prune_configs(self, kwargs):
+        seen, kept = set(), []
+        for config in prune(self, kwargs):
+            key = (tuple(sorted(config.kwargs.items())), config.pre_hook)
+            if key not in seen:
+                seen.add(key)
+                kept.append(config)
+        return kept
+    module.Autotuner.prune_configs = prune_configs
+
+
+_TRITON_PATCHES = {"triton.runtime.autotuner": _autotuner, "triton.runtime.driver": _install_cpu_driver,
+                   "triton.runtime.interpreter": _interpreter, "triton.language.extra.libdevice": _libdevice}
+
+
+class _TritonHook(importlib.abc.MetaPathFinder):
+    """Runs _TRITON_PATCHES[name](module) right after the module executes; leaves sys.meta_path when all ran."""
+    def find_spec(self, name, path=None, target=None):
+        patch = _TRITON_PATCHES.pop(name, None)
+        if patch is None:
+            return None
+        if not _TRITON_PATCHES:
+            sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        run = spec.loader.exec_module
+        def exec_module(module):
+            run(module)
+            patch(module)
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+if torch is not None and os.environ.get("TRITON_INTERPRET") == "1" and importlib.util.find_spec("triton"):
+    sys.meta_path.insert(0, _TritonHook())
 '''
 
 
@@ -486,6 +713,10 @@ def run_one(rel: str, staging: Path, work: Path, env: dict, timeout: float) -> d
         argv = [f"{entry}(**{kwargs!r})"]
         cmd = [sys.executable, "-c", f"import runpy; runpy.run_path({script.name!r}, run_name='__example__')"
                                      f"[{entry!r}](**{kwargs!r})"]
+    if rel in SMALL_CALL:
+        function, sizes = SMALL_CALL[rel]
+        argv = [f"main() with {function}(**{sizes!r})"]
+        cmd = [sys.executable, "-c", small_call_command(script.name, function, sizes)]
     start = time.perf_counter()
     env = dict(env, TILESIM_SHIM_CAPABILITY=capability_of(rel))
     proc = subprocess.Popen(cmd, cwd=script.parent, env=env, text=True,
@@ -605,6 +836,9 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg", TRITON_INTERPRET="1",
                    OMP_NUM_THREADS=str(max(1, (os.cpu_count() or 1) // args.jobs)),
                    PYTHONPATH=os.pathsep.join([str(work / "shim"), str(REPO), os.environ.get("PYTHONPATH", "")]))
+        missing = missing_optional()
+        if missing:
+            print("missing optional packages: " + "; ".join(f"{m} ({OPTIONAL[m]})" for m in missing), flush=True)
         print(f"{len(to_run)} programs to run, {len(excluded)} skipped; timeout {args.timeout:g} s, jobs {args.jobs}",
               flush=True)
         rows = {rel: {"program": rel, "verdict": "skip", "seconds": 0.0, "error": "excluded directory"}

@@ -1,4 +1,4 @@
-"""``tilelang.math``: integer helpers used on the host side of kernel factories."""
+"""``tilelang.math``: integer helpers used on the host side of kernel factories (``cdiv`` also inside kernels)."""
 
 from __future__ import annotations
 
@@ -12,5 +12,9 @@ def next_power_of_2(x: int) -> int:
 
 
 def cdiv(a: int, b: int) -> int:
-    """``ceil(a / b)`` for integers (``b > 0``)."""
+    """``ceil(a / b)`` for integers (``b > 0``). In a traced kernel (eager ``T.const`` sizes, symbolic shapes)
+    it is ``T.ceildiv``: kernel values give the expression ``(a + b - 1) // b``, as TileLang's cdiv does."""
     return -(-int(a) // int(b))
+
+
+cdiv.__tilesim_prim__ = "ceildiv"   # the frontend calls the T.ceildiv builder (plain ints fold to an int)
