@@ -3,9 +3,9 @@
 Contract
 --------
 ``gen_launch(pf, launch, options) -> LaunchSource`` returns the source of a function
-``launch(<buffers>, <tables>, <scalars>, G0, G1, G2)`` whose body loops over the blocks (``prange`` when
-the launch has no atomics, else ``range``, blocks in launch order) and runs the block's statements as
-plain loops over tile elements. It raises :class:`Unsupported` (what and where) for IR it does not
+``launch(<buffers>, <tables>, <scalars>, G0, G1, G2, lo, hi)`` (a module importing :mod:`.prelude`) whose
+body runs blocks ``lo .. hi-1`` in order, each block's statements as plain loops over tile elements;
+``parallel`` says whether block ranges may run on several threads at once (no atomics). It raises :class:`Unsupported` (what and where) for IR it does not
 compile; the runtime then falls back to the interpreter for the whole program.
 
 Meaning is the interpreter's (``backends/interp``): values are held in their compute representation
@@ -145,6 +145,7 @@ class _Gen:
             return self._from_storage(f"{self.buf(b)}[0]", b)
         if b.scope != "global":
             return self._from_storage(f"{self.buf(b)}[{', '.join(idx)}]", b)
+        _max_dims(b)
         fill = self.safe.get(b.uid, 0)
         if b.dtype in dt.NARROW_FLOATS:
             bits = narrow.encode_args(b.dtype)
@@ -167,6 +168,7 @@ class _Gen:
         elif b.scope != "global":
             self.emit(f"{self.buf(b)}[{', '.join(idx)}] = {v}")
         else:
+            _max_dims(b)
             self.emit(f"st{len(idx)}({self.buf(b)}, {', '.join(idx)}, {v})")
 
     def alloc(self, b: N.Buffer) -> None:
@@ -184,6 +186,11 @@ class _Gen:
             fill = str(INT_SENTINEL) if self.uninit == "nan" else "0"
             fill = str(int(np.array(int(fill)).astype(npd)))
         self.emit(f"{self.buf(b)} = np.full({shape!r}, {fill}, np.{npd.name})")
+
+
+def _max_dims(b: N.Buffer) -> None:
+    if len(b.shape) > 5:
+        raise Unsupported(f"a global tensor of more than 5 dimensions ({b.name})", b.loc)
 
 
 def onchip_dtype(dtype: str) -> np.dtype:
@@ -218,9 +225,10 @@ def gen_launch(pf: N.PrimFunc, launch: N.Launch, uninit: str = "nan", tf32: bool
     order = sorted(g.narrow, key=g.narrow.get)
     args = ([g.buf(b) for b in buffers] + [f"T_{g.need_narrow(d)}, P_{g.need_narrow(d)}" for d in order]
             + [g.var(v) for v in scalars] + grid_names)
-    total = "*".join(grid_names) or "1"
-    head = [f"def launch({', '.join(args)}):",
-            f"    for _blk in {'prange' if parallel else 'range'}({total}):"]
+    head = ["from tilesim.backends.cpu.prelude import *  # noqa: F401,F403", "", "",
+            '@njit(cache=True, error_model="numpy", nogil=True)',
+            f"def launch({', '.join(args + ['_lo', '_hi'])}):",
+            "    for _blk in range(_lo, _hi):"]
     return LaunchSource("\n".join(head + g.lines) + "\n", buffers, order, scalars, parallel)
 
 

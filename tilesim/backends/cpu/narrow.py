@@ -7,7 +7,7 @@ dtypes as unsigned integers of the same width (``storage_view``) and converts at
 
 * ``decode_table(dtype)`` — a float32 array indexed by bit pattern (256 or 65536 entries): a load of a
   narrow element is ``table[bits]`` (exact: every narrow value is a float32).
-* ``make_codecs()`` — compiled ``encode(x, pos, nan_pos, nan_neg, sat, inf_bits, sign_bit)`` that rounds a float32 to the
+* ``encode_bits(x, pos, nan_pos, nan_neg, sat, inf_bits, sign_bit)`` (compiled as ``prelude.enc``) that rounds a float32 to the
   nearest representable value, ties to the even bit pattern, exactly as ``ml_dtypes``/NumPy's ``astype``:
   ``pos`` is the sorted float32 values of the positive finite patterns ``0 .. n-1`` (the pattern of
   ``pos[k]`` is ``k``); values past the largest finite one become ``inf_bits`` when the format has an
@@ -15,7 +15,7 @@ dtypes as unsigned integers of the same width (``storage_view``) and converts at
   ``tilesim.dtypes.convert`` clamps fp8/fp4); NaN becomes what ``dtypes.convert`` makes of a positive or
   negative NaN (``nan_pos``/``nan_neg``; fp4 has no NaN).
 * ``encode_args(dtype)`` — the constant tuple ``(pos, nan_pos, nan_neg, sat, inf_bits, sign_bit)`` the generated
-  code passes; ``round_value`` (decode of encode) is the per-operation rounding of narrow arithmetic.
+  code passes; ``table[enc(x, ...)]`` (decode of encode) is the per-operation rounding of narrow arithmetic.
 
 Tested bitwise against ``ml_dtypes`` over every pattern and random/edge float32 inputs
 (``tests/backends/test_cpu_narrow.py``).
@@ -29,9 +29,8 @@ import math
 import numpy as np
 
 from ... import dtypes as dt
-from ... import optional
 
-__all__ = ["decode_table", "encode_args", "storage_view", "STORAGE", "make_codecs"]
+__all__ = ["decode_table", "encode_args", "encode_bits", "storage_view", "STORAGE"]
 
 #: Unsigned storage type of each narrow dtype in compiled code.
 STORAGE = {"float16": np.uint16, "bfloat16": np.uint16, "float8_e4m3fn": np.uint8, "float8_e5m2": np.uint8,
@@ -73,7 +72,7 @@ def encode_args(dtype: str) -> tuple:
     return pos, int(nans[0]) & (n_pat - 1), int(nans[1]) & (n_pat - 1), sat, inf_bits, sign_bit
 
 
-def _encode_py(x, pos, nan_pos, nan_neg, sat, inf_bits, sign_bit):
+def encode_bits(x, pos, nan_pos, nan_neg, sat, inf_bits, sign_bit):
     """Round float32 ``x`` to the format (see the module docstring); returns the bit pattern."""
     neg = math.copysign(1.0, x) < 0
     if x != x:
@@ -108,19 +107,3 @@ def _encode_py(x, pos, nan_pos, nan_neg, sat, inf_bits, sign_bit):
     if neg and sign_bit > 0:
         r = r | sign_bit
     return r
-
-
-def make_codecs():
-    """Compiled ``(encode, round_value)`` (numba imported on first use)."""
-    return _codecs()
-
-
-@functools.cache
-def _codecs():
-    njit = optional.require("numba", "the compiled CPU target (target='cpu')").njit
-    encode = njit(error_model="numpy")(_encode_py)
-
-    def round_value(x, table, pos, nan_pos, nan_neg, sat, inf_bits, sign_bit):
-        return table[encode(x, pos, nan_pos, nan_neg, sat, inf_bits, sign_bit)]
-
-    return encode, njit(error_model="numpy")(round_value)

@@ -17,7 +17,15 @@ division by zero is a ``KernelRuntimeError`` located at the launch.
 
 from __future__ import annotations
 
+import concurrent.futures
+import functools
+import hashlib
+import importlib.util
 import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
 
 import numpy as np
 
@@ -32,14 +40,68 @@ from ..interp.options import InterpOptions
 from ..interp.state import Ctx
 from . import codegen_rules as _rules  # noqa: F401 - fills the rule tables
 from . import codegen_tiles as _tiles  # noqa: F401
-from . import helpers, narrow
+from . import narrow
 from .codegen import Unsupported, gen_launch
 
 __all__ = ["CpuProgram"]
 
 log = logging.getLogger("tilesim")
-import os
-_NOPAR = bool(os.environ.get("TS_NOPAR"))
+
+#: bump when the generated code's meaning changes (the disk cache is keyed by it)
+CODEGEN_VERSION = 1
+
+
+def cache_dir() -> Path:
+    """Where generated kernel modules and Numba's machine code are kept (``TILESIM_CACHE_DIR``, else
+    ``~/.cache/tilesim/cpu``; a temporary directory when that is not writable)."""
+    root = os.environ.get("TILESIM_CACHE_DIR")
+    d = Path(root) / "cpu" if root else Path.home() / ".cache" / "tilesim" / "cpu"
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        if os.access(d, os.W_OK):
+            return d
+    except OSError:
+        pass
+    return _temp_cache()
+
+
+@functools.cache
+def _temp_cache() -> Path:
+    return Path(tempfile.mkdtemp(prefix="tilesim_cpu_"))
+
+
+def load_module(source: str):
+    """Write ``source`` to a file named by its hash (atomically, once) and import it: Numba's
+    ``cache=True`` then keeps the compiled code beside it, so a later process compiles nothing."""
+    numba = optional.require("numba", "the compiled CPU target (target='cpu')")
+    key = hashlib.sha1(f"{CODEGEN_VERSION}\n{numba.__version__}\n{source}".encode()).hexdigest()[:20]
+    name = f"tilesim_cpu_{key}"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = cache_dir() / f"{name}.py"
+    if not path.exists():
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(source)
+        os.replace(tmp, path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    sys.modules[name] = mod
+    return mod
+
+
+@functools.cache
+def _pool() -> concurrent.futures.ThreadPoolExecutor:
+    return concurrent.futures.ThreadPoolExecutor(max_workers=_workers(), thread_name_prefix="tilesim-cpu")
+
+
+def _workers() -> int:
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:
+        n = os.cpu_count() or 1
+    return max(1, min(8, n))
 
 
 class _Compiled:
@@ -50,11 +112,7 @@ class _Compiled:
 
     def function(self):
         if self.fn is None:
-            numba = optional.require("numba", "the compiled CPU target (target='cpu')")
-            ns = dict(helpers.namespace())
-            ns["enc"] = narrow.make_codecs()[0]
-            exec(compile(self.src.source, f"<tilesim.cpu launch at {self.launch.loc}>", "exec"), ns)
-            self.fn = numba.njit(parallel=self.src.parallel and not _NOPAR, error_model="numpy", nogil=True)(ns["launch"])
+            self.fn = load_module(self.src.source).launch
         return self.fn
 
 
@@ -93,14 +151,26 @@ class CpuProgram(Program):
             for d in c.src.narrow:
                 args += [narrow.decode_table(d), narrow.encode_args(d)[0]]
             args += [_scalar_arg(scalars[v.uid], v.dtype) for v in c.src.scalars]
-            args += grid
+            total = int(np.prod(grid)) if grid else 1
             try:
-                c.function()(*args)
+                _run_blocks(c.function(), args + grid, total, c.src.parallel)
             except ZeroDivisionError as e:
                 raise KernelRuntimeError(str(e), c.launch.loc) from None
             if progress is not None:
-                total = int(np.prod(grid)) if grid else 1
                 progress(i, total, total)
+
+
+def _run_blocks(fn, args: list, total: int, parallel: bool) -> None:
+    """Blocks ``0 .. total-1``: split over the thread pool when the launch allows it (the compiled function
+    releases the GIL), else in launch order on this thread."""
+    n = _workers() if parallel else 1
+    if n <= 1 or total < 2 * n:
+        fn(*args, 0, total)
+        return
+    bounds = [total * i // n for i in range(n + 1)]
+    futures = [_pool().submit(fn, *args, lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
+    for f in futures:
+        f.result()
 
 
 def _array_arg(arr: np.ndarray, dtype: str) -> np.ndarray:

@@ -1,0 +1,156 @@
+"""What every generated CPU kernel module imports: NumPy, ``math`` and the compiled helpers.
+
+This module imports numba at import time, so only generated kernel files (loaded by :mod:`.runtime`
+through ``importlib``) import it; tilesim's own modules never do, and numba stays optional.
+
+Helpers (semantics are the interpreter's, ``backends/interp/exprs.py``), compiled with ``cache=True`` so a
+machine compiles them once:
+
+* ``ld{n}(a, fill, i0..)`` — a guarded global load: an index outside ``a``'s shape reads ``fill``
+  (TileLang's edge rule: 0, or the launch's ``T.annotate_safe_value``); ``st{n}(a, i0.., v)`` skips
+  such a store.
+* ``fmin``/``fmax`` propagate NaN (``numpy.minimum``/``maximum``); ``tdiv``/``tmod`` are C's truncating
+  integer division and remainder; ``fdiv``/``fmod`` Python's floor division and modulo of integers; all four
+  raise ``ZeroDivisionError`` on a zero divisor (the runtime turns it into a located ``KernelRuntimeError``).
+  ``f2i(x, lo, hi)`` is the GPU float→int conversion (truncate, saturate, NaN → 0).
+* ``enc`` — :func:`tilesim.backends.cpu.narrow.encode_bits` compiled: float32 → narrow bit pattern.
+"""
+
+from __future__ import annotations
+
+import math  # noqa: F401 - used by generated code
+
+import numba
+import numpy as np  # noqa: F401 - used by generated code
+
+from .narrow import encode_bits
+
+_jit = numba.njit(cache=True, error_model="numpy", nogil=True)
+njit = numba.njit
+
+enc = _jit(encode_bits)
+
+
+@_jit
+def ld1(a, fill, i0):
+    if 0 <= i0 < a.shape[0]:
+        return a[i0]
+    return a.dtype.type(fill)
+
+
+@_jit
+def ld2(a, fill, i0, i1):
+    if 0 <= i0 < a.shape[0] and 0 <= i1 < a.shape[1]:
+        return a[i0, i1]
+    return a.dtype.type(fill)
+
+
+@_jit
+def ld3(a, fill, i0, i1, i2):
+    if 0 <= i0 < a.shape[0] and 0 <= i1 < a.shape[1] and 0 <= i2 < a.shape[2]:
+        return a[i0, i1, i2]
+    return a.dtype.type(fill)
+
+
+@_jit
+def ld4(a, fill, i0, i1, i2, i3):
+    if 0 <= i0 < a.shape[0] and 0 <= i1 < a.shape[1] and 0 <= i2 < a.shape[2] and 0 <= i3 < a.shape[3]:
+        return a[i0, i1, i2, i3]
+    return a.dtype.type(fill)
+
+
+@_jit
+def ld5(a, fill, i0, i1, i2, i3, i4):
+    if (0 <= i0 < a.shape[0] and 0 <= i1 < a.shape[1] and 0 <= i2 < a.shape[2] and 0 <= i3 < a.shape[3]
+            and 0 <= i4 < a.shape[4]):
+        return a[i0, i1, i2, i3, i4]
+    return a.dtype.type(fill)
+
+
+@_jit
+def st1(a, i0, v):
+    if 0 <= i0 < a.shape[0]:
+        a[i0] = v
+
+
+@_jit
+def st2(a, i0, i1, v):
+    if 0 <= i0 < a.shape[0] and 0 <= i1 < a.shape[1]:
+        a[i0, i1] = v
+
+
+@_jit
+def st3(a, i0, i1, i2, v):
+    if 0 <= i0 < a.shape[0] and 0 <= i1 < a.shape[1] and 0 <= i2 < a.shape[2]:
+        a[i0, i1, i2] = v
+
+
+@_jit
+def st4(a, i0, i1, i2, i3, v):
+    if 0 <= i0 < a.shape[0] and 0 <= i1 < a.shape[1] and 0 <= i2 < a.shape[2] and 0 <= i3 < a.shape[3]:
+        a[i0, i1, i2, i3] = v
+
+
+@_jit
+def st5(a, i0, i1, i2, i3, i4, v):
+    if (0 <= i0 < a.shape[0] and 0 <= i1 < a.shape[1] and 0 <= i2 < a.shape[2] and 0 <= i3 < a.shape[3]
+            and 0 <= i4 < a.shape[4]):
+        a[i0, i1, i2, i3, i4] = v
+
+
+@_jit
+def fmin(a, b):
+    if a != a or b != b:
+        return a + b
+    return a if a <= b else b
+
+
+@_jit
+def fmax(a, b):
+    if a != a or b != b:
+        return a + b
+    return a if a >= b else b
+
+
+@_jit
+def tdiv(a, b):
+    if b == 0:
+        raise ZeroDivisionError("integer division by zero")
+    q = abs(a) // abs(b)
+    return -q if (a < 0) != (b < 0) else q
+
+
+@_jit
+def tmod(a, b):
+    if b == 0:
+        raise ZeroDivisionError("integer division by zero")
+    q = abs(a) // abs(b)
+    return a - b * (-q if (a < 0) != (b < 0) else q)
+
+
+@_jit
+def fdiv(a, b):
+    if b == 0:
+        raise ZeroDivisionError("integer division by zero")
+    return a // b
+
+
+@_jit
+def fmod(a, b):
+    if b == 0:
+        raise ZeroDivisionError("integer division by zero")
+    return a % b
+
+
+@_jit
+def f2i(x, lo, hi):
+    if x != x:
+        return 0
+    if not math.isfinite(x):
+        return hi if x > 0 else lo
+    t = math.trunc(x)
+    if t < lo:
+        return lo
+    if t > hi:
+        return hi
+    return int(t)
