@@ -1,0 +1,146 @@
+"""The compiled CPU target (``target="cpu"``) against the interpreter, the reference meaning.
+
+Bitwise where the interpreter's order of operations is the same (elementwise arithmetic, conversions,
+narrow-float rounding, atomics in block order, max reductions); sums within float32 rounding. The registry
+kernels run on it through the ``cpu`` executor (``tests/test_registry_kernels.py``).
+"""
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tilesim
+from tests.backends import cpu_kernels as K
+from tilesim import dtypes as dt
+from tilesim.backends.cpu import available, narrow
+from tilesim.errors import KernelRuntimeError
+from tilesim.kernel import JITKernel
+
+pytestmark = pytest.mark.skipif(not available(), reason="numba and scipy are not installed")
+
+NARROW = ["float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float4_e2m1fn"]
+
+
+def on(kernel, target):
+    return JITKernel(kernel.prim_func, out_idx=kernel.out_idx, target=target)
+
+
+def bits(x):
+    x = np.asarray(x)
+    return x.view(np.uint8 if x.dtype.itemsize == 1 else np.uint16 if x.dtype.itemsize == 2 else np.uint32)
+
+
+@pytest.fixture(scope="module")
+def prelude():
+    from tilesim.backends.cpu import prelude as p  # imports numba: only where it is installed
+
+    return p
+
+
+@pytest.mark.parametrize("dtype", NARROW)
+def test_encode_matches_ml_dtypes(prelude, dtype):
+    """float32 -> narrow bits equal to tilesim.dtypes.convert (ml_dtypes, fp8/fp4 saturating) on every
+    representable value, every midpoint between neighbours, edge values and random floats of all scales."""
+    rng = np.random.default_rng(7)
+    table = narrow.decode_table(dtype)
+    finite = np.unique(table[np.isfinite(table)])
+    mids = ((finite[1:].astype(np.float64) + finite[:-1]) / 2).astype(np.float32)
+    scales = rng.choice(np.float32([1e-9, 1e-4, 1e-2, 1, 1e2, 1e4, 1e6]), 4000)
+    edge = np.float32([np.inf, -np.inf, np.nan, -np.nan, 0.0, -0.0, 65504, 65519.99, 65520, 65536, 3e38,
+                       448, 464, 480, 57344, 61440, 6, 7, 1e-45, -1e-45])
+    x = np.concatenate([finite, mids, -mids, rng.standard_normal(4000).astype(np.float32) * scales, edge])
+    want = dt.convert(x, dtype).view(narrow.STORAGE[dtype]).astype(np.int64)
+    if dtype == "float4_e2m1fn":
+        want &= 0xF
+    args = narrow.encode_args(dtype)
+    got = np.array([prelude.enc(np.float32(v), *args) for v in x])
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, [(x[i], got[i], want[i]) for i in bad[:5]]
+
+
+@pytest.mark.parametrize("src,dst", [("float32", "float16"), ("float32", "bfloat16"), ("float16", "float8_e4m3fn"),
+                                     ("bfloat16", "float8_e5m2"), ("float32", "float32")])
+@settings(max_examples=10, deadline=None)
+@given(m=st.integers(1, 200), seed=st.integers(0, 2**16))
+def test_narrow_arithmetic_bitwise(src, dst, m, seed):
+    rng = np.random.default_rng(seed)
+    scale = np.float32(rng.choice([1e-3, 1, 300, 1e5]))
+    a = (rng.standard_normal(m).astype(np.float32) * scale).astype(dt.np_dtype(src))
+    b = (rng.standard_normal(m).astype(np.float32) * scale).astype(dt.np_dtype(src))
+    k = K.cast_ops(src, dst)
+    want, got = on(k, "interp")(a, b), on(k, "cpu")(a, b)
+    assert on(k, "cpu").program.fallback is None
+    np.testing.assert_array_equal(bits(got), bits(want))
+
+
+@pytest.mark.parametrize("src,dst", [("float32", "int8"), ("float16", "int32"), ("float32", "uint8"),
+                                     ("bfloat16", "int16")])
+def test_float_to_int_saturates(src, dst):
+    x = np.float32([0.0, -0.0, 1.7, -1.7, 127.9, 128.5, -129.5, 255.5, 300, -300, 1e9, -1e9, np.inf, -np.inf,
+                    np.nan, 40000.0]).astype(dt.np_dtype(src))
+    k = K.to_int(src, dst)
+    np.testing.assert_array_equal(on(k, "cpu")(x), on(k, "interp")(x))
+
+
+def test_integer_division_semantics_and_zero_divisor():
+    rng = np.random.default_rng(3)
+    a = rng.integers(-1000, 1000, 77).astype(np.int32)
+    b = rng.integers(1, 30, 77).astype(np.int32) * rng.choice(np.int32([-1, 1]), 77)
+    k = K.int_div()
+    np.testing.assert_array_equal(on(k, "cpu")(a, b), on(k, "interp")(a, b))
+    b[5] = 0
+    with pytest.raises(KernelRuntimeError, match="division by zero"):
+        on(k, "cpu")(a, b)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32"])
+def test_atomics_apply_in_block_order(dtype):
+    rng = np.random.default_rng(11)
+    m, h = 1000, 7
+    idx = rng.integers(0, h, m).astype(np.int32)
+    v = (rng.standard_normal(m) * 10).astype(dt.np_dtype(dtype))
+    k = K.scatter_add(dtype=dtype)
+    outs = []
+    for target in ("interp", "cpu"):
+        out = np.zeros(h, dtype=dt.np_dtype(dtype))
+        on(k, target)(idx, v, out)
+        outs.append(out)
+    np.testing.assert_array_equal(bits(outs[1]), bits(outs[0]))
+
+
+@settings(max_examples=8, deadline=None)
+@given(m=st.integers(1, 37), seed=st.integers(0, 2**16))
+def test_row_reduce_edge_tiles(m, seed):
+    a = np.random.default_rng(seed).standard_normal((m, 48)).astype(np.float16)
+    k = K.row_reduce()
+    want, got = on(k, "interp")(a), on(k, "cpu")(a)
+    np.testing.assert_array_equal(got[:, 0], want[:, 0])  # max: bitwise
+    np.testing.assert_allclose(got[:, 1], want[:, 1], rtol=1e-6, atol=1e-5)  # sum: summation order
+
+
+def test_unsupported_program_falls_back_to_interpreter():
+    from tests.simt_kernels import block_scan
+
+    k = block_scan(3, 29, threads=32)
+    kc = on(k, "cpu")
+    assert "per-thread code" in kc.program.fallback
+    x = np.random.default_rng(0).integers(-50, 50, (3, 29)).astype(np.int32)
+    np.testing.assert_array_equal(kc(x), on(k, "interp")(x))
+
+
+def test_checking_options_run_on_the_interpreter():
+    """oob='error' is an interpreter check: the CPU target hands such calls to it."""
+    k = K.cast_ops("float32", "float32")
+    a = np.ones(10, np.float32)
+    kc = on(k, "cpu")
+    with pytest.raises(KernelRuntimeError):
+        kc.run(a, a, np.empty(10, np.float32), options=tilesim.InterpOptions(oob="error"))
+
+
+def test_source_and_target_name():
+    kc = on(K.cast_ops(), "cpu")
+    assert "def launch(" in kc.get_kernel_source()
+    assert tilesim.backends.get_target("numba-cpu").name == "cpu"
+    assert ml_dtypes.bfloat16  # the narrow types are ml_dtypes on both sides
