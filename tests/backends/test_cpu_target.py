@@ -144,3 +144,32 @@ def test_source_and_target_name():
     assert "def launch(" in kc.get_kernel_source()
     assert tilesim.backends.get_target("numba-cpu").name == "cpu"
     assert ml_dtypes.bfloat16  # the narrow types are ml_dtypes on both sides
+
+
+def _library_cases():
+    from kernels.registry import all_specs
+    from tilesim.backends.cuda.check import library_cases
+
+    return {c.name: c for c in library_cases(all_specs(), check_smem=False) if c.kernel is not None}
+
+
+LIBRARY = _library_cases()
+#: library kernels the CPU target does not compile yet (they run on the interpreter): why
+LIBRARY_FALLBACK = {"dsa_indexer": "a view of another buffer"}
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARY))
+def test_library_kernel_matches_interpreter(name):
+    """Every library kernel at its first test shape: the CPU target against the interpreter (the CUDA
+    checks' relative-norm tolerances), compiled unless listed in LIBRARY_FALLBACK."""
+    from tilesim.backends.cuda.check import run_case
+
+    case = LIBRARY[name]
+    twin = on(case.kernel, "cpu")
+    row = run_case(case, np.random.default_rng(0), twin=twin)
+    assert row["ok"], row
+    fb = twin.program.fallback
+    if name in LIBRARY_FALLBACK:
+        assert fb is not None and LIBRARY_FALLBACK[name] in fb, fb
+    else:
+        assert fb is None, fb

@@ -139,7 +139,7 @@ class _Gen:
         return src
 
     def load(self, b: N.Buffer, idx: list) -> str:
-        if b.alias_of is not None:
+        if b.alias_of is not None and b.scope != "global":
             raise Unsupported(f"a view of another buffer ({b.name})", b.loc)
         if b.scope == "var":
             return self._from_storage(f"{self.buf(b)}[0]", b)
@@ -160,7 +160,7 @@ class _Gen:
         return src
 
     def store(self, b: N.Buffer, idx: list, value: str) -> None:
-        if b.alias_of is not None:
+        if b.alias_of is not None and b.scope != "global":
             raise Unsupported(f"a view of another buffer ({b.name})", b.loc)
         v = self.storage_value(value, b)
         if b.scope == "var":
@@ -207,7 +207,8 @@ def has_atomics(stmts) -> bool:
     return any(isinstance(s, (N.Atomic, N.AtomicFetch)) for s in walk_stmts(stmts))
 
 
-def gen_launch(pf: N.PrimFunc, launch: N.Launch, uninit: str = "nan", tf32: bool = False) -> LaunchSource:
+def gen_launch(pf: N.PrimFunc, launch: N.Launch, uninit: str = "nan", tf32: bool = False, workspaces=(),
+               lets=()) -> LaunchSource:
     """The source of ``launch`` (see the module docstring)."""
     if launch.thread_vars:
         raise Unsupported("per-thread code (T.get_thread_binding)", launch.loc)
@@ -220,8 +221,8 @@ def gen_launch(pf: N.PrimFunc, launch: N.Launch, uninit: str = "nan", tf32: bool
         g.emit(f"{g.var(v)} = (_blk // ({stride})) % {grid_names[d]}")
     g.body(launch.body)
     parallel = not has_atomics(launch.body)
-    buffers = [p for p in pf.params if isinstance(p, N.Buffer)]
-    scalars = [p for p in pf.params if isinstance(p, N.Var)] + list(pf.dyn_vars)
+    buffers = [p for p in pf.params if isinstance(p, N.Buffer)] + list(workspaces)
+    scalars = [p for p in pf.params if isinstance(p, N.Var)] + list(pf.dyn_vars) + list(lets)
     order = sorted(g.narrow, key=g.narrow.get)
     args = ([g.buf(b) for b in buffers] + [f"T_{g.need_narrow(d)}, P_{g.need_narrow(d)}" for d in order]
             + [g.var(v) for v in scalars] + grid_names)

@@ -125,7 +125,30 @@ def _cast(g: _Gen, e: N.Cast) -> str:
 
 @expr_rule(N.Reinterpret)
 def _reinterpret(g: _Gen, e: N.Reinterpret) -> str:
-    raise Unsupported("T.reinterpret", e.loc)
+    """Bit-cast between dtypes of one width: the source's storage bits, read as the destination."""
+    s, d = e.value.dtype, e.dtype
+    v = g.expr(e.value)
+    width = dt.bits(s)
+    mask = (1 << width) - 1
+    if s in dt.NARROW_FLOATS:
+        b = g.enc(v, s)
+    elif s == "float32":
+        b = f"f32_bits({v})"
+    elif s == "float64":
+        b = f"f64_bits({v})"
+    elif s == "bool":
+        raise Unsupported("T.reinterpret of a bool", e.loc)
+    else:
+        b = f"(np.int64({v}) & {mask})" if width < 64 else f"np.int64({v})"
+    if d in dt.NARROW_FLOATS:
+        return f"T_{g.need_narrow(d)}[{b}]"
+    if d == "float32":
+        return f"bits_f32({b})"
+    if d == "float64":
+        return f"bits_f64({b})"
+    if d == "bool":
+        raise Unsupported("T.reinterpret to a bool", e.loc)
+    return f"np.int64(np.{d}({b}))"
 
 
 @expr_rule(N.Load)

@@ -154,3 +154,33 @@ def f2i(x, lo, hi):
     if t > hi:
         return hi
     return int(t)
+
+
+@_jit
+def f32_bits(x):
+    """The bit pattern of float32 ``x`` as a non-negative integer."""
+    a = np.empty(1, np.float32)
+    a[0] = x
+    return np.int64(a.view(np.uint32)[0])
+
+
+@_jit
+def bits_f32(b):
+    """The float32 whose bit pattern is the low 32 bits of ``b``."""
+    a = np.empty(1, np.uint32)
+    a[0] = np.uint32(b & 0xFFFFFFFF)
+    return a.view(np.float32)[0]
+
+
+@_jit
+def f64_bits(x):
+    a = np.empty(1, np.float64)
+    a[0] = x
+    return a.view(np.int64)[0]
+
+
+@_jit
+def bits_f64(b):
+    a = np.empty(1, np.int64)
+    a[0] = np.int64(b)
+    return a.view(np.float64)[0]

@@ -37,6 +37,7 @@ from .. import Program
 from ..interp import run as interp_run
 from ..interp.exprs import ev
 from ..interp.options import InterpOptions
+from ..interp.rules import STMT_RULES as INTERP_STMTS
 from ..interp.state import Ctx
 from . import codegen_rules as _rules  # noqa: F401 - fills the rule tables
 from . import codegen_tiles as _tiles  # noqa: F401
@@ -124,11 +125,18 @@ class CpuProgram(Program):
         self.fallback: str | None = None
         self.launches: list = []
         self._key = (uninit, tf32)
+        self._variants: dict = {}
+        workspaces, lets = [], []
         try:
             for s in pf.body:
-                if not isinstance(s, N.Launch):
+                if isinstance(s, N.Alloc) and s.buffer.scope == "global":
+                    workspaces.append(s.buffer)
+                elif isinstance(s, N.Let):
+                    lets.append(s.var)
+                elif isinstance(s, N.Launch):
+                    self.launches.append(_Compiled(s, gen_launch(pf, s, uninit, tf32, workspaces, lets)))
+                else:
                     raise Unsupported(f"a top-level {type(s).__name__} outside T.Kernel", s.loc)
-                self.launches.append(_Compiled(s, gen_launch(pf, s, uninit, tf32)))
         except Unsupported as e:
             self.fallback = str(e)
             self.launches = []
@@ -137,27 +145,41 @@ class CpuProgram(Program):
 
     def run(self, pf, arrays, scalars, options, progress=None):
         options = options or InterpOptions()
-        if self.fallback or options.oob == "error" or options.races or (options.uninit, options.tf32) != self._key:
-            if not self.fallback and (options.uninit, options.tf32) != self._key:
-                return CpuProgram(pf, uninit=options.uninit, tf32=options.tf32).run(pf, arrays, scalars, options,
-                                                                                   progress)
+        if self.fallback or options.oob == "error" or options.races:
             return interp_run(pf, arrays, scalars, options, progress=progress)
+        key = (options.uninit, options.tf32)
+        if key != self._key:  # code generated for other options
+            if key not in self._variants:
+                self._variants[key] = CpuProgram(pf, uninit=options.uninit, tf32=options.tf32)
+            return self._variants[key].run(pf, arrays, scalars, options, progress)
         top = Ctx(1, options, dict(scalars), dict(arrays), np.zeros(1, dtype=np.int64))
-        for i, c in enumerate(self.launches):
-            grid = [int(ev(gx, top)) for gx in c.launch.grid]
-            if any(x < 0 for x in grid):
-                raise KernelRuntimeError(f"negative grid extent {tuple(grid)}", c.launch.loc)
-            args = [_array_arg(arrays[b.uid], b.dtype) for b in c.src.buffers]
-            for d in c.src.narrow:
-                args += [narrow.decode_table(d), narrow.encode_args(d)[0]]
-            args += [_scalar_arg(scalars[v.uid], v.dtype) for v in c.src.scalars]
-            total = int(np.prod(grid)) if grid else 1
-            try:
-                _run_blocks(c.function(), args + grid, total, c.src.parallel)
-            except ZeroDivisionError as e:
-                raise KernelRuntimeError(str(e), c.launch.loc) from None
+        launches = iter(self.launches)
+        index = 0
+        for stmt in pf.body:
+            if not isinstance(stmt, N.Launch):
+                INTERP_STMTS(stmt)(stmt, top)  # workspaces and lets: the interpreter's meaning, on the host
+                continue
+            c = next(launches)
+            total = self._launch(c, top)
             if progress is not None:
-                progress(i, total, total)
+                progress(index, total, total)
+            index += 1
+
+    @staticmethod
+    def _launch(c: _Compiled, top: Ctx) -> int:
+        grid = [int(ev(gx, top)) for gx in c.launch.grid]
+        if any(x < 0 for x in grid):
+            raise KernelRuntimeError(f"negative grid extent {tuple(grid)}", c.launch.loc)
+        args = [_array_arg(top.storage[b.uid], b.dtype) for b in c.src.buffers]
+        for d in c.src.narrow:
+            args += [narrow.decode_table(d), narrow.encode_args(d)[0]]
+        args += [_scalar_arg(top.env[v.uid], v.dtype) for v in c.src.scalars]
+        total = int(np.prod(grid)) if grid else 1
+        try:
+            _run_blocks(c.function(), args + grid, total, c.src.parallel)
+        except ZeroDivisionError as e:
+            raise KernelRuntimeError(str(e), c.launch.loc) from None
+        return total
 
 
 def _run_blocks(fn, args: list, total: int, parallel: bool) -> None:
