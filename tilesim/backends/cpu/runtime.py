@@ -186,6 +186,8 @@ def _run_blocks(fn, args: list, total: int, parallel: bool) -> None:
     """Blocks ``0 .. total-1``: split over the thread pool when the launch allows it (the compiled function
     releases the GIL), else in launch order on this thread."""
     n = _workers() if parallel else 1
+    if not fn.signatures:
+        fn(*args, 0, 0)  # compile (or load from the disk cache) on this thread, running no block
     if n <= 1 or total < 2 * n:
         fn(*args, 0, total)
         return
