@@ -34,8 +34,8 @@ import tempfile
 import numpy as np
 
 import tilesim
-from tilesim.kernel import JITKernel
 from tests import registry
+from tilesim.kernel import JITKernel
 from tilesim.testing import compare_arrays
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -15,18 +15,18 @@ from . import language as language  # noqa: F401
 # isort: on
 from . import autotuner, carver, engine, layout, math, profiler, testing, tileop, transform, tvm, utils  # noqa: F401
 from .autotuner import autotune  # noqa: F401
-from .backends import cuda as _cuda_target  # noqa: F401  (registers the target "cuda")
 from .backends import cpu as _cpu_target  # noqa: F401  (registers the target "cpu")
+from .backends import cuda as _cuda_target  # noqa: F401  (registers the target "cuda")
 from .backends.interp import InterpOptions  # noqa: F401  (the package registers the target "interp")
 from .config import PassConfigKey, TensorSupplyType  # noqa: F401
 from .errors import (  # noqa: F401
-                     HardwareModelError,
-                     InternalError,
-                     KernelError,
-                     KernelRuntimeError,
-                     KernelSyntaxError,
-                     KernelTypeError,
-                     TilesimError,
+    HardwareModelError,
+    InternalError,
+    KernelError,
+    KernelRuntimeError,
+    KernelSyntaxError,
+    KernelTypeError,
+    TilesimError,
 )
 from .jit import compile, jit  # noqa: F401
 from .kernel import JITKernel  # noqa: F401

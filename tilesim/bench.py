@@ -65,7 +65,7 @@ def _targets_row(kernel, args, targets, t_ref, out, label, ref_name, check):
         t0 = time.perf_counter()
         res = kt(*args)
         first = time.perf_counter() - t0
-        warm = _median_time(lambda: kt(*args), reps=5)
+        warm = _median_time(lambda kt=kt: kt(*args), reps=5)
         fb = getattr(kt.program, "fallback", None)
         row[t] = {"first_s": first, "warm_s": warm, "ratio": warm / t_ref, "rel_err": check(res),
                   "fallback": fb}
