@@ -84,3 +84,46 @@ def row_reduce(block_M=4, N=48, dtype="float16"):
                 C[bx * block_M + i, 0] = mx[i]
                 C[bx * block_M + i, 1] = sm[i]
     return main
+
+
+@tilelang.jit(out_idx=[-1])
+def reshaped_tile(block=16):
+    """A T.reshape view of a shared tile (not compiled by the CPU target: it runs on the interpreter)."""
+    M = T.dynamic("m")
+
+    @T.prim_func
+    def main(A: T.Tensor((M, 4), "float32"), C: T.Tensor((M, 4), "float32")):
+        with T.Kernel(T.ceildiv(M, block), threads=128) as bx:
+            s = T.alloc_shared((block, 4), "float32")
+            flat = T.reshape(s, (block * 4,))
+            T.copy(A[bx * block, 0], s)
+            for i in T.Parallel(block * 4):
+                flat[i] = flat[i] * 2
+            T.copy(s, C[bx * block, 0])
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
+def thread_scan(N, threads=32):
+    """Per-thread code: a Hillis-Steele scan with barriers, thread-local values kept across them."""
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(T.ceildiv(N, threads), threads=threads) as bx:
+            tx = T.get_thread_binding()
+            s = T.alloc_shared((threads,), "float32")
+            v = T.alloc_var("float32")
+            mine = A[bx * threads + tx]
+            s[tx] = mine
+            T.sync_threads()
+            for i in T.serial(5):
+                off = 1 << i
+                v = s[tx]
+                if tx >= off:
+                    v = v + s[tx - off]
+                T.sync_threads()
+                s[tx] = v
+                T.sync_threads()
+            if bx * threads + tx < N:
+                B[bx * threads + tx] = s[tx] - mine
+    return main

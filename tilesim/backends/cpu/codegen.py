@@ -39,6 +39,8 @@ from ..interp.options import INT_SENTINEL
 from . import narrow
 
 EXPR_RULES = RuleTable("cpu target expressions", groups=G.EXPRS)
+#: the per-thread body generator (``codegen_simt.gen_simt_body``, which imports this module)
+SIMT_BODY: list = []
 STMT_RULES = RuleTable("cpu target statements", groups=G.STMTS)
 
 __all__ = ["EXPR_RULES", "STMT_RULES", "Unsupported", "LaunchSource", "gen_launch"]
@@ -73,6 +75,7 @@ class _Gen:
     narrow: dict = field(default_factory=dict)  # dtype -> index (tables needed)
     tmp: int = 0
     safe: dict = field(default_factory=dict)
+    thread_lets: set = field(default_factory=set)  # per-thread values: arrays indexed by the thread ``_t``
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
@@ -89,9 +92,8 @@ class _Gen:
             self.emit("pass")
 
     # ------------------------------------------------------------------ names and dtypes
-    @staticmethod
-    def var(v: N.Var) -> str:
-        return f"v{v.uid}"
+    def var(self, v: N.Var) -> str:
+        return f"v{v.uid}_[_t]" if v.uid in self.thread_lets else f"v{v.uid}"
 
     @staticmethod
     def buf(b: N.Buffer) -> str:
@@ -210,8 +212,6 @@ def has_atomics(stmts) -> bool:
 def gen_launch(pf: N.PrimFunc, launch: N.Launch, uninit: str = "nan", tf32: bool = False, workspaces=(),
                lets=()) -> LaunchSource:
     """The source of ``launch`` (see the module docstring)."""
-    if launch.thread_vars:
-        raise Unsupported("per-thread code (T.get_thread_binding)", launch.loc)
     g = _Gen(pf, launch, uninit, tf32)
     g.safe = {uid: v for uid, v in ((b.uid, v) for b, v in dict(launch.annotation("safe_value", ())).items())}
     g.depth = 2
@@ -219,7 +219,10 @@ def gen_launch(pf: N.PrimFunc, launch: N.Launch, uninit: str = "nan", tf32: bool
     for d, v in enumerate(launch.block_vars):
         stride = "*".join(grid_names[:d]) or "1"
         g.emit(f"{g.var(v)} = (_blk // ({stride})) % {grid_names[d]}")
-    g.body(launch.body)
+    if launch.thread_vars:
+        SIMT_BODY[0](g, launch)
+    else:
+        g.body(launch.body)
     parallel = not has_atomics(launch.body)
     buffers = [p for p in pf.params if isinstance(p, N.Buffer)] + list(workspaces)
     scalars = [p for p in pf.params if isinstance(p, N.Var)] + list(pf.dyn_vars) + list(lets)

@@ -225,9 +225,13 @@ def _continue(g: _Gen, s) -> None:
     g.emit("continue")
 
 
-@stmt_rule(N.Launch, N.SyncThreads, N.AtomicFetch, N.MBarrier, N.WarpSpec)
+@stmt_rule(N.SyncThreads)
+def _sync(g: _Gen, s) -> None:
+    """At tile level a barrier has nothing to do (per-thread launches split at it: codegen_simt.py)."""
+
+
+@stmt_rule(N.Launch, N.MBarrier, N.WarpSpec)
 def _unsupported(g: _Gen, s) -> None:
-    names = {N.Launch: "a launch inside a launch", N.SyncThreads: "T.sync_threads in per-thread code",
-             N.AtomicFetch: "an atomic returning the previous value", N.MBarrier: "mbarriers",
+    names = {N.Launch: "a launch inside a launch", N.MBarrier: "mbarriers",
              N.WarpSpec: "warp-specialised code (T.ws)"}
     raise Unsupported(names[type(s)], s.loc)

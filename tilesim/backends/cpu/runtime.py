@@ -40,6 +40,7 @@ from ..interp.options import InterpOptions
 from ..interp.rules import STMT_RULES as INTERP_STMTS
 from ..interp.state import Ctx
 from . import codegen_rules as _rules  # noqa: F401 - fills the rule tables
+from . import codegen_simt as _simt  # noqa: F401
 from . import codegen_tiles as _tiles  # noqa: F401
 from . import narrow
 from .codegen import Unsupported, gen_launch
