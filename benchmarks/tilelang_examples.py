@@ -27,7 +27,9 @@ Contract
   the CPU) + this repository. Extra argv from :data:`SMALL_ARGS` shrinks sizes where the program's
   argparse allows it; a program in :data:`SMALL_MAIN` (no argparse, CPU-sized defaults out of reach) is
   loaded unchanged with ``runpy`` and its ``main`` called with smaller keyword arguments; otherwise no
-  arguments are passed.
+  arguments are passed. The shim's ``torch.cuda.get_device_capability()`` reports 9.0, or the architecture
+  the program's path targets (:data:`CAPABILITY`: ``sm120`` -> 12.0, ``sm100``/``tcgen05`` -> 10.0), as
+  tilesim interprets the program's meaning rather than a chip.
 * **Verdicts.** ``pass`` (exit 0); ``timeout``; ``wrong`` (the program's reference check failed: the last
   exception is an ``AssertionError`` (or ``*Mismatch*``) raised outside tilesim or by tilesim's
   profiler/testing helpers, whose message ('not close', 'Mismatch', tolerances, ...) or asserting line
@@ -112,11 +114,13 @@ SMALL_ARGS: dict[str, str] = {
     "gemm/example_gemm_autotune.py": "--m 256 --n 256 --k 256",
     "gemm/example_gemm_autotune_pass_configs.py": "--m 256 --n 256 --k 256",
     "gemm/example_gemm_persistent.py": "--M 512 --N 512 --K 512",
-    "gemm_sm120/sm120_nvfp4_blockscaled_gemm.py": "--m 256 --n 256 --k 512",
+    # --verify: the program's own check (its docstring's invocation); without it nothing is compared
+    "gemm_sm120/sm120_nvfp4_blockscaled_gemm.py": "--m 256 --n 256 --k 512 --verify",
     "gemm_sp/example_gemm_sp.py": "--m 512 --n 512 --k 512",
     "gemm_tcgen05/gemm_tcgen5mma_ws.py": "--m 512 --n 512 --k 512",
-    "gemm_tcgen05/gemm_tcgen5mma_ws_clc.py": "--m 512 --n 512 --k 512",
-    "gemm_tcgen05/gemm_tcgen5mma_ws_persistent.py": "--m 512 --n 512 --k 512",
+    # both assert N / block_N (256) % (2 * group_size) == 0: clc's group_size is 8 (no option), so N = 4096
+    "gemm_tcgen05/gemm_tcgen5mma_ws_clc.py": "--m 256 --n 4096 --k 256",
+    "gemm_tcgen05/gemm_tcgen5mma_ws_persistent.py": "--m 512 --n 512 --k 512 --group_size 1",
     "gemm_tcgen05/gemm_tcgen5mma_ws_persistent_streamk.py": "--m 512 --n 512 --k 512",
     "grouped_gemm/example_grouped_gemm_bwd.py": "--K 256 --M 256",
     "grouped_gemm/example_grouped_gemm_fwd.py": "--K 256 --M 256",
@@ -140,10 +144,22 @@ SMALL_MAIN: dict[str, dict] = {
     "warp_specialize/example_warp_specialize_gemm_softpipe_stage2.py": {"M": 1024, "N": 1024, "K": 1024},
 }
 
+#: The compute capability the shim's torch.cuda reports for a program (default 9.0, an H100/H200): programs
+#: written for a newer architecture check torch.cuda.get_device_capability() and stop on anything older.
+#: tilesim interprets a program's meaning, not the chip, so such a program sees the capability its directory
+#: or file name targets (e.g. gemm_sm120/ -> 12.0, *_sm100 and gemm_tcgen05/ -> 10.0). First match wins.
+CAPABILITY = ((re.compile(r"sm_?120"), "12.0"), (re.compile(r"sm_?100|tcgen05"), "10.0"))
+
+
+def capability_of(rel: str) -> str:
+    """The ``major.minor`` capability the shim reports to program ``rel`` (see :data:`CAPABILITY`)."""
+    return next((cc for pat, cc in CAPABILITY if pat.search(rel)), "9.0")
+
+
 # sitecustomize.py for the subprocesses: torch's CUDA requests run on the CPU. Harness only.
 SHIM = r'''
 """tilelang_examples harness shim: map torch CUDA device requests to the CPU; report tilesim's kernel time."""
-import atexit, contextlib, sys, time, types
+import atexit, contextlib, os, sys, time, types
 
 
 def _report_kernel_time():
@@ -212,14 +228,16 @@ if torch is not None:
         return lambda *args, **kwargs: None
     def _seed():  # torch.manual_seed calls back into torch.cuda.manual_seed_all
         return lambda seed: torch.default_generator.manual_seed(int(seed))
-    _props = types.SimpleNamespace(name="tilesim CPU shim (sm_90)", major=9, minor=0, multi_processor_count=132,
+    _cc = tuple(int(v) for v in os.environ.get("TILESIM_SHIM_CAPABILITY", "9.0").split("."))
+    _props = types.SimpleNamespace(name=f"tilesim CPU shim (sm_{_cc[0]}{_cc[1]})", major=_cc[0], minor=_cc[1],
+                                   multi_processor_count=132,
                                    total_memory=80 << 30, L2_cache_size=50 << 20, max_threads_per_multi_processor=2048,
                                    regs_per_multiprocessor=65536, warp_size=32)
     _stream = Stream()
     for _name, _value in dict(
             is_available=lambda: True, device_count=lambda: 1, current_device=lambda: 0, set_device=_noop(), init=_noop(),
             synchronize=_noop(), empty_cache=_noop(), manual_seed=_seed(), manual_seed_all=_seed(),
-            get_device_capability=lambda d=None: (9, 0),
+            get_device_capability=lambda d=None: _cc,
             get_device_name=lambda d=None: _props.name, get_device_properties=lambda d=None: _props, Event=Event,
             Stream=Stream, current_stream=lambda d=None: _stream, default_stream=lambda d=None: _stream,
             stream=lambda s=None: contextlib.nullcontext(), device=lambda d=None: contextlib.nullcontext(),
@@ -387,6 +405,7 @@ def run_one(rel: str, staging: Path, work: Path, env: dict, timeout: float) -> d
         cmd = [sys.executable, "-c", f"import runpy; runpy.run_path({script.name!r}, run_name='__example__')"
                                      f"['main'](**{SMALL_MAIN[rel]!r})"]
     start = time.perf_counter()
+    env = dict(env, TILESIM_SHIM_CAPABILITY=capability_of(rel))
     proc = subprocess.Popen(cmd, cwd=script.parent, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:

@@ -1,16 +1,25 @@
-"""MoE routing: scoring, bias-adjusted group-limited top-k and normalised routing weights.
+"""MoE routing: scoring, bias-adjusted group-limited top-k and normalised routing weights, with the
+semantics of TileKernels' ``top2_sum_gate`` (deepseek-ai/TileKernels, its PyTorch reference).
 
 Kernel (registry name ``moe_topk_route``), per token (DeepSeek-V3 recipe; its defaults)::
 
-    s      = sigmoid(logits)            (scoring="sigmoid")  or  softmax(logits) over experts
-    b      = s + bias                   the expert bias steers *selection* only (aux-loss-free balancing)
+    s      = sigmoid(logits)  |  sqrt(softplus(logits))  |  softmax(logits) over experts     (scoring)
+    b      = s + bias         for sigmoid / sqrtsoftplus  (the bias steers *selection* only)
+           = logits + bias    for softmax  (ranking on the raw logits: softmax is monotone per row)
     group  = sum of the top-2 values of b in each of n_groups groups (E / n_groups experts each)
-    keep the topk_groups best groups; experts of the other groups are out (b = -inf)
+    keep the topk_groups best groups (ties → smaller group); the other groups' experts are out (b = -inf).
+    Grouping applies only when topk_groups < n_groups (n_groups == topk_groups is plain top-k).
     idx    = top-k of b  (k rounds; ties go to the smaller index, in descending order of b)
-    w      = s[idx] / sum(s[idx]) * routed_scaling_factor     (unbiased scores, normalised to sum 1)
+    w      = s[idx] / max(sum(s[idx]), 1e-20) * routed_scaling_factor   (unbiased scores)
 
-DeepSeek-V3: 256 experts, top-8, 8 groups of 32, top-4 groups, sigmoid, factor 2.5. ``n_groups=1``
-is plain top-k (Mixtral / Qwen-MoE style, usually with softmax scoring).
+The ``1e-20`` floor makes a token whose selected scores are all 0 (sigmoid of logits ≤ -89 in fp32)
+get weights 0, not NaN. ``softplus(x)`` is ``x`` above 20 and ``log1p(exp(x))`` otherwise (torch's
+threshold). DeepSeek-V3: 256 experts, top-8, 8 groups of 32, top-4 groups, sigmoid, factor 2.5.
+``n_groups=1`` is plain top-k (Mixtral / Qwen-MoE style, usually with softmax scoring).
+
+Not carried over from ``top2_sum_gate`` (tilesim has no counterpart yet; docs/kernels-1.md): shared
+experts appended as routed slots, the token mask and fixed routing, the logical → physical expert map,
+and EP/TP index masking (``mask_indices_by_tp`` is its own kernel in TileKernels).
 
 The kernel holds ``block_T`` tokens × all experts in registers. Fragments are only ever indexed by their
 own ``T.Parallel`` variables; every other access goes through shared memory: the unbiased scores (the
@@ -27,9 +36,10 @@ Outputs: ``Idx`` (T, topk) int32 — compared bitwise, order included — and ``
 (relative error 1e-5: the normaliser is an fp32 sum). The reference uses a different algorithm
 (stable ``argsort``) on the same fp32 scores (``1 / (1 + exp(-x))`` or ``exp(x - max) / sum``).
 
-Requirements: ``n_groups`` divides ``E``; with groups, at least 2 experts per group; ``topk`` ≤ the
-experts in the kept groups. NaN policy: logits and bias must be finite (a NaN never equals the row max,
-so its token's selection is unspecified); ``±large`` logits are fine (scores saturate to 0/1 and tie).
+Requirements: ``n_groups`` divides ``E``; with group limiting, at least 2 experts per group; ``topk`` ≤
+the experts in the kept groups. NaN policy: logits and bias must be finite (a NaN never equals the row
+max, so its token's selection is unspecified); ``±large`` logits are fine (sigmoid scores saturate to
+0/1 and tie; all-zero selected scores give zero weights).
 """
 
 import numpy as np
@@ -40,14 +50,16 @@ from kernels.registry import KernelSpec, register
 from tilesim.testing.compare import compare_arrays
 
 NEG_INF = float("-inf")
+SCORINGS = ("sigmoid", "sqrtsoftplus", "softmax")
+SUM_FLOOR = 1e-20  # floor of the selected scores' sum (TileKernels' clamp)
 
 
 def _validate(E, topk, n_groups, topk_groups, scoring):
-    if scoring not in ("sigmoid", "softmax"):
-        raise ValueError(f"scoring must be 'sigmoid' or 'softmax', got {scoring!r}")
+    if scoring not in SCORINGS:
+        raise ValueError(f"scoring must be one of {', '.join(SCORINGS)}, got {scoring!r}")
     if E % n_groups:
         raise ValueError(f"n_groups={n_groups} must divide the {E} experts")
-    if n_groups > 1 and E // n_groups < 2:
+    if topk_groups < n_groups and E // n_groups < 2:
         raise ValueError("group-limited routing needs at least 2 experts per group (top-2 group score)")
     if not 1 <= topk_groups <= n_groups:
         raise ValueError(f"topk_groups={topk_groups} must be in [1, n_groups={n_groups}]")
@@ -82,21 +94,26 @@ def moe_route(num_tokens, num_experts=256, topk=8, n_groups=8, topk_groups=4, sc
 
             T.copy(Logits[bx * block_T, 0], s)
             T.copy(Bias, bias)
-            if scoring == "sigmoid":
+            if scoring == "softmax":  # ranked on the raw logits + bias
                 for i, e in T.Parallel(block_T, E):
-                    s[i, e] = T.sigmoid(s[i, e])
-            else:
+                    b[i, e] = s[i, e] + bias[e]
                 T.reduce_max(s, row_max, dim=1)
                 for i, e in T.Parallel(block_T, E):
                     s[i, e] = T.exp(s[i, e] - row_max[i])
                 T.reduce_sum(s, row_sum, dim=1)
                 for i, e in T.Parallel(block_T, E):
                     s[i, e] = s[i, e] / row_sum[i]
-            for i, e in T.Parallel(block_T, E):
-                b[i, e] = s[i, e] + bias[e]
+            elif scoring == "sigmoid":
+                for i, e in T.Parallel(block_T, E):
+                    s[i, e] = T.sigmoid(s[i, e])
+                    b[i, e] = s[i, e] + bias[e]
+            else:  # sqrtsoftplus
+                for i, e in T.Parallel(block_T, E):
+                    s[i, e] = T.sqrt(T.if_then_else(s[i, e] > 20.0, s[i, e], T.log1p(T.exp(s[i, e]))))
+                    b[i, e] = s[i, e] + bias[e]
             T.copy(s, s_shared)
 
-            if G > 1:
+            if topk_groups < G:
                 b_shared = T.alloc_shared((block_T, E), "float32")
                 keep_shared = T.alloc_shared((block_T, G), "int32")
                 bg = T.alloc_fragment((block_T, G, Eg), "float32")
@@ -148,7 +165,7 @@ def moe_route(num_tokens, num_experts=256, topk=8, n_groups=8, topk_groups=4, sc
                     b[i, e] = T.if_then_else(e == first[i], NEG_INF, b[i, e])
 
             for i, k in T.Parallel(block_T, topk):
-                w[i, k] = w_shared[i, k] / row_sum[i] * routed_scaling_factor
+                w[i, k] = w_shared[i, k] / T.max(row_sum[i], SUM_FLOOR) * routed_scaling_factor
             T.copy(idx_shared, Idx[bx * block_T, 0])
             T.copy(w, W[bx * block_T, 0])
 
@@ -161,17 +178,21 @@ def scores_fp32(logits, scoring="sigmoid"):
     with np.errstate(over="ignore"):
         if scoring == "sigmoid":
             return (np.float32(1.0) / (np.float32(1.0) + np.exp(-x))).astype(np.float32)
+        if scoring == "sqrtsoftplus":
+            return np.sqrt(np.where(x > np.float32(20.0), x, np.log1p(np.exp(x)))).astype(np.float32)
         e = np.exp(x - x.max(axis=1, keepdims=True))
         return (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
 
 
 def ref_moe_route(logits, bias, topk=8, n_groups=8, topk_groups=4, scoring="sigmoid", routed_scaling_factor=2.5,
                   **_):
-    """(Idx int32, W fp32) by stable argsort (ties → smaller index) on the fp32 biased scores."""
+    """(Idx int32, W fp32) by stable argsort (ties → smaller index) on the fp32 biased scores (softmax:
+    on the logits + bias), the selected scores' sum floored at 1e-20."""
     s = scores_fp32(logits, scoring)
-    b = s + np.asarray(bias, dtype=np.float32)
+    ranked = np.asarray(logits, dtype=np.float32) if scoring == "softmax" else s
+    b = ranked + np.asarray(bias, dtype=np.float32)
     Tn, E = b.shape
-    if n_groups > 1:
+    if topk_groups < n_groups:
         Eg = E // n_groups
         top2 = -np.sort(-b.reshape(Tn, n_groups, Eg), axis=-1)[..., :2]
         gscore = top2[..., 0] + top2[..., 1]
@@ -180,7 +201,7 @@ def ref_moe_route(logits, bias, topk=8, n_groups=8, topk_groups=4, scoring="sigm
         b = np.where(np.repeat(keep, Eg, axis=1), b, np.float32(-np.inf))
     idx = np.argsort(-b, axis=1, kind="stable")[:, :topk]
     w = np.take_along_axis(s, idx, axis=1).astype(np.float64)
-    w = w / w.sum(axis=1, keepdims=True) * routed_scaling_factor
+    w = w / np.maximum(w.sum(axis=1, keepdims=True), SUM_FLOOR) * routed_scaling_factor
     return idx.astype(np.int32), w
 
 
@@ -225,7 +246,7 @@ register(KernelSpec(
          "n_groups": 1, "topk_groups": 1, "scoring": "softmax", "routed_scaling_factor": 1.0},
     ),
     test_shapes=(
-        {"label": "DeepSeek-V3 routing, 13 tok", "num_tokens": 13},
+        {"label": "DeepSeek-V3 routing, 13 tok", "num_tokens": 13, "block_T": 4},  # < 48 KB static smem (CUDA backend)
         {"label": "softmax 64 experts top-6, 4 groups/top-2", "num_tokens": 10, "num_experts": 64, "topk": 6,
          "n_groups": 4, "topk_groups": 2, "scoring": "softmax", "routed_scaling_factor": 1.0, "block_T": 4},
         {"label": "plain top-2 of 8, 7 tok", "num_tokens": 7, "num_experts": 8, "topk": 2, "n_groups": 1,

@@ -6,8 +6,8 @@ a second shared tile (on a GPU: the bank-conflict-prone step that padding or swi
 written row-major (coalesced along M).
 
 Any dtype (bf16, fp16, fp32, fp8, int8, ...): values move without arithmetic, so the result is bitwise
-equal to ``numpy.swapaxes`` — ±0, ±inf and NaN included. (One interpreter caveat: its fp32 compute
-representation may canonicalise the payload of a non-canonical bf16 NaN, which a GPU moves untouched.)
+equal to ``numpy.swapaxes`` — ±0, ±inf and NaN included, bf16 NaN payloads too (0x7fc1, 0x7f81 stay
+as they are: TileKernels' transpose moves bytes; the interpreter's fp32 → bf16 store keeps a NaN's payload).
 Edges: M and N need not be multiples of the tiles; zero-filled reads past the edge are never written.
 """
 

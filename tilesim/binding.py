@@ -37,7 +37,10 @@ Shapes (:func:`check_shape`, :func:`bind_dims`, :func:`check_derived`, :func:`ou
     agree on shapes, grids and workspace sizes.
 Conversion (:func:`to_host`, :func:`numpy_to_torch`, :func:`empty_like`)
   * NumPy arrays are used as they are; torch CPU tensors share memory (``bfloat16``/fp8 through a
-    raw integer view); torch CUDA or non-contiguous tensors and CuPy arrays are copied to the host and
+    raw integer view; torch's packed ``float4_e2m1fn_x2`` ``(..., n)`` is unpacked to ``float4_e2m1fn``
+    ``(..., 2 n)``, a copy, and fp4 outputs are packed back: TileLang's fp4 convention; an ``int8``/``uint8``
+    tensor ``(..., n)`` bound to a ``float4_e2m1fn`` parameter is read the same way); torch CUDA or
+    non-contiguous tensors and CuPy arrays are copied to the host and
     copied back after the run (:meth:`HostArray.finish`); ``__array__`` objects go through
     ``np.asarray``, DLPack producers through ``np.from_dlpack``; anything else → ``KernelRuntimeError``.
   * A non-contiguous or read-only array is copied before the run (a NumPy array is then not written
@@ -110,7 +113,10 @@ def is_device(v) -> bool:
 def shape_of(v) -> tuple:
     """The shape of a tensor argument, without copying it anywhere."""
     if hasattr(v, "shape"):
-        return tuple(int(s) for s in v.shape)
+        shape = tuple(int(s) for s in v.shape)
+        if str(getattr(v, "dtype", "")) == "torch.float4_e2m1fn_x2" and shape:  # packed: two values per byte
+            shape = shape[:-1] + (2 * shape[-1],)
+        return shape
     return to_host(v).array.shape
 
 
@@ -135,6 +141,9 @@ class HostArray:
             name = str(t.dtype).replace("torch.", "")
             if name in TORCH_RAW:
                 return t.view(getattr(torch, TORCH_RAW[name])).numpy().view(dt.np_dtype(name))
+            if name == "float4_e2m1fn_x2":  # two fp4 codes per byte, the even element in the low nibble
+                self.copy_back = True
+                return unpack_fp4(t.view(torch.uint8).numpy())
             return t.numpy()
         if self.kind == "cupy":
             self.copy_back = True
@@ -151,7 +160,11 @@ class HostArray:
         if not self.copy_back:
             return
         if self.kind == "torch":
-            self.obj.copy_(numpy_to_torch(self.array).to(self.obj.device))
+            res = numpy_to_torch(self.array)
+            if self.array.dtype == dt.np_dtype("float4_e2m1fn"):  # torch copies packed fp4 as raw bytes
+                self.obj.view(res.view(loaded("torch").uint8).dtype).copy_(res.view(loaded("torch").uint8))
+                return
+            self.obj.copy_(res.to(self.obj.device))
         elif self.kind == "cupy":
             self.obj.set(self.array)
 
@@ -161,10 +174,30 @@ def to_host(obj) -> HostArray:
     return HostArray(obj)
 
 
+def unpack_fp4(packed: np.ndarray) -> np.ndarray:
+    """``float4_e2m1fn`` values ``(..., 2 n)`` of packed bytes ``(..., n)`` (element ``2i`` in the low nibble)."""
+    codes = np.stack([packed & 0xF, packed >> 4], axis=-1).astype(np.uint8)
+    return codes.reshape(*packed.shape[:-1], 2 * packed.shape[-1]).view(dt.np_dtype("float4_e2m1fn"))
+
+
+def pack_fp4(arr: np.ndarray) -> np.ndarray:
+    """The packed bytes ``(..., n / 2)`` of ``float4_e2m1fn`` values ``(..., n)``: torch's and TileLang's
+    ``float4_e2m1fn_x2`` storage. An odd last dimension is a ``KernelRuntimeError``."""
+    if not arr.ndim or arr.shape[-1] % 2:
+        raise KernelRuntimeError(f"a float4_e2m1fn tensor of shape {arr.shape} cannot be returned to torch: torch "
+                                 "stores fp4 as float4_e2m1fn_x2 (two values per byte along the last dimension)",
+                                 hint="give fp4 outputs an even last dimension")
+    codes = np.ascontiguousarray(arr).view(np.uint8) & 0xF
+    return (codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8)
+
+
 def numpy_to_torch(arr: np.ndarray):
-    """A torch CPU tensor with ``arr``'s values and dtype (``bfloat16``/fp8 through raw integer views)."""
+    """A torch CPU tensor with ``arr``'s values and dtype (``bfloat16``/fp8 through raw integer views;
+    ``float4_e2m1fn`` as torch's packed ``float4_e2m1fn_x2``, the last dimension halved, as TileLang returns it)."""
     torch = require("torch", "returning torch tensors")
     name = dt.canon(arr.dtype)
+    if name == "float4_e2m1fn":
+        return torch.from_numpy(pack_fp4(arr)).view(torch.float4_e2m1fn_x2)
     if name in TORCH_RAW:
         raw = np.dtype(TORCH_RAW[name])
         return torch.from_numpy(arr.view(raw).copy()).view(getattr(torch, name))
@@ -364,6 +397,9 @@ def bind_host(pf: N.PrimFunc, out_idx: tuple, values: list, allocate) -> HostBin
             continue
         c = to_host(v)
         arr = c.array
+        if p.dtype == "float4_e2m1fn" and arr.dtype in (np.int8, np.uint8):  # TileLang's packed fp4 storage
+            arr = c.array = unpack_fp4(np.ascontiguousarray(arr).view(np.uint8))
+            c.copy_back = c.kind != "numpy"
         check_dtype(pf, p, arr.dtype)
         check_shape(pf, p, arr.shape, dims)
         if not arr.flags.c_contiguous or not arr.flags.writeable:

@@ -163,6 +163,8 @@ def convert(values, dtype: str) -> np.ndarray:
         return np.clip(src, -m, m).astype(target)
     if dtype == "bool":
         return arr != 0
+    if dtype == "bfloat16" and arr.dtype == np.float32:
+        return _f32_to_bf16(arr)
     if is_int(dtype) and (arr.dtype.kind == "f" or arr.dtype in _NARROW_NP):
         # GPU float->int conversions (cvt.rzi.sat) truncate toward zero, saturate, and map NaN to 0
         src = np.nan_to_num(arr.astype(np.float64), nan=0.0)
@@ -176,6 +178,20 @@ def convert(values, dtype: str) -> np.ndarray:
 
 
 _NARROW_NP = tuple(_NP[n] for n in NARROW_FLOATS)
+
+
+def _f32_to_bf16(arr: np.ndarray) -> np.ndarray:
+    """fp32 → bf16, round-to-nearest-even; a NaN keeps its sign and the top 7 payload bits (the quiet bit
+    set if those are all zero), so a bf16 NaN widened to fp32 and stored back is moved bit for bit, as a
+    GPU moves bytes (ml_dtypes would canonicalise it to 0x7fc0)."""
+    with np.errstate(invalid="ignore"):
+        out = arr.astype(_NP["bfloat16"])
+    nan = np.isnan(arr)
+    if nan.any():
+        hi = (np.ascontiguousarray(arr).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
+        hi = np.where((hi & np.uint16(0x7F)) == 0, hi | np.uint16(0x40), hi)
+        out = np.where(nan, hi.view(_NP["bfloat16"]), out)
+    return out
 
 
 def to_tf32(values: np.ndarray) -> np.ndarray:

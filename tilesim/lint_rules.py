@@ -134,13 +134,15 @@ def _check_gemm_scope(g):
     Source: tilelang/cuda/op/gemm/gemm_mma.py ``GemmMMA.infer_layout`` ("Unsupported gemm
     combination, A: {scope}, B: {scope}") and cuda/intrinsics/macro/mma_macro_generator.py
     ``make_mma_store_layout`` ("local_buf ... must be a fragment, but got {scope}").
+    Blackwell's tensor memory (``tmem``, TileLang's ``shared.tmem``) is a valid operand and accumulator
+    (tilelang/cuda/op/gemm/gemm_tcgen05.py).
     """
     for r, name in ((g.a, "A"), (g.b, "B")):
-        if not (_shared(r.scope) or r.scope == "fragment"):
+        if not (_shared(r.scope) or r.scope in ("fragment", "tmem")):
             yield ("gemm-scope", f"T.gemm operand {name} ({r.buffer.name}) is a '{r.scope}' buffer; TileLang: "
                    f"\"Unsupported gemm combination, A: {g.a.scope}, B: {g.b.scope}\"",
                    "put gemm operands in T.alloc_shared or T.alloc_fragment buffers")
-    if g.c.scope != "fragment":
+    if g.c.scope not in ("fragment", "tmem"):
         yield ("gemm-scope", f"T.gemm accumulator C ({g.c.buffer.name}) is a '{g.c.scope}' buffer; TileLang: "
                f"\"local_buf must be a fragment, but got {g.c.scope}\"", "allocate C with T.alloc_fragment")
 

@@ -14,6 +14,7 @@ CONFIGS = {  # name: (experts, topk, n_groups, topk_groups)
     "grouped_64": (64, 6, 4, 2),
     "one_group_kept": (32, 3, 4, 1),
     "plain_top2_of_8": (8, 2, 1, 1),
+    "all_groups_kept": (24, 4, 8, 8),  # 3 per group, all kept: plain top-k (no grouping step)
 }
 
 
@@ -29,7 +30,7 @@ def _route(logits, bias, cfg, scoring, factor=2.5, block_T=4):
 
 
 @settings(max_examples=8)
-@given(T=st.integers(1, 20), cfg=st.sampled_from(sorted(CONFIGS)), scoring=st.sampled_from(["sigmoid", "softmax"]),
+@given(T=st.integers(1, 20), cfg=st.sampled_from(sorted(CONFIGS)), scoring=st.sampled_from(["sigmoid", "sqrtsoftplus", "softmax"]),
        grid=st.sampled_from([2.0, 8.0, 64.0]), span=st.sampled_from([1.0, 4.0, 30.0]),
        block_T=st.sampled_from([1, 4, 8]))
 def test_routing(T, cfg, scoring, grid, span, block_T):
@@ -40,6 +41,33 @@ def test_routing(T, cfg, scoring, grid, span, block_T):
     assert all(len(set(r)) == k for r in idx.tolist())
     assert all(len({e // (E // G) for e in r}) <= TG for r in idx.tolist())
     assert np.allclose(w.sum(axis=1), 2.5, rtol=1e-5)
+
+
+def test_softmax_ranks_on_logits_plus_bias():
+    """TileKernels' softmax routing ranks on ``logits + bias``, not ``softmax(logits) + bias``: with logits
+    (2, 0) and bias (0, 1.5) expert 0 wins (2 > 1.5) although softmax + bias would pick expert 1 (0.12 + 1.5);
+    the weights still come from the softmax."""
+    logits = np.zeros((2, 8), np.float32)
+    logits[:, 0] = 2.0
+    bias = np.zeros(8, np.float32)
+    bias[1] = 1.5
+    idx, w = _route(logits, bias, "plain_top2_of_8", "softmax", factor=1.0)
+    assert idx.tolist() == [[0, 1]] * 2
+    p = np.exp(logits[0].astype(np.float64) - 2.0)
+    p /= p.sum()
+    assert np.allclose(w[0], p[[0, 1]] / p[[0, 1]].sum(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("scoring", ["sigmoid", "sqrtsoftplus"])
+def test_all_zero_selected_scores_give_zero_weights(scoring):
+    """Logits ≤ -89 make fp32 sigmoid (and sqrt(softplus)) exactly 0: the sum is floored at 1e-20, so the
+    weights are 0 instead of 0/0 = NaN; selection is then decided by the bias alone."""
+    logits = np.full((3, 256), -200.0, np.float32)
+    bias = np.zeros(256, np.float32)
+    bias[[7, 100, 255]] = 0.25
+    idx, w = _route(logits, bias, "deepseek_v3", scoring)
+    assert np.array_equal(w, np.zeros_like(w)) and not np.isnan(w).any()
+    assert set(idx[0].tolist()) >= {7, 100, 255}
 
 
 def test_all_ties():

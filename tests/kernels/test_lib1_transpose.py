@@ -41,3 +41,24 @@ def test_serial_equals_batched():
     (x,) = _inputs(np.random.default_rng(0), 2, 70, 45, "bfloat16")
     k = batched_transpose(2, 70, 45, block_M=32, block_N=16)
     assert np.array_equal(_bits(k(x)), _bits(k.run(x, options=tilesim.InterpOptions(mode="serial"))))
+
+
+@settings(max_examples=6)
+@given(B=st.integers(1, 2), M=st.integers(1, 40), N=st.integers(1, 40), seed=st.integers(0, 2**31))
+def test_bf16_nan_payloads_move_bitwise(B, M, N, seed):
+    """Every bf16 bit pattern moves untouched, including NaNs with non-canonical payloads (0x7fc1,
+    signalling 0x7f81, negative 0xffa1): TileKernels' transpose moves bytes, and so does this one."""
+    rng = np.random.default_rng(seed)
+    bits = rng.integers(0, 1 << 16, size=(B, M, N), dtype=np.uint16)
+    bits.reshape(-1)[: 4] = np.array([0x7FC1, 0x7F81, 0xFFA1, 0x7FFF], np.uint16)[: bits.size]
+    x = bits.view(tilesim.dtypes.np_dtype("bfloat16"))
+    y = batched_transpose(B, M, N, block_M=16, block_N=16)(x)
+    assert np.array_equal(_bits(y), _bits(ref_transpose(x)))
+
+
+def test_fp32_to_bf16_nan_keeps_payload_and_stays_nan():
+    """The conversion behind it: a NaN keeps its sign and top payload bits; a payload only in the low 16
+    bits gets the quiet bit (it must stay a NaN, not become inf); finite values round to nearest even."""
+    u = np.array([0x7FC10000, 0xFF810000, 0x7F800001, 0x3F808000, 0x3F818000], np.uint32)
+    out = tilesim.dtypes.convert(u.view(np.float32), "bfloat16").view(np.uint16)
+    assert [hex(v) for v in out] == ["0x7fc1", "0xff81", "0x7fc0", "0x3f80", "0x3f82"]

@@ -5,7 +5,8 @@ Contract
 ``_footprint(analyzer, launch, body)`` → ``(shared, fragment, local, side)``: bytes per on-chip
 buffer by memory class (shared buffers written by async copies in a ``T.Pipelined`` loop are
 multiplied by its ``num_stages``) and which core side (``matrix``/``vector``) holds each buffer.
-A symbolic on-chip shape is a ``KernelTypeError``. Aliases and global buffers are skipped.
+A symbolic on-chip shape is a ``KernelTypeError``. Aliases, global buffers and Blackwell tensor memory
+(``T.alloc_tmem``: the matrix unit's accumulator storage, beside the registers) are skipped.
 
 ``peak_live_bytes(analyzer, launch)`` → the largest number of register-fragment bytes live at the
 same time over the block program (the ``"liveness"`` register estimate of a lowering profile). A
@@ -37,8 +38,8 @@ _BRANCHING = frozenset({N.For, N.While, N.If})
 def _footprint(a: Analyzer, launch: N.Launch, body_nodes):
     shared, frag, local, side = {}, {}, {}, {}
     for b in a.buffers.values():
-        if b.alias_of is not None or b.scope in ("global",):
-            continue
+        if b.alias_of is not None or b.scope in ("global", "tmem"):
+            continue  # tensor memory is the matrix unit's own accumulator storage, not registers/shared
         shape = b.static_shape()
         if shape is None:
             raise KernelTypeError(f"on-chip buffer '{b.name}' has a symbolic shape", b.loc)
@@ -87,7 +88,8 @@ def peak_live_bytes(a: Analyzer, launch: N.Launch) -> float:
     """Peak register-fragment bytes of one block (see the module docstring)."""
     sizes = {}
     regs = [b for b in a.buffers.values()
-            if b.alias_of is None and b.scope != "global" and _scope(b) == "reg" and b.static_shape() is not None]
+            if b.alias_of is None and b.scope not in ("global", "tmem") and _scope(b) == "reg"
+            and b.static_shape() is not None]
     tiles = [b.static_shape() for b in regs if len(b.static_shape()) == 2]
     row_dims = {t[0] for t in tiles} - {t[1] for t in tiles}
     # a row statistic (a 1-D fragment as long as the rows of a 2-D tile, e.g. flash attention's running

@@ -402,8 +402,9 @@ def _b_gemm(tr, loc, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_p
         if r.scope == "global":
             raise KernelTypeError(f"T.gemm: operand {n} ({r.buffer.name}) is a global tensor", loc,
                                   hint="copy tiles into T.alloc_shared / T.alloc_fragment buffers first")
-    if rc.scope not in ("fragment", "local"):
-        raise KernelTypeError(f"T.gemm: C ({rc.buffer.name}) must be a fragment (T.alloc_fragment)", loc)
+    if rc.scope not in ("fragment", "local", "tmem"):
+        raise KernelTypeError(f"T.gemm: C ({rc.buffer.name}) must be a fragment (T.alloc_fragment) or tensor "
+                              "memory (T.alloc_tmem)", loc)
     sa, sb, sc = _gemm_shape(ra, "A", loc), _gemm_shape(rb, "B", loc), _gemm_shape(rc, "C", loc)
     m, ka = (sa[1], sa[0]) if transpose_A else (sa[0], sa[1])
     kb, n = (sb[1], sb[0]) if transpose_B else (sb[0], sb[1])
@@ -422,7 +423,11 @@ def _b_gemm(tr, loc, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_p
     if dt.is_float(ra.dtype) and not dt.is_float(rc.dtype):
         raise KernelTypeError(f"T.gemm: float inputs need a float accumulator (C is {rc.dtype})", loc)
     pol = getattr(policy, "name", str(policy))
-    tr.emit(N.Gemm(ra, rb, rc, bool(transpose_A), bool(transpose_B), bool(clear_accum), pol, loc))
+    clear = clear_accum.value if isinstance(clear_accum, N.Const) else clear_accum
+    if X.is_ir(clear):  # `clear_accum=k == 0`: clear where it holds, then accumulate
+        tr.emit(N.If(X.to_bool(clear, loc), (N.Fill(rc, N.Const(0, rc.dtype, loc), loc),), (), loc))
+        clear = False
+    tr.emit(N.Gemm(ra, rb, rc, bool(transpose_A), bool(transpose_B), bool(clear), pol, loc))
 
 
 def _reduce(tr, loc, kind, buffer, out, dim, clear):

@@ -27,8 +27,8 @@ from ..errors import InternalError, KernelError, KernelSyntaxError, KernelTypeEr
 from ..ir import nodes as N
 from ..language.kernel import _Macro
 from ..language.types import DType, Tensor, TensorSpec
+from . import blackwell, blockscaled, helpers, prims, prims_compat, simplify  # noqa: F401 (builder modules)
 from . import exprs as X
-from . import helpers, prims, prims_compat, simplify
 from .source import Source, get_source, python_env
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
@@ -452,6 +452,9 @@ class Tracer:
         fn = self.ev(call.func) if isinstance(call, ast.Call) else None
         if getattr(fn, "__tilesim_prim__", None) == "ws":
             return prims.W.with_ws(self, node, call)
+        if getattr(fn, "__tilesim_unsupported__", None):  # e.g. T.ClusterKernel: the reason, at the with
+            raise self.error(KernelSyntaxError, f"T.{fn.__tilesim_prim__} is not supported by tilesim", call,
+                             hint=fn.__tilesim_unsupported__)
         if getattr(fn, "__tilesim_prim__", None) != "Kernel":
             raise self.error(KernelSyntaxError, "only `with T.Kernel(...) as ...:` is allowed", node,
                              hint="a with-statement in a kernel opens a launch: with T.Kernel(gx, gy, threads=128) as (bx, by)")

@@ -178,9 +178,10 @@ class Load(Expr):
 # Buffers and regions
 # ----------------------------------------------------------------------------------------------
 
-SCOPES = ("global", "shared", "fragment", "local", "var")
+#: ``"tmem"`` is Blackwell's tensor memory (``T.alloc_tmem``): on-chip accumulator tiles of the block.
+SCOPES = ("global", "shared", "fragment", "local", "var", "tmem")
 #: How on-chip a scope is; a tile copy iterates over the operand with the higher rank.
-SCOPE_RANK = {"global": 0, "shared": 1, "shared.dyn": 1, "fragment": 2, "local": 2, "var": 2}
+SCOPE_RANK = {"global": 0, "shared": 1, "shared.dyn": 1, "fragment": 2, "local": 2, "var": 2, "tmem": 2}
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,7 +341,7 @@ class SyncThreads(Stmt):
 
 
 #: Operations of :class:`MBarrier`.
-MBARRIER_OPS = ("init", "arrive", "cp_async_arrive", "wait")
+MBARRIER_OPS = ("init", "arrive", "cp_async_arrive", "commit", "wait")
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,7 +351,9 @@ class MBarrier(Stmt):
     ``op`` is ``"init"`` (``T.alloc_barrier``: declares ``buffer`` and gives each barrier its arrival count
     ``counts[i]``; phase 0 in progress), ``"arrive"`` (``T.barrier_arrive``/``T.mbarrier_arrive``) or
     ``"cp_async_arrive"`` (``T.cp_async_barrier_noinc``): every executing thread arrives once at barrier
-    ``index``; ``"wait"`` (``T.barrier_wait``/``T.mbarrier_wait_parity``): the threads wait until the phase
+    ``index``; ``"commit"`` (``T.tcgen05_mma_arrive``, a ``T.tcgen05_gemm``'s ``mbar``): **one** arrival per
+    executing block, when the gemms issued before it complete (at once); ``"wait"``
+    (``T.barrier_wait``/``T.mbarrier_wait_parity``): the threads wait until the phase
     of parity ``parity`` of barrier ``index`` has completed. ``threads`` is how many threads execute the
     statement at tile level (the block's, or those of the enclosing ``T.ws`` warp groups); ``docs/language.md``
     ("Warp-specialised code") gives the semantics.

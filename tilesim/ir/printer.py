@@ -203,7 +203,8 @@ def _sync_threads(p, s, d):
     p.w(d, f"T.sync_threads({args})")
 
 
-_MBAR_FN = {"arrive": "T.barrier_arrive", "cp_async_arrive": "T.cp_async_barrier_noinc", "wait": "T.barrier_wait"}
+_MBAR_FN = {"arrive": "T.barrier_arrive", "cp_async_arrive": "T.cp_async_barrier_noinc",
+            "commit": "T.tcgen05_mma_arrive", "wait": "T.barrier_wait"}
 
 
 @STMTS.register(N.MBarrier)

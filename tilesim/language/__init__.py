@@ -37,6 +37,7 @@ from .annotate import (
     use_swizzle,
 )
 from .atomic import atomic_add, atomic_max, atomic_min  # noqa: F401
+from .blackwell import alloc_tmem, mma_gemm_blockscaled, tcgen05_gemm, tcgen05_mma_arrive  # noqa: F401
 from .copy import async_copy, copy, tma_copy  # noqa: F401
 from .gemm import GemmWarpPolicy, gemm, gemm_v2, wgmma_gemm  # noqa: F401
 from .kernel import Kernel, macro  # noqa: F401

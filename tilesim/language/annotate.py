@@ -67,6 +67,11 @@ def print(*args, msg=""):  # noqa: A001
     """Accepted; tilesim's interpreter ignores device prints."""
 
 
+_PLAIN = "write one block per tile with T.Kernel (T.copy + T.gemm / T.tcgen05_gemm into T.alloc_tmem)"
+_CLUSTER = ("thread-block clusters (blocks sharing barriers and shared memory, 2-CTA gemms) are not modelled by "
+            "tilesim: each block is independent; " + _PLAIN)
+_SF_TMEM = ("block-scale factors packed into tensor memory by tcgen05.cp (UE8M0 words in the hardware's warp-"
+            "transposed layout) are not modelled; T.mma_gemm_blockscaled takes the scales from shared memory")
 #: Primitives that need per-thread (SIMT) execution or Hopper async machinery tilesim does not model.
 UNSUPPORTED = {
     "shfl_xor": "warp shuffles are not modelled; exchange values through shared memory and T.sync_threads",
@@ -79,6 +84,15 @@ UNSUPPORTED = {
                      "primitives (e.g. the program's path without fast decoding)",
     "access_ptr": "raw buffer pointers only feed external device functions (T.call_extern), which cannot run "
                   "in tilesim's interpreter: index the buffer instead",
-    "tcgen05_gemm": "use T.gemm (Blackwell tcgen05 is a lowering detail)",
+    "ClusterKernel": _CLUSTER,
+    "alloc_cluster_barrier": _CLUSTER,
+    "block_rank_in_cluster": _CLUSTER,
+    "clc_try_cancel_multicast": "cluster launch control (a block cancelling a not-yet-launched cluster to take its "
+                                "tile) needs clusters, which tilesim does not model; " + _PLAIN,
+    "clc_is_canceled": "cluster launch control needs clusters, which tilesim does not model; " + _PLAIN,
+    "clc_get_first_ctaid_x": "cluster launch control needs clusters, which tilesim does not model; " + _PLAIN,
+    "tcgen05_gemm_blockscaled": _SF_TMEM,
+    "tcgen05_cp_warpx4": _SF_TMEM,
+    "tcgen05_sf_warp_transpose": _SF_TMEM,
     "Persistent": "persistent tile scheduling is not implemented yet",
 }

@@ -34,8 +34,8 @@ from ...errors import InternalError, KernelTypeError
 from ...ir import nodes as N
 from ...ir.queries import referenced_vars
 from ...ir.traverse import walk_stmts
+from . import blackwell, simt, ws
 from . import rules as Rl
-from . import simt, ws
 from .barriers import BarrierPlanner
 from .caps import STATIC_SMEM_LIMIT
 from .codestr import _prod, _san
@@ -65,6 +65,7 @@ class KernelGen(CopyLowering, GemmLowering, ReduceLowering, BarrierPlanner, Memo
     # ----------------------------------------------------------------------------------- driver
     def generate(self, pad: bool = True) -> KernelSource:
         L = self.launch
+        blackwell.refuse(self)
         self.local_arrays: list = []
         self._declare_onchip()
         self.pad = pad

@@ -17,6 +17,7 @@ from ...ir.traverse import walk_stmts
 from .rules import EVENT_RULES, STMT_RULES
 
 _NAMES = {"init": "T.alloc_barrier", "arrive": "T.barrier_arrive", "cp_async_arrive": "T.cp_async_barrier_noinc",
+          "commit": "T.tcgen05_mma_arrive",
           "wait": "T.barrier_wait"}
 
 

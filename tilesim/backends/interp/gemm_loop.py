@@ -11,9 +11,12 @@ the launch body whose body is exactly
 
     T.copy(A[...], A_s)        # whole on-chip buffer, from a global tensor
     T.copy(B[...], B_s)        # (in either order)
-    T.gemm(A_s, B_s, C)        # C a register fragment of its compute dtype, clear_accum=False
+    T.gemm(A_s, B_s, C)        # C a register fragment (or tensor memory) of its compute dtype, clear_accum=False
 
-where ``A_s`` and ``B_s`` are named nowhere else in the launch (their contents are never observed),
+optionally with ``if k == <loop start>: T.fill(C, 0)`` just before the gemm (``clear_accum=k == 0``: C is
+set to the product instead of accumulating) and mbarrier commits/waits after it (``T.tcgen05_gemm(...,
+mbar=b)`` + ``T.mbarrier_wait_parity(b, k % 2)``: they touch no data, so they are replayed step by step,
+in order, after the product — the same phases, the same located errors), where ``A_s`` and ``B_s`` are named nowhere else in the launch (their contents are never observed),
 each copy moves a 2-D tile of the same non-unit shape it lands in, and the copies' start expressions
 and the loop bounds name only the loop variable, block variables (not the bounds) and values bound
 before the launch. A block's *group* — the blocks one product serves — depends on the grid and tile
@@ -48,6 +51,7 @@ from ...ir.traverse import walk_stmts
 from . import memory
 from .exprs import ev
 from .state import Ctx
+from .tables import STMT_RULES
 
 #: Largest group product (bytes of its accumulator) fused into one call.
 GROUP_BYTES = 4 * 2**20
@@ -66,6 +70,8 @@ class GemmLoopPlan:
     tile_a: tuple  # op(A) tile (bm, bk)
     tile_b: tuple  # op(B) tile (bk, bn)
     block_vars: tuple  # uids of the launch's block variables (bx, by, bz order)
+    clear: bool = False  # the body clears C at the first step (``if k == start: T.fill(C, 0)``)
+    barriers: tuple = ()  # the mbarrier commits/waits after the gemm, replayed per step
 
 
 # ------------------------------------------------------------------------------------------- planning
@@ -84,21 +90,32 @@ def _refs_beside_alloc(body, uid) -> int:
     return buffer_refs(body, uid) - allocs
 
 
+def _first_step_clear(st, loop: N.For, g: N.Gemm) -> bool:
+    """``st`` is ``if k == <loop start>: T.fill(C, 0)`` for the gemm's whole accumulator C."""
+    return (isinstance(st, N.If) and not st.orelse and len(st.then) == 1 and isinstance(st.then[0], N.Fill)
+            and isinstance(st.cond, N.Compare) and st.cond.op == "eq" and st.cond.a == loop.var
+            and st.cond.b == loop.start and st.then[0].dst.buffer.uid == g.c.buffer.uid and _whole(st.then[0].dst)
+            and isinstance(st.then[0].value, N.Const) and st.then[0].value.value == 0)
+
+
 def _match(loop: N.For, launch: N.Launch, outer: set):
-    body = loop.body
-    if len(body) != 3:
-        return None
+    body = list(loop.body)
     gemms = [st for st in body if isinstance(st, N.Gemm)]
     copies = [st for st in body if isinstance(st, N.Copy)]
     if len(gemms) != 1 or len(copies) != 2:
         return None
     g = gemms[0]
+    gi = body.index(g)
+    barriers = tuple(st for st in body[gi + 1:] if isinstance(st, N.MBarrier) and st.op in ("commit", "wait"))
+    clear = gi == 3 and _first_step_clear(body[2], loop, g)
+    if gi != 2 + clear or len(body) != gi + 1 + len(barriers):
+        return None
     by_dst = {c.dst.buffer.uid: c for c in copies}
     ca, cb = by_dst.get(g.a.buffer.uid), by_dst.get(g.b.buffer.uid)
-    if ca is None or cb is None or ca is cb or body.index(g) != 2:
+    if ca is None or cb is None or ca is cb or {body.index(ca), body.index(cb)} != {0, 1}:
         return None
     c = g.c.buffer
-    if (g.clear_accum or c.scope not in ("fragment", "local") or c.alias_of is not None or not _whole(g.c)
+    if (g.clear_accum or c.scope not in ("fragment", "local", "tmem") or c.alias_of is not None or not _whole(g.c)
             or not dt.is_float(c.dtype) or np.dtype(dt.np_dtype(c.dtype)) != dt.compute_dtype(c.dtype)):
         return None
     for cp, reg in ((ca, g.a), (cb, g.b)):
@@ -117,7 +134,7 @@ def _match(loop: N.For, launch: N.Launch, outer: set):
     tb = tb[::-1] if g.trans_b else tb
     if ta[1] != tb[0] or _static_tile(g.c) != (ta[0], tb[1]):
         return None
-    return ca, cb, g, used_a, used_b, ta, tb
+    return ca, cb, g, used_a, used_b, ta, tb, clear, barriers
 
 
 _LOCAL = threading.local()
@@ -161,7 +178,7 @@ def _plan(launch: N.Launch, grid: tuple, outer: set) -> dict:
         m = _match(st, launch, outer)
         if m is None:
             continue
-        ca, cb, g, used_a, used_b, ta, tb = m
+        ca, cb, g, used_a, used_b, ta, tb, clear, barriers = m
         a_has_bx = len(bv) > 0 and bv[0] in used_a
         b_has_by = len(bv) > 1 and bv[1] in used_b
         if a_has_bx:
@@ -173,7 +190,7 @@ def _plan(launch: N.Launch, grid: tuple, outer: set) -> dict:
             group = "row"
         else:
             continue
-        plans[id(st)] = GemmLoopPlan(st, ca, cb, g, group, (gx, gy, gz), ta, tb, tuple(bv))
+        plans[id(st)] = GemmLoopPlan(st, ca, cb, g, group, (gx, gy, gz), ta, tb, tuple(bv), clear, barriers)
     return plans
 
 
@@ -302,10 +319,18 @@ def run(plan: GemmLoopPlan, ctx: Ctx) -> bool:
         whole = len(members) == na * gx and int(members[-1]) == lo + na * gx - 1  # the whole group, in order
         if whole and cst.flags.c_contiguous:  # (a reshape of a contiguous slice is a view)
             view = cst[lo:lo + na * gx].reshape(na, gx, bm, bn)
-            np.add(view, tiles, out=view)
+            if plan.clear:
+                view[...] = tiles
+            else:
+                np.add(view, tiles, out=view)
         else:
             ra = by[members] if plan.group == "grid" else np.zeros(len(members), dtype=np.int64)
             part = tiles[ra, bx[members]]
-            cst[members] = (cst[members].reshape(part.shape) + part).reshape(cst[members].shape)
+            base = 0 if plan.clear else cst[members].reshape(part.shape)
+            cst[members] = (base + part).reshape(cst[members].shape)
+    for k in ks if plan.barriers else ():  # the steps' barrier operations, in order (data-independent)
+        ctx.env[loop.var.uid] = k
+        for st in plan.barriers:
+            STMT_RULES(st)(st, ctx)
     ctx.env[loop.var.uid] = ks[-1]
     return True

@@ -12,6 +12,8 @@ Contract
   per active block (the enclosing ``T.ws`` groups' threads, or the block's), in a per-thread launch each
   active thread. A phase completes when its barrier's count is reached; further arrivals count towards
   the next phase.
+* ``commit`` (``T.tcgen05_mma_arrive``, a ``T.tcgen05_gemm``'s ``mbar``): one arrival per active block,
+  whatever the number of executing threads (the gemms complete at once).
 * ``wait(parity)``: returns when the current phase's parity differs from ``parity`` (the phase of that
   parity has completed; PTX ``mbarrier.try_wait.parity``): so before any completion, parity 1 returns at
   once and parity 0 waits. A wait that would not return at that point in program order is a
@@ -83,6 +85,10 @@ def _mbarrier(s: N.MBarrier, ctx: Ctx):
     if ctx.mask is False:
         return
     st, rows, idx, parity = _executors(s, ctx)
+    if s.op == "commit":  # one arrival per executing block (the MMA unit's completion)
+        rows, first = np.unique(rows, return_index=True)
+        st.arrive(rows, idx[first], 1)
+        return
     if s.op != "wait":
         st.arrive(rows, idx, 1 if _per_thread(ctx) else s.threads)
         return
