@@ -105,10 +105,22 @@ class _Gen:
 
     def rnd(self, src: str, dtype: str) -> str:
         """float32 ``src`` rounded to narrow ``dtype`` (float32 result)."""
+        if dtype == "bfloat16":
+            return f"rnd_bf16({src})"
         k = self.need_narrow(dtype)
         return f"T_{k}[{self.enc(src, dtype)}]"
 
+    def dec(self, bits: str, dtype: str) -> str:
+        """The float32 value of narrow bit pattern ``bits``."""
+        if dtype == "bfloat16":
+            return f"dec_bf16({bits})"
+        return f"T_{self.need_narrow(dtype)}[{bits}]"
+
     def enc(self, src: str, dtype: str) -> str:
+        if dtype == "float16":
+            return f"enc_f16({src})"
+        if dtype == "bfloat16":
+            return f"enc_bf16({src})"
         k = self.need_narrow(dtype)
         _, nan_pos, nan_neg, sat, inf_bits, sign = narrow.encode_args(dtype)
         return f"enc(np.float32({src}), P_{k}, {nan_pos}, {nan_neg}, {sat}, {inf_bits}, {sign})"
@@ -152,8 +164,7 @@ class _Gen:
         if b.dtype in dt.NARROW_FLOATS:
             bits = narrow.encode_args(b.dtype)
             fb = _encode_const(fill, b.dtype, bits)
-            k = self.need_narrow(b.dtype)
-            return f"T_{k}[ld{len(idx)}({self.buf(b)}, {fb}, {', '.join(idx)})]"
+            return self.dec(f"ld{len(idx)}({self.buf(b)}, {fb}, {', '.join(idx)})", b.dtype)
         return self._from_storage(f"ld{len(idx)}({self.buf(b)}, {fill!r}, {', '.join(idx)})", b)
 
     def _from_storage(self, src: str, b: N.Buffer) -> str:

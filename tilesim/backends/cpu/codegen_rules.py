@@ -141,7 +141,7 @@ def _reinterpret(g: _Gen, e: N.Reinterpret) -> str:
     else:
         b = f"(np.int64({v}) & {mask})" if width < 64 else f"np.int64({v})"
     if d in dt.NARROW_FLOATS:
-        return f"T_{g.need_narrow(d)}[{b}]"
+        return g.dec(b, d)
     if d == "float32":
         return f"bits_f32({b})"
     if d == "float64":

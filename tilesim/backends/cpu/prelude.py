@@ -13,7 +13,9 @@ machine compiles them once:
   integer division and remainder; ``fdiv``/``fmod`` Python's floor division and modulo of integers; all four
   raise ``ZeroDivisionError`` on a zero divisor (the runtime turns it into a located ``KernelRuntimeError``).
   ``f2i(x, lo, hi)`` is the GPU float→int conversion (truncate, saturate, NaN → 0).
-* ``enc`` — :func:`tilesim.backends.cpu.narrow.encode_bits` compiled: float32 → narrow bit pattern.
+* ``enc`` — :func:`tilesim.backends.cpu.narrow.encode_bits` compiled: float32 → narrow bit pattern (any
+  narrow type, by binary search); ``enc_f16``/``enc_bf16`` the same for fp16/bf16 by bit arithmetic (exact
+  round-to-nearest-even, tested against ``enc``), ``rnd_bf16`` the rounding of a float32 to bf16.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ import math  # noqa: F401 - used by generated code
 
 import numba
 import numpy as np  # noqa: F401 - used by generated code
+from llvmlite import ir as llvm_ir
+from numba.core import types
+from numba.extending import intrinsic
 
 from .narrow import encode_bits
 
@@ -184,3 +189,63 @@ def bits_f64(b):
     a = np.empty(1, np.int64)
     a[0] = np.int64(b)
     return a.view(np.float64)[0]
+
+
+@intrinsic
+def _bits32(typingctx, x):
+    """The bits of a float32 as a uint32 (an LLVM bitcast: no memory)."""
+    if x != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], llvm_ir.IntType(32))
+    return types.uint32(types.float32), codegen
+
+
+@intrinsic
+def _float32(typingctx, u):
+    """The float32 whose bits are the uint32 ``u``."""
+    if u != types.uint32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], llvm_ir.FloatType())
+    return types.float32(types.uint32), codegen
+
+
+@_jit
+def enc_bf16(x):
+    """float32 -> bf16 bits, to nearest even; a NaN keeps its sign and top payload bits (quiet bit set when
+    they are all zero), as ``tilesim.dtypes.convert``."""
+    u = np.int64(_bits32(np.float32(x)))
+    if (u & 0x7FFFFFFF) > 0x7F800000:
+        hi = u >> 16
+        return hi | 0x40 if (hi & 0x7F) == 0 else hi
+    return (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+
+
+@_jit
+def rnd_bf16(x):
+    return _float32(np.uint32(enc_bf16(x) << 16))
+
+
+@_jit
+def dec_bf16(b):
+    return _float32(np.uint32(np.int64(b) << 16))
+
+
+@_jit
+def enc_f16(x):
+    """float32 -> fp16 bits, to nearest even, overflow to infinity, subnormals exact (NaN -> 0x7e00 with the
+    sign), as NumPy's ``astype(float16)``."""
+    u = np.int64(_bits32(np.float32(x)))
+    sign = (u >> 16) & 0x8000
+    f = u & 0x7FFFFFFF
+    if f >= 0x47800000:  # >= 65536: infinity, or NaN
+        o = 0x7E00 if f > 0x7F800000 else 0x7C00
+    elif f < 0x38800000:  # below fp16's smallest normal: the float add by 0.5 rounds the 10 bits in place
+        fl = _float32(np.uint32(f)) + np.float32(0.5)
+        o = np.int64(_bits32(fl)) - 0x3F000000
+    else:  # rebias the exponent, round the 13 dropped bits to nearest even (a carry may reach infinity)
+        o = (f + ((15 - 127) << 23) + 0xFFF + ((f >> 13) & 1)) >> 13
+    return o | sign
