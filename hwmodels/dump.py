@@ -17,6 +17,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import fields
 from pathlib import Path
 
+from tilesim.atomic_io import write_text
+
 from .model import toml_key
 from .schema import ModelData
 from .units import unit_of
@@ -102,7 +104,7 @@ def dumps(model: ModelData) -> str:
 
 def dump(model: ModelData, path: str | Path) -> None:
     """Write ``model`` to ``path`` as TOML."""
-    Path(path).write_text(dumps(model), encoding="utf-8")
+    write_text(path, dumps(model))  # atomic: a failed write leaves no half-written model
 
 
 def iter_fields(obj: object, key: str = "", sources: Mapping[str, str] | None = None

@@ -41,11 +41,14 @@ _SOURCE_HELP = ('a URL, or "derived: <formula>", "measured: <what, where, when>"
 
 
 def read_toml(path: Path) -> dict:
-    """Parse ``path`` as TOML; syntax errors become ``HardwareModelError`` with the line."""
+    """Parse ``path`` as TOML; unreadable, non-UTF-8 and malformed files become ``HardwareModelError``."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise HardwareModelError(str(path), "<file>", f"cannot read the file ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise HardwareModelError(str(path), "<file>", f"not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
+                                 f"offset {exc.start}); hardware files are UTF-8 TOML") from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -297,6 +300,9 @@ class _Reader:
     def derive(self) -> None:
         """Evaluate every ``derived:`` number, check stated values, then check every value."""
         self.values = {k: leaf.value for k, leaf in self.leaves.items()}
+        for key, leaf in self.leaves.items():  # stated numbers first: a bad input is named, not a formula using it
+            if leaf.kind != "derived":
+                self.values[key] = self.check_value(key, self.values[key], leaf)
         done: set[str] = set()
         for key in self.leaves:
             self._resolve(key, [], done)

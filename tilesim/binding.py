@@ -22,7 +22,9 @@ Calls (:func:`normalise_out_idx`, :func:`split_call`)
   * Wrong count, unknown name, a name given twice, or an output passed → ``KernelRuntimeError``.
 Scalars (:func:`scalar_arg`)
   * Converted to the parameter's compute type (float → ``compute_dtype``, bool → ``bool``, else
-    ``int``). A tensor passed for a scalar → ``KernelRuntimeError``.
+    ``int``). A real number (Python, NumPy or a 0-d array/tensor) is required: ``None``, a string, a
+    complex number or a tensor → ``KernelRuntimeError``; an integer parameter also refuses a float
+    with a fraction and a value outside its dtype's range.
 Dtypes (:func:`check_dtype`, :func:`dtype_error`)
   * A host array's dtype must be exactly ``dtypes.np_dtype(p.dtype)``: nothing is converted
     implicitly. (The CUDA runtime also accepts a device array of the parameter's storage type for the
@@ -39,12 +41,17 @@ Conversion (:func:`to_host`, :func:`numpy_to_torch`, :func:`empty_like`)
   * NumPy arrays are used as they are; torch CPU tensors share memory (``bfloat16``/fp8 through a
     raw integer view; torch's packed ``float4_e2m1fn_x2`` ``(..., n)`` is unpacked to ``float4_e2m1fn``
     ``(..., 2 n)``, a copy, and fp4 outputs are packed back: TileLang's fp4 convention; an ``int8``/``uint8``
-    tensor ``(..., n)`` bound to a ``float4_e2m1fn`` parameter is read the same way); torch CUDA or
-    non-contiguous tensors and CuPy arrays are copied to the host and
-    copied back after the run (:meth:`HostArray.finish`); ``__array__`` objects go through
-    ``np.asarray``, DLPack producers through ``np.from_dlpack``; anything else → ``KernelRuntimeError``.
-  * A non-contiguous or read-only array is copied before the run (a NumPy array is then not written
-    back: pass contiguous arrays for in-place results).
+    tensor ``(..., n)`` bound to a ``float4_e2m1fn`` parameter is read the same way and written back
+    packed); torch CUDA or non-contiguous tensors, CuPy arrays and numba device arrays are
+    copied to the host; ``__array__`` objects go through ``np.asarray``, DLPack producers through
+    ``np.from_dlpack``; anything else (a list, a number, ``None``) → ``KernelRuntimeError`` naming the
+    argument.
+  * No result is ever dropped. A tensor the kernel writes (:func:`written_globals`: a store, a tile
+    copy, fill, reduction or atomic into it, through any view) that had to be copied — a strided or
+    transposed NumPy view, a non-contiguous or device torch tensor, a CuPy or numba array — is copied
+    back into the caller's tensor after the run (:meth:`HostArray.finish`). A written argument that
+    cannot be written — a read-only array, or an ``__array__``/DLPack object NumPy had to copy — is
+    refused before the run with a ``KernelRuntimeError`` naming it. Read-only inputs are fine.
   * Outputs are returned in the caller's framework: on the host path NumPy arrays, or torch CPU
     tensors when any argument is a torch tensor; on the device path the CUDA runtime allocates them
     with :func:`empty_like` in the device arguments' framework (torch on their device, CuPy).
@@ -69,9 +76,11 @@ from .backends.interp.options import InterpOptions
 from .backends.interp.state import Ctx
 from .errors import InternalError, KernelRuntimeError, KernelTypeError
 from .ir import nodes as N
+from .ir.traverse import regions, walk_stmts
 from .optional import loaded, require
 
 __all__ = ["TORCH_RAW", "HostArray", "HostBinding", "bind_dims", "bind_host", "check_derived", "check_dtype", "is_tensor_like",
+           "written_globals",
            "check_shape", "conflict_error", "dtype_error", "dtype_name", "empty_like", "eval_dim", "fmt_shape",
            "framework", "host_value", "is_device", "normalise_out_idx", "numpy_to_torch", "output_shape",
            "rank_error", "scalar_arg", "shape_of", "split_call", "to_host"]
@@ -121,12 +130,20 @@ def shape_of(v) -> tuple:
 
 
 class HostArray:
-    """A caller's tensor as a NumPy array (``array``), and how to give results back (``finish``)."""
+    """A caller's tensor as a NumPy array (``array``), and how to give results back (``finish``).
+
+    ``copy_back``: ``array`` is a private copy (written back by :meth:`finish` when ``written``);
+    ``in_place``: writes to ``array`` reach the caller's object (False for ``__array__``/DLPack
+    objects NumPy may have copied); ``written``: the kernel may write it (True unless the binding
+    knows better)."""
 
     def __init__(self, obj):
         self.obj = obj
         self.kind = framework(obj)
         self.copy_back = False
+        self.in_place = True
+        self.written = True  # bind_host clears it for tensors the kernel only reads
+        self.packed_fp4 = False  # ``array`` unpacks the caller's packed fp4 bytes
         self.array = self._to_numpy(obj)
 
     def _to_numpy(self, obj):
@@ -148,18 +165,28 @@ class HostArray:
         if self.kind == "cupy":
             self.copy_back = True
             return obj.get()
-        if hasattr(obj, "__array__"):
-            return np.asarray(obj)
-        if hasattr(obj, "__dlpack__"):
-            return np.from_dlpack(obj)
+        if self.kind == "numba":
+            self.copy_back = True
+            return obj.copy_to_host()
+        if hasattr(obj, "__array__") or hasattr(obj, "__dlpack__"):
+            self.in_place = hasattr(obj, "__array_interface__")
+            try:
+                return np.asarray(obj) if hasattr(obj, "__array__") else np.from_dlpack(obj)
+            except Exception as e:  # noqa: BLE001 - a foreign object's conversion: report it as the argument's
+                raise KernelRuntimeError(f"cannot convert a {type(obj).__name__} to an array: {e}") from None
         raise KernelRuntimeError(f"cannot use a {type(obj).__name__} as a tensor",
                                  hint="pass NumPy arrays, torch tensors or objects with __array__/__dlpack__")
 
     def finish(self):
-        """Copy ``array`` back into the caller's tensor where it was a copy (torch CUDA, CuPy)."""
-        if not self.copy_back:
+        """Copy ``array`` back into the caller's tensor where it was a copy and the kernel wrote it."""
+        if not (self.copy_back and self.written):
             return
-        if self.kind == "torch":
+        if self.kind == "numpy":
+            if self.packed_fp4:  # TileLang's packed fp4 storage in an int8/uint8 array
+                np.copyto(self.obj, pack_fp4(self.array).view(self.obj.dtype))
+            else:
+                np.copyto(self.obj, self.array)
+        elif self.kind == "torch":
             res = numpy_to_torch(self.array)
             if self.array.dtype == dt.np_dtype("float4_e2m1fn"):  # torch copies packed fp4 as raw bytes
                 self.obj.view(res.view(loaded("torch").uint8).dtype).copy_(res.view(loaded("torch").uint8))
@@ -167,6 +194,8 @@ class HostArray:
             self.obj.copy_(res.to(self.obj.device))
         elif self.kind == "cupy":
             self.obj.set(self.array)
+        elif self.kind == "numba":
+            self.obj.copy_to_device(self.array)
 
 
 def to_host(obj) -> HostArray:
@@ -221,9 +250,15 @@ def normalise_out_idx(out_idx, nparams: int) -> tuple:
     """``out_idx`` (None, an index or a list; negative from the end) as a tuple of distinct indices."""
     if out_idx is None:
         return ()
-    idx = [out_idx] if isinstance(out_idx, int) else list(out_idx)
+    def is_index(i):
+        return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
+
+    idx = [out_idx] if is_index(out_idx) else out_idx
+    if not isinstance(idx, (list, tuple, range)) or not all(is_index(i) for i in idx):
+        raise KernelTypeError(f"out_idx must be an int or a list of ints, got {out_idx!r:.60}",
+                              hint="e.g. out_idx=[-1] for the last parameter")
     out = []
-    for i in idx:
+    for i in map(int, idx):
         if not -nparams <= i < nparams:
             raise KernelTypeError(f"out_idx {i} is out of range for {nparams} parameters")
         out.append(i % nparams)
@@ -259,12 +294,33 @@ def split_call(pf: N.PrimFunc, out_idx: tuple, args: tuple, kwargs: dict | None 
 
 
 def scalar_arg(pf: N.PrimFunc, p: N.Var, v):
-    """The value of scalar parameter ``p``, in its compute type."""
+    """The value of scalar parameter ``p``, in its compute type (see the module docstring's rules)."""
+    def bad(what, hint=None):
+        return KernelRuntimeError(f"argument '{p.name}' of {pf.name} is a scalar {p.dtype}, got {what}", p.loc,
+                                  hint=hint or f"pass a Python number for '{p.name}'")
+
     if isinstance(v, np.ndarray) and v.ndim > 0 or hasattr(v, "shape") and getattr(v, "ndim", 0) > 0:
-        raise KernelRuntimeError(f"argument '{p.name}' of {pf.name} is a scalar {p.dtype}, got a tensor", p.loc)
+        raise bad("a tensor")
+    if hasattr(v, "item") and not isinstance(v, (np.generic, np.ndarray)):
+        v = v.item()  # a 0-d torch tensor / CuPy array
+    if isinstance(v, np.ndarray):
+        v = v.item()
+    if isinstance(v, (bool, np.bool_)):
+        v = bool(v)
+    elif not isinstance(v, (int, float, np.integer, np.floating)):
+        raise bad("None" if v is None else f"a {type(v).__name__} ({v!r:.40})")
     if dt.is_float(p.dtype):
         return dt.compute_dtype(p.dtype).type(v)
-    return bool(v) if p.dtype == "bool" else int(v)
+    if p.dtype == "bool":
+        return bool(v)
+    if isinstance(v, (float, np.floating)) and not float(v).is_integer():
+        raise bad(f"{v!r}, which is not an integer", hint=f"pass an int, e.g. int({v!r})")
+    iv = int(v)
+    if dt.is_int(p.dtype):
+        info = np.iinfo(dt.np_dtype(p.dtype))
+        if not info.min <= iv <= info.max:
+            raise bad(f"{iv}, outside the range of {p.dtype} [{info.min}, {info.max}]")
+    return iv
 
 
 # ------------------------------------------------------------------------------------------ dtypes
@@ -363,6 +419,27 @@ def eval_dim(e, scalars: dict) -> int:
 
 
 # ------------------------------------------------------------------------------------------ host binding
+_WRITTEN: dict = {}
+
+
+def written_globals(pf: N.PrimFunc) -> frozenset:
+    """uids of the global buffers (alias roots) that some statement of ``pf`` writes."""
+    hit = _WRITTEN.get(id(pf))
+    if hit is not None and hit[0] is pf:
+        return hit[1]
+    out = set()
+    for s in walk_stmts(pf.body):
+        for w in regions(s)[1]:
+            buf = getattr(w, "buffer", w)
+            root = buf.alias_of or buf
+            if root.scope == "global":
+                out.add(root.uid)
+    if len(_WRITTEN) > 4096:
+        _WRITTEN.clear()
+    _WRITTEN[id(pf)] = (pf, frozenset(out))
+    return _WRITTEN[id(pf)][1]
+
+
 @dataclass
 class HostBinding:
     """A call bound on the host (see the module docstring's invariants)."""
@@ -390,21 +467,32 @@ def bind_host(pf: N.PrimFunc, out_idx: tuple, values: list, allocate) -> HostBin
     """Bind ``values`` (from :func:`split_call`) as NumPy arrays; outputs from ``allocate(shape, dtype)``."""
     b = HostBinding(pf, tuple(out_idx))
     dims: dict = {}
+    written = written_globals(pf)
     inputs = [(p, v) for i, (p, v) in enumerate(zip(pf.params, values)) if i not in b.out_idx]
     for p, v in inputs:
         if isinstance(p, N.Var):
             b.scalars[p.uid] = scalar_arg(pf, p, v)
             continue
-        c = to_host(v)
+        try:
+            c = to_host(v)
+        except KernelRuntimeError as e:
+            raise KernelRuntimeError(f"argument '{p.name}' of {pf.name} is a {p.dtype} tensor "
+                                     f"{fmt_shape(p.shape)}: {e.message}", p.loc, hint=e.hint) from None
         arr = c.array
         if p.dtype == "float4_e2m1fn" and arr.dtype in (np.int8, np.uint8):  # TileLang's packed fp4 storage
             arr = c.array = unpack_fp4(np.ascontiguousarray(arr).view(np.uint8))
-            c.copy_back = c.kind != "numpy"
+            c.copy_back = True
+            c.packed_fp4 = c.kind == "numpy"
         check_dtype(pf, p, arr.dtype)
         check_shape(pf, p, arr.shape, dims)
+        c.written = p.uid in written
+        if c.written and (not arr.flags.writeable and not c.copy_back or not c.in_place):
+            why = "is read-only" if c.in_place else f"is a {type(v).__name__} that NumPy cannot write in place"
+            raise KernelRuntimeError(f"argument '{p.name}' of {pf.name} {why}, but the kernel writes it", p.loc,
+                                     hint="pass a writeable NumPy array or torch tensor (e.g. x.copy())")
         if not arr.flags.c_contiguous or not arr.flags.writeable:
             arr = np.ascontiguousarray(arr).copy()
-            c.copy_back = c.copy_back or c.kind != "numpy"
+            c.copy_back = True
             c.array = arr
         b.arrays[p.uid] = arr
         b.converted.append(c)

@@ -1,8 +1,10 @@
 """The ``tilesim`` command line.
 
-Subcommands: ``report`` (the main job), ``sim``, ``hw``, ``kernels``, ``run``, ``ir``, ``bench``,
-``attention-cost``. User errors print the ``KernelError`` text (with file:line and a hint) and exit 2;
-internal errors say they are bugs and exit 3.
+Subcommands: ``report`` (the main job), ``sim``, ``hw``, ``kernels``, ``run``, ``ir``, ``lint``,
+``check`` (the sanitizer, :mod:`tilesim.sanitize`; exit 1 on a finding), ``bench``, ``attention-cost``. Every failure is **one line** on stderr and a non-zero exit status, never a
+traceback: usage errors and user errors (a ``KernelError`` with its file:line and hint, a bad hardware
+file, a file that cannot be read or written, a factory that does not take the arguments) exit 2;
+internal errors say they are bugs and exit 3 (``TILESIM_TRACEBACK=1`` prints their traceback).
 
 Layer: app (see :mod:`tilesim.hw`): imports the kernel library and the hardware models at module level.
 One command is loaded on use: ``report`` (:data:`REPORT_MODULE`) pulls in ``matplotlib.pyplot``,
@@ -13,22 +15,26 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import traceback
 
 from hwmodels.cli import add_subcommands as add_hw_subcommands
 from kernels.memory_accounting import attention_cost
 from kernels.registry import all_specs
 from kernels.registry import get as get_spec
 
+from .analysis.profiles import get_profile
 from .bench import main as bench_main
+from .cli_args import ArgParser, non_negative_int, one_line, parse_kv, positive_int
 from .cli_args import load_factory as _load_factory
-from .cli_args import parse_kv
-from .errors import InternalError, TilesimError
+from .errors import InternalError, KernelTypeError, TilesimError
 from .ir.nodes import PrimFunc
 from .ir.printer import format_ir
 from .lint import lint
-from .runner import run_registered
-from .sim.cli import main_sim
+from .runner import check_shape_values, run_registered
+from .sanitize import check_kernel
+from .sim.cli import build_kernel, main_sim
 from .tune import tune_spec
 
 __all__ = ["main", "build_parser", "parse_kv"]
@@ -37,9 +43,17 @@ __all__ = ["main", "build_parser", "parse_kv"]
 REPORT_MODULE = "tilesim.report.main"
 
 
+def _build(target: str, args: list):
+    """The kernel or ``PrimFunc`` a ``FILE.py::factory`` target denotes with ``--args``."""
+    obj = _load_factory(target)
+    kernel = build_kernel(obj, parse_kv(args), target)
+    if not isinstance(kernel, PrimFunc) and not hasattr(kernel, "prim_func"):
+        raise SystemExit(f"tilesim: {target} gave a {type(kernel).__name__}, not a kernel or a @T.prim_func")
+    return kernel
+
+
 def _cmd_ir(args):
-    obj = _load_factory(args.target)
-    kernel = obj(**parse_kv(args.args)) if callable(obj) and not hasattr(obj, "get_kernel_source") else obj
+    kernel = _build(args.target, args.args)
     if isinstance(kernel, PrimFunc):
         print(format_ir(kernel), end="")
     else:
@@ -48,8 +62,7 @@ def _cmd_ir(args):
 
 
 def _cmd_lint(args):
-    obj = _load_factory(args.target)
-    kernel = obj(**parse_kv(args.args)) if callable(obj) and not hasattr(obj, "prim_func") else obj
+    kernel = _build(args.target, args.args)
     pf = kernel if isinstance(kernel, PrimFunc) else kernel.prim_func
     findings = lint(pf)
     for f in findings:
@@ -74,8 +87,10 @@ def _cmd_run(args):
 
 def _cmd_tune(args):
     spec = get_spec(args.name)
+    if args.profile is not None:
+        get_profile(args.profile)  # an unknown profile is one error now, not one per configuration
     shape = dict(spec.shapes[0]) if spec.shapes else {}
-    extra = parse_kv(args.shape)
+    extra = check_shape_values(spec, parse_kv(args.shape))
     if extra:
         shape = {"label": ", ".join(f"{k}={v}" for k, v in extra.items()), **{k: v for k, v in shape.items()
                                                                                 if k != "label"}, **extra}
@@ -88,6 +103,9 @@ def _cmd_bench(args):
 
 
 def _cmd_report(args):
+    os.makedirs(args.out, exist_ok=True)  # an unusable --out fails now, not after the whole run
+    if not os.access(args.out, os.W_OK):
+        raise PermissionError(13, "cannot write into this folder", args.out)
     return importlib.import_module(REPORT_MODULE).main(args)
 
 
@@ -96,8 +114,20 @@ def _cmd_sim(args):
 
 
 def _cmd_attention_cost(args):
-    print(attention_cost(args.model, args.context, batch=args.batch).summary())
+    try:
+        cost = attention_cost(args.model, args.context, batch=args.batch)
+    except ValueError as e:  # the model accounting's documented argument errors
+        raise KernelTypeError(f"attention-cost: {e}") from None
+    print(cost.summary())
     return 0
+
+
+def _cmd_check(args):
+    kernel = _build(args.target, args.args)
+    modes = ("batched", "serial") if args.mode == "both" else (args.mode,)
+    rep = check_kernel(kernel, shapes=parse_kv(args.shapes), seed=args.seed, modes=modes)
+    print(rep.summary())
+    return 0 if rep.ok else 1
 
 
 def _cmd_ops(args):
@@ -105,7 +135,7 @@ def _cmd_ops(args):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tilesim", description="TileLang-compatible tile language: interpret, "
+    p = ArgParser(prog="tilesim", description="TileLang-compatible tile language: interpret, "
                                 "run on a GPU, and simulate LLM kernels on A100/H100/H200/Ascend 910B/MLU370.")
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
 
@@ -115,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--profile", default=None, help="lowering profile (default: the device's own)")
     r.add_argument("--out", default="reports", help="output folder (default: reports/)")
     r.add_argument("--quick", action="store_true", help="one shape per kernel")
-    r.add_argument("--tune-budget", type=int, default=12,
+    r.add_argument("--tune-budget", type=non_negative_int, default=12,
                    help="configurations tried per kernel and device by the simulator-driven tuner (0: registry defaults)")
     r.set_defaults(fn=_cmd_report)
 
@@ -141,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("name")
     t.add_argument("--hw", default="h200_sxm_141gb")
     t.add_argument("--shape", nargs="*", default=[], help="KEY=VALUE (default: the kernel's first report shape)")
-    t.add_argument("--budget", type=int, default=24)
+    t.add_argument("--budget", type=positive_int, default=24)
     t.add_argument("--profile", default=None)
     t.set_defaults(fn=_cmd_tune)
 
@@ -156,6 +186,16 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--args", nargs="*", default=[])
     i.set_defaults(fn=_cmd_ir)
 
+    ck = sub.add_parser("check", help="run a kernel under the sanitizer (out-of-bounds explicit indices, races "
+                                      "between blocks, uninitialised memory): tilesim check FILE.py::factory "
+                                      "[--args k=v ...]; exit 1 when it finds something")
+    ck.add_argument("target")
+    ck.add_argument("--args", nargs="*", default=[])
+    ck.add_argument("--shapes", nargs="*", default=[], metavar="K=V", help="symbolic dimensions of the inputs")
+    ck.add_argument("--mode", default="batched", choices=["batched", "serial", "both"])
+    ck.add_argument("--seed", type=int, default=0)
+    ck.set_defaults(fn=_cmd_check)
+
     o = sub.add_parser("ops", help="where each consumer (frontend, verifier, printer, interpreter, CUDA lowering, "
                                    "cost analysis) implements an IR node class: tilesim ops Gemm")
     o.add_argument("node")
@@ -168,13 +208,43 @@ def build_parser() -> argparse.ArgumentParser:
 
     a = sub.add_parser("attention-cost", help="memory and FLOPs of dense vs DeepSeek sparse attention")
     a.add_argument("--model", default="deepseek-v3.2")
-    a.add_argument("--context", type=int, default=131072)
-    a.add_argument("--batch", type=int, default=1)
+    a.add_argument("--context", type=positive_int, default=131072)
+    a.add_argument("--batch", type=positive_int, default=1)
     a.set_defaults(fn=_cmd_attention_cost)
     return p
 
 
 def main(argv=None) -> int:
+    """Run the command ``argv``; the exit status (see the module docstring for how failures look)."""
+    try:
+        return _main(argv)
+    except SystemExit as e:  # argparse (already printed) or a one-line ``tilesim: ...`` message
+        if isinstance(e.code, int) or e.code is None:
+            return e.code or 0
+        text = " ".join(str(e.code).split("\n"))
+        print(text if ": error: " in text else "tilesim: error: " + text.split(": ", 1)[-1], file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("tilesim: interrupted", file=sys.stderr)
+        return 130
+    except InternalError as e:
+        print(f"tilesim: {one_line(e)}", file=sys.stderr)
+        return 3
+    except TilesimError as e:
+        print(f"tilesim: error: {one_line(e)}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a report, trace or output that cannot be written, a file that cannot be read
+        print(f"tilesim: error: {one_line(e)}", file=sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 - a bug: one line, the traceback on request
+        if os.environ.get("TILESIM_TRACEBACK"):
+            traceback.print_exc()
+        print(f"tilesim: internal error (a bug in tilesim; TILESIM_TRACEBACK=1 shows where): "
+              f"{type(e).__name__}: {one_line(e)}", file=sys.stderr)
+        return 3
+
+
+def _main(argv) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["sim"]:  # its own parser: argparse.REMAINDER would not pass "-h"/"--hw" first
@@ -184,14 +254,7 @@ def main(argv=None) -> int:
     if not getattr(args, "fn", None):
         parser.print_help()
         return 0
-    try:
-        return int(args.fn(args) or 0)
-    except InternalError as e:
-        print(f"tilesim: {e}", file=sys.stderr)
-        return 3
-    except TilesimError as e:
-        print(f"tilesim: error: {e}", file=sys.stderr)
-        return 2
+    return int(args.fn(args) or 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

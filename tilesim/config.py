@@ -9,6 +9,8 @@ from __future__ import annotations
 import enum
 import warnings
 
+from .errors import KernelTypeError
+
 
 class PassConfigKey(str, enum.Enum):
     """TileLang's pass-config keys (values are the raw strings TileLang accepts)."""
@@ -54,6 +56,9 @@ _warned: set[str] = set()
 
 def normalise_pass_configs(configs) -> dict[str, object]:
     """Map keys (enum members or raw strings) to raw strings; warn once about ignored keys."""
+    if configs is not None and not hasattr(configs, "items"):
+        raise KernelTypeError(f"pass_configs must be a dict of config keys to values, got {type(configs).__name__}",
+                              hint='e.g. pass_configs={"tl.disable_tma_lower": True}')
     out: dict[str, object] = {}
     for k, v in (configs or {}).items():
         key = k.value if isinstance(k, PassConfigKey) else str(k)

@@ -63,6 +63,8 @@ def canon(dtype) -> str:
     name = getattr(dtype, "tilesim_dtype", None)
     if name is not None:
         return name
+    if dtype is None:  # NumPy would read None as float64: a missing dtype is an error, not a default
+        raise KernelTypeError("dtype is None", hint="give a dtype, e.g. \"float16\" or T.float32")
     if isinstance(dtype, str):
         key = dtype.strip().lower()
         key = _ALIASES.get(key, key)

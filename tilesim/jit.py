@@ -71,8 +71,10 @@ class LazyJIT:
             if isinstance(pf, JITKernel):
                 k = pf
             elif not isinstance(pf, N.PrimFunc):
+                code = self.fn.__code__
                 raise KernelTypeError(f"the factory {self.fn.__name__} must return a @T.prim_func, got "
-                                      f"{type(pf).__name__}", hint="end the factory with `return main`")
+                                      f"{type(pf).__name__}", Loc(code.co_filename, code.co_firstlineno),
+                                      hint="end the factory with `return main`")
             else:
                 k = JITKernel(pf, out_idx=self.out_idx, target=self.target, pass_configs=self.pass_configs,
                               options=self.options)
@@ -138,7 +140,7 @@ class EagerJIT:
         consts: dict = {}
         for name, buf in specs.items():
             if name not in tensors:
-                raise KernelRuntimeError(f"{self.fn.__name__}: tensor argument '{name}' is missing")
+                raise KernelRuntimeError(f"{self.fn.__name__}: tensor argument '{name}' is missing", buf.loc)
             shape = B.shape_of(tensors[name])
             if len(shape) != buf.ndim:
                 raise B.rank_error(self.fn.__name__, name, buf.shape, shape, buf.loc)

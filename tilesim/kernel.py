@@ -45,14 +45,22 @@ class JITKernel:
     def __init__(self, prim_func: N.PrimFunc, out_idx=None, target="auto", pass_configs=None,
                  options: InterpOptions | None = None, outputs=None):
         self.prim_func = pf = prim_func
-        self.pass_configs = normalise_pass_configs(pass_configs)
+        try:
+            self.pass_configs = normalise_pass_configs(pass_configs)
+        except KernelTypeError as e:
+            raise e.with_loc(pf.loc) from None
         if outputs is not None:
             self.out_idx = tuple(pf.params.index(b) for b in outputs)
         else:
-            self.out_idx = B.normalise_out_idx(out_idx, len(pf.params))
+            try:
+                self.out_idx = B.normalise_out_idx(out_idx, len(pf.params))
+            except KernelTypeError as e:
+                raise e.with_loc(pf.loc) from None
         for i in self.out_idx:
             if not isinstance(pf.params[i], N.Buffer):
-                raise KernelTypeError(f"out_idx {i} names the scalar parameter '{pf.params[i].name}'")
+                raise KernelTypeError(f"out_idx {i} names the scalar parameter '{pf.params[i].name}'", pf.loc)
+        if options is not None and not isinstance(options, InterpOptions):
+            raise KernelTypeError(f"options must be a tilesim.InterpOptions, got {type(options).__name__}", pf.loc)
         warn_on_compile(pf, self.pass_configs)  # what real TileLang would refuse (TileLangCompatWarning)
         self._target = get_target(target)
         self.target = self._target.name

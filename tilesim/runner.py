@@ -1,4 +1,9 @@
-"""``tilesim run NAME``: run one registered kernel on the interpreter (or CUDA) and check it."""
+"""``tilesim run NAME``: run one registered kernel on the interpreter (or CUDA) and check it.
+
+``check_shape_values(spec, shape)`` is the check of ``--shape KEY=VALUE`` values shared with ``tilesim
+tune``: a parameter the kernel does not take, or a value of another kind than the kernel's own values
+for it (a size or tile that is not a positive integer, ``causal=3``, ``dtype=1``) → ``KernelTypeError``.
+"""
 
 from __future__ import annotations
 
@@ -36,13 +41,38 @@ class ProgressBar:
             self.out.write("\n")
 
 
+def check_shape_values(spec, shape: dict) -> dict:
+    """``shape`` if every value fits the registered kernel ``spec`` (see the module docstring)."""
+    seen: dict = {}
+    for sh in (spec.defaults, *spec.test_shapes, *spec.shapes):
+        for k, v in sh.items():
+            if k != "label":
+                seen.setdefault(k, []).append(v)
+    unknown = sorted(set(shape) - set(seen))
+    if unknown:
+        raise KernelTypeError(f"kernel {spec.name} has no parameter {', '.join(unknown)}",
+                              hint="parameters it takes: " + ", ".join(sorted(seen)))
+    for k, v in shape.items():
+        own = seen[k]
+        if all(isinstance(x, bool) for x in own):
+            ok, want = isinstance(v, bool), "true or false"
+        elif all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in own):
+            ok, want = isinstance(v, int) and not isinstance(v, bool) and v > 0, "a positive integer"
+        elif all(isinstance(x, int) and not isinstance(x, bool) for x in own):
+            ok, want = isinstance(v, int) and not isinstance(v, bool), "an integer"
+        elif all(isinstance(x, str) for x in own):
+            ok, want = isinstance(v, str), f"a name like {own[0]!r}"
+        else:
+            continue
+        if not ok:
+            raise KernelTypeError(f"kernel {spec.name}: {k} must be {want}, got {v!r}",
+                                  hint=f"its registered values: {', '.join(sorted({repr(x) for x in own}))}")
+    return shape
+
+
 def run_registered(name: str, shape: dict, target: str = "interp", seed: int = 0, out=sys.stdout) -> int:
     spec = get(name)
-    known = set(spec.defaults) | {k for sh in (*spec.test_shapes, *spec.shapes) for k in sh if k != "label"}
-    unknown = sorted(set(shape) - known)
-    if unknown:
-        raise KernelTypeError(f"kernel {name} has no parameter {', '.join(unknown)}",
-                              hint="parameters it takes: " + ", ".join(sorted(known)))
+    check_shape_values(spec, shape)
     base = dict(spec.test_shapes[0]) if spec.test_shapes else {}
     params = spec.params(base, **shape)
     rng = np.random.default_rng(seed)

@@ -6,6 +6,8 @@ One table (``CASES``) of (id, edit of a small valid file, key, problem text). An
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import hwmodels
@@ -160,3 +162,24 @@ def test_unknown_builtin_name_lists_the_builtins():
 def test_unreadable_file(tmp_path):
     with pytest.raises(HardwareModelError, match="cannot read"):
         hwmodels.load(tmp_path / "missing.toml")
+
+
+def test_file_that_is_not_utf8(tmp_path):
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(BASE.replace('"Acme"', '"Acmé"').encode("latin-1"))
+    with pytest.raises(HardwareModelError, match="not UTF-8 text") as info:
+        hwmodels.load(path)
+    assert info.value.key == "<file>" and info.value.file == str(path)
+
+
+@pytest.mark.parametrize("count", [0, -2])
+def test_a_bad_count_used_by_a_formula_is_reported_under_its_own_key(tmp_path, count):
+    """The H200's SM count feeds derived figures; its own key is named, not the first formula dividing by it."""
+    src = Path(hwmodels.__file__).parent / "data" / "h200_sxm_141gb.toml"
+    text = src.read_text(encoding="utf-8")
+    assert "count = { value = 132," in text
+    path = tmp_path / "zero.toml"
+    path.write_text(text.replace("count = { value = 132,", f"count = {{ value = {count},", 1), encoding="utf-8")
+    with pytest.raises(HardwareModelError) as info:
+        hwmodels.load(path)
+    assert info.value.key == "core_kinds.sm.count" and "must be positive" in info.value.problem

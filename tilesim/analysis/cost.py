@@ -60,10 +60,16 @@ def resolve_shapes(pf: N.PrimFunc, shapes: dict):
     by_name = {d.name: d for d in pf.dyn_vars}
     params = {p.name: p for p in pf.params}
     norm = {p.name.lower().replace("_", ""): p.name for p in pf.params}
+    for k, v in hints.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not v >= 0:
+            raise KernelTypeError(f"hint '{k}' of {pf.name} must be a number >= 0, got {v!r}", pf.loc,
+                                  hint="hints give trip counts of data-dependent loops, e.g. hints={'k': 64}")
     for k, v in list(shapes.items()):
         if k not in params and k not in by_name and k.lower().replace("_", "") in norm:
             k = norm[k.lower().replace("_", "")]
         if k in by_name:
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
+                raise KernelTypeError(f"dimension '{k}' of {pf.name} must be a positive integer, got {v!r}", pf.loc)
             dims[by_name[k].uid] = int(v)
         elif k in params and isinstance(params[k], N.Buffer) and (hasattr(v, "shape") or isinstance(v, (list, tuple))):
             arr = np.asarray(v)
@@ -74,6 +80,10 @@ def resolve_shapes(pf: N.PrimFunc, shapes: dict):
         elif k in params and isinstance(params[k], N.Var):
             dims[params[k].uid] = v
         else:
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not v >= 0:
+                raise KernelTypeError(f"'{k}' is not a dimension, tensor or scalar of {pf.name}, and as a hint it "
+                                      f"must be a number >= 0, got {v!r}", pf.loc,
+                                      hint="its dimensions and parameters: " + ", ".join([*by_name, *params]))
             hints[k] = v
     missing = [d.name for d in pf.dyn_vars if d.uid not in dims]
     if missing:

@@ -1,7 +1,8 @@
 """Frontend: Python kernel source → tile IR (``PrimFunc``).
 
 ``trace_prim_func(fn)`` traces a lazy-style ``@T.prim_func``; ``trace_eager(fn, ...)`` traces an
-eager-style ``@tilesim.jit`` function for one specialisation. Both run the IR verifier.
+eager-style ``@tilesim.jit`` function for one specialisation. Both run the IR verifier. An eager kernel
+that makes an output with ``T.empty`` and does not return it → ``KernelSyntaxError`` at the ``T.empty``.
 
 A ``@T.prim_func`` is traced where it is defined (its closure values are read then, as TileLang's
 builder does), but a user error in it surfaces only where the program is **used** (compiled, called,
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import ast
 
-from ..errors import KernelError
+from ..errors import KernelError, KernelSyntaxError
 from ..ir import nodes as N
 from ..ir.verify import verify_or_raise
 from .source import get_source
@@ -66,6 +67,10 @@ def trace_eager(fn, const_values: dict, scalar_args: dict):
     """Trace an eager kernel with its ``T.const`` symbols bound; returns (PrimFunc, output buffers)."""
     tr = Tracer(fn, eager=True, const_values=const_values, scalar_args=scalar_args)
     pf = tr.trace()
+    for buf in tr.outputs_declared():  # an output made but never returned would be dropped
+        if buf not in tr.outputs:
+            raise KernelSyntaxError(f"the output '{buf.name}' (T.empty) of eager kernel {fn.__name__} is never "
+                                    "returned", buf.loc, hint=f"end the kernel with `return {buf.name}`")
     verify_or_raise(pf)
     return pf, tr.outputs
 

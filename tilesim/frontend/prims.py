@@ -19,6 +19,7 @@ from .. import dtypes as dt
 from ..errors import KernelError, KernelSyntaxError, KernelTypeError
 from ..ir import nodes as N
 from ..language.kernel import Kernel
+from ..language.types import symbol_names
 from . import exprs as X
 from . import regions as R
 from . import simt as S  # also registers the per-thread builders
@@ -316,7 +317,7 @@ def _b_const(tr, loc, names, dtype):
     if not tr.eager:
         raise KernelSyntaxError("T.const is for eager-style kernels", loc,
                                 hint="in a kernel factory, pass sizes as factory arguments")
-    parts = [p.strip() for p in str(names).replace(",", " ").split()]
+    parts = symbol_names(names, "T.const")
     out = []
     for p in parts:
         if p in tr.const_values:

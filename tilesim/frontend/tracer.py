@@ -23,7 +23,7 @@ import difflib
 import operator
 
 from .. import dtypes as dt
-from ..errors import InternalError, KernelError, KernelSyntaxError, KernelTypeError
+from ..errors import InternalError, KernelError, KernelRuntimeError, KernelSyntaxError, KernelTypeError
 from ..ir import nodes as N
 from ..language.kernel import _Macro
 from ..language.types import DType, Tensor, TensorSpec
@@ -257,6 +257,9 @@ class Tracer:
                 raise self.error(KernelSyntaxError, f"tensor annotation of '{name}' inside a prim_func body", node,
                                  hint="annotate tensor parameters in the function signature")
             cur = self.frame.env.get(name)
+            if name in self.scalar_args:  # the caller passed None, a number or a list for a tensor parameter
+                raise self.error(KernelRuntimeError, f"argument '{name}' is a tensor, got {self.scalar_args[name]!r:.40}",
+                                 node, hint="pass a NumPy array or a torch tensor")
             if not isinstance(cur, _Unannotated):
                 raise self.error(KernelSyntaxError, f"'{name}' is not a parameter of the kernel", node,
                                  hint="only the function's own parameters can be annotated with T.Tensor")

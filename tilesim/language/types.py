@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import KernelTypeError
+from ..errors import KernelTypeError, Loc
 from ..ir import nodes as N
 from ..optional import require
 from ._marker import marker
@@ -152,7 +153,18 @@ class Tensor(metaclass=_TensorMeta):
     """
 
     def __new__(cls, shape, dtype="float32", data=None, strides=None, scope="global", **_ignored):
-        return TensorSpec(_shape_tuple(shape), _dt.canon(dtype), tuple(strides) if strides else None)
+        try:
+            return TensorSpec(_shape_tuple(shape), _dt.canon(dtype), tuple(strides) if strides else None)
+        except KernelTypeError as e:  # evaluated by Python in a signature: point at the caller's line
+            raise e.with_loc(_caller_loc()) from None
+
+
+def _caller_loc():
+    """The source position of the first frame outside tilesim (a ``T.Tensor`` in a signature)."""
+    f = sys._getframe(1)
+    while f is not None and f.f_globals.get("__name__", "").startswith("tilesim"):
+        f = f.f_back
+    return Loc(f.f_code.co_filename, f.f_lineno) if f is not None else None
 
 
 Buffer = Tensor
@@ -165,12 +177,25 @@ def StridedTensor(shape, strides, dtype="float32"):  # noqa: N802 - TileLang's n
     return TensorSpec(_shape_tuple(shape), _dt.canon(dtype), tuple(strides))
 
 
+def symbol_names(names, what: str) -> list:
+    """The identifiers in ``names`` (``"m"``, ``"m, n"`` or ``"m n"``); anything else → ``KernelTypeError``."""
+    if not isinstance(names, str):
+        raise KernelTypeError(f"{what} takes symbol names as a string, got {type(names).__name__} {names!r:.40}",
+                              hint=f'e.g. M, N = {what}("M, N")')
+    out = [n for n in re.split(r"[\s,]+", names.strip()) if n]
+    bad = [n for n in out if not n.isidentifier()]
+    if bad or not out:
+        raise KernelTypeError(f"{what}: {bad[0]!r} is not a valid symbol name" if bad else f"{what}: no symbol name given",
+                              hint=f'names are Python identifiers, e.g. {what}("M, N")')
+    return out
+
+
 def dynamic(name: str, dtype: str = "int32"):
     """``T.dynamic("m")``: a symbolic dimension bound from the actual tensors' shapes at call time.
 
-    Several names (``"m, n"`` or ``"m n"``) give a tuple of symbols, as in TileLang."""
-    name = str(name).strip()
-    names = [n for n in re.split(r"\s*,\s*" if "," in name else r"\s+", name) if n]
+    Several names (``"m, n"`` or ``"m n"``) give a tuple of symbols, as in TileLang. A name that is not
+    a string of identifiers (``T.dynamic(3)``) → ``KernelTypeError``."""
+    names = symbol_names(name, "T.dynamic")
     if len(names) > 1 or "," in name:
         return tuple(N.Var(n, _dt.canon(dtype), kind="dynamic") for n in names)
     return N.Var(name, _dt.canon(dtype), kind="dynamic")

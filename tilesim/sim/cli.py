@@ -10,11 +10,10 @@ Layer: app (see :mod:`tilesim.hw`).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
-from ..cli_args import load_factory, parse_kv
+from ..cli_args import ArgParser, call_factory, load_factory, parse_kv
 from ..ir.nodes import PrimFunc
 from ..jit import EagerJIT, LazyJIT
 from ..kernel import JITKernel
@@ -23,19 +22,24 @@ from . import simulate_kernel
 __all__ = ["main_sim", "build_kernel"]
 
 
-def build_kernel(obj, args: dict):
-    """The kernel or program ``obj`` denotes once called/compiled with ``args``."""
+def build_kernel(obj, args: dict, target: str = "the target"):
+    """The kernel or program ``obj`` denotes once called/compiled with ``args`` (errors: one-line ``SystemExit``)."""
     if isinstance(obj, (JITKernel, PrimFunc)):
+        if args:
+            raise SystemExit(f"tilesim: {target} is a compiled kernel: it takes no --args (got {', '.join(args)})")
         return obj
     if isinstance(obj, EagerJIT):
         return obj.compile(**args)
     if isinstance(obj, LazyJIT) or callable(obj):
-        return obj(**args)
-    raise SystemExit(f"tilesim sim: {obj!r} is not a kernel, a factory or a prim_func")
+        kernel = call_factory(obj, args, target)
+        if not isinstance(kernel, (JITKernel, PrimFunc)):
+            raise SystemExit(f"tilesim: {target} returned a {type(kernel).__name__}, not a kernel or a @T.prim_func")
+        return kernel
+    raise SystemExit(f"tilesim: {target} is a {type(obj).__name__}, not a kernel, a factory or a prim_func")
 
 
 def _parse(argv):
-    p = argparse.ArgumentParser(prog="tilesim sim", description="simulate one kernel on a hardware model")
+    p = ArgParser(prog="tilesim sim", description="simulate one kernel on a hardware model")
     p.add_argument("target", help="FILE.py::factory (a @tilesim.jit factory, an eager kernel or a prim_func)")
     p.add_argument("--hw", default="h200_sxm_141gb", help="hardware model name or TOML path")
     p.add_argument("--profile", default=None, help="lowering profile: tensorcore, numba, ascend, mlu "
@@ -52,7 +56,7 @@ def main_sim(argv=None) -> int:
     """Entry point of ``tilesim sim`` (``argv`` without the program name)."""
     a = _parse(list(sys.argv[1:] if argv is None else argv))
     obj = load_factory(a.target)
-    kernel = build_kernel(obj, parse_kv(a.args))
+    kernel = build_kernel(obj, parse_kv(a.args), a.target)
     shapes = parse_kv(a.shapes)
     hints = {k.split(".", 1)[1]: v for k, v in shapes.items() if k.startswith("hints.")}
     shapes = {k: v for k, v in shapes.items() if not k.startswith("hints.")}

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from ..atomic_io import write_text
+
 __all__ = ["SimReport", "format_summary"]
 
 
@@ -100,8 +102,7 @@ class SimReport:
         """Write the Chrome trace (open it in https://ui.perfetto.dev)."""
         if self.trace is None:
             raise ValueError("this report has no trace: simulate with trace=True")
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(dict(self.trace), f)
+        write_text(path, json.dumps(dict(self.trace)))  # atomic: no half-written trace on failure
 
 
 def _si(x: float, unit: str) -> str:

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import dtypes as dt
+from ...binding import written_globals
 from ...kernel import JITKernel
-from .runtime import CudaProgram, _written_globals
+from .runtime import CudaProgram
 
 #: relative norm error allowed per output dtype (CUDA vs interpreter: summation order and fp32 math)
 REL_TOL = {"float64": 1e-9, "float32": 1e-4, "float16": 3e-3, "bfloat16": 2e-2, "float8_e4m3fn": 8e-2,
@@ -160,4 +161,4 @@ def _check_smem(kernel):
 
 
 def _writes(pf, buf) -> bool:
-    return (buf.alias_of or buf).uid in _written_globals(pf)
+    return (buf.alias_of or buf).uid in written_globals(pf)

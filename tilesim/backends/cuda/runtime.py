@@ -26,7 +26,6 @@ from ... import binding as B
 from ... import dtypes as dt
 from ...errors import KernelRuntimeError, KernelSyntaxError
 from ...ir import nodes as N
-from ...ir.traverse import walk_stmts
 from ...optional import loaded
 from .. import Program as _TargetProgram
 from . import rules as Rl
@@ -66,22 +65,6 @@ def _np_storage(dtype: str):
     return np.dtype(Rl.storage_np(dtype))
 
 
-def _written_globals(pf: N.PrimFunc) -> set:
-    """uids of the global buffers (alias roots) any launch writes (stores and tile-op destinations)."""
-    out = set()
-    for s in walk_stmts(pf.body):
-        if isinstance(s, N.Store):
-            dst = s.buffer
-        elif isinstance(s, (N.Copy, N.Reduce, N.Cumsum, N.Fill, N.Atomic)):
-            dst = s.dst.buffer
-        else:
-            continue
-        root = dst.alias_of or dst
-        if root.scope == "global":
-            out.add(root.uid)
-    return out
-
-
 class CudaProgram(_TargetProgram):
     """A lowered tilesim program for ``target="cuda"`` (see the module docstring)."""
 
@@ -90,7 +73,7 @@ class CudaProgram(_TargetProgram):
         self.fastmath = bool(fastmath)
         self.sim = simulator() if sim is None else bool(sim)
         self.program: Program = lower_program(pf, sim=self.sim)
-        self.written = _written_globals(pf)
+        self.written = B.written_globals(pf)
 
     @property
     def source(self) -> str:

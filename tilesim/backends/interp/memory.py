@@ -1,7 +1,15 @@
 """Memory access rules: element loads/stores and tile regions, with TileLang's edge semantics.
 
 * Global reads out of range give 0 and global writes out of range are skipped (``oob="zero"``), or
-  raise at the access's source line (``oob="error"``). On-chip accesses out of range always raise.
+  raise at the access's source line (``oob="error"``), or follow TileLang's own rule (``oob="check"``,
+  the sanitizer): tile copies and ``T.Parallel`` element accesses that overhang a tensor edge in a
+  dimension indexed by a parallel variable are masked (legal); any other element access out of range
+  — a scalar access, a serial-loop index, a gather through loaded indices — raises, naming the
+  buffer, the index and the source line. On-chip accesses out of range always raise.
+* ``races=True`` records the writer and reader blocks of every global element in a launch: two blocks
+  writing one element raise, whatever the kinds of store (plain, tile copy, atomic), unless every
+  write to it is an atomic of one kind (``note_atomic``); a block reading an element another block
+  writes raises too (``note_read``), whichever comes first.
 * Region reads return storage-dtype arrays shaped ``(nb or 1, *extents)``; region writes take the same.
 * Block-varying region starts of global tensors are gathered through a sliding-window view, so a
   chunk of blocks costs one NumPy gather, not one per block; blocks whose window crosses the tensor
@@ -14,8 +22,16 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from ... import dtypes as dt
-from ...errors import KernelRuntimeError
 from ...ir import nodes as N
+from .checks import (
+    _note_region_read,
+    _race_check,
+    _race_elements,
+    _race_scalar,
+    check_explicit,
+    note_read_elements,
+)
+from .checks import oob_error as _oob_error
 from .state import Ctx, Storage, block_mask, lift, new_array
 
 
@@ -34,14 +50,6 @@ def _scalar(v, dtype):
     if dtype == "bool":
         return bool(v)
     return int(v)
-
-
-def _oob_error(buf, loc, what="access"):
-    shape = "(" + ", ".join(d.name if isinstance(d, N.Var) else str(d) for d in buf.shape) + ")"
-    return KernelRuntimeError(f"out-of-bounds {what} of {buf.scope} buffer {buf.name} {shape}", loc,
-                              hint="guard the index with an `if` or T.if_then_else, or fix the tile arithmetic"
-                              if buf.scope != "global" else
-                              "oob='error' is on; TileLang would zero-fill reads and skip writes here")
 
 
 def _active_expand(mask, shape):
@@ -118,7 +126,7 @@ def _check_onchip(buf, idx, ctx, loc, what):
     return out
 
 
-def _guard(buf, st, idx, ctx, loc, what):
+def _guard(buf, st, idx, ctx, loc, what, exprs=None):
     """Clip global indices; return (clipped indices, valid mask or None)."""
     valid = None
     out = []
@@ -133,6 +141,8 @@ def _guard(buf, st, idx, ctx, loc, what):
             valid = False
             i = 0
         out.append(i)
+    if valid is not None and ctx.options.oob == "check":
+        check_explicit(buf, st, idx, exprs, ctx, loc, what)
     if valid is not None and ctx.options.oob == "error":
         bad = np.logical_not(valid)
         if ctx.mask is not None:
@@ -143,7 +153,9 @@ def _guard(buf, st, idx, ctx, loc, what):
 
 
 def _load_global(e, buf, st, idx, ctx):
-    idx, valid = _guard(buf, st, idx, ctx, e.loc, "read")
+    idx, valid = _guard(buf, st, idx, ctx, e.loc, "read", e.indices)
+    if ctx.options.races:
+        note_read_elements(buf, st, idx, valid, ctx, e.loc)
     fill = ctx.safe.get(buf.uid, 0)
     if all(type(i) is int for i in idx):
         if valid is False:
@@ -184,7 +196,7 @@ def store(s: N.Store, idx, value, ctx: Ctx):
         full = (b,) + tuple(idx)
         _scatter(st, full, val, mask)
         return
-    idx, valid = _guard(buf, st, idx, ctx, s.loc, "write")
+    idx, valid = _guard(buf, st, idx, ctx, s.loc, "write", s.indices)
     m = mask
     if valid is not None:
         m = valid if m is None else np.logical_and(m, valid)
@@ -234,58 +246,6 @@ def _scatter(st, idx, val, mask):
         return
     m = np.broadcast_to(mask, shape)
     st[tuple(f[m] for f in full)] = v[m]
-
-
-def _block_of_elements(ctx, shape):
-    b = ctx.block_ids.reshape((ctx.nb,) + (1,) * (len(shape) - 1)) if len(shape) else ctx.block_ids
-    return np.broadcast_to(b, shape)
-
-
-def _race_elements(buf, st, idx, m, ctx, loc):
-    shape = np.broadcast_shapes(*[np.shape(i) for i in idx], (ctx.nb,) + (1,) * ctx.rank)
-    full = [np.broadcast_to(i, shape) for i in idx]
-    who = _block_of_elements(ctx, shape)
-    if m is not None:
-        mm = np.broadcast_to(m, shape)
-        full = [f[mm] for f in full]
-        who = who[mm]
-    else:
-        full = [f.reshape(-1) for f in full]
-        who = who.reshape(-1)
-    _race_check(buf, st, tuple(full), who, ctx, loc)
-
-
-def _race_scalar(buf, st, idx, m, ctx, loc):
-    bm = block_mask(m, ctx.nb) if m is not None else None
-    who = ctx.block_ids if bm is None else ctx.block_ids[bm]
-    full = tuple(np.full(len(who), i) for i in idx)
-    _race_check(buf, st, full, who, ctx, loc)
-
-
-def _race_check(buf, st, full, who, ctx, loc):
-    w = ctx.writers.get(buf.uid)
-    if w is None:
-        w = ctx.writers[buf.uid] = np.full(st.shape, -1, dtype=np.int64)
-    if len(who) == 0:
-        return
-    lin = np.ravel_multi_index(full, st.shape)
-    prev = w.reshape(-1)[lin]
-    clash = (prev >= 0) & (prev != who)
-    # two blocks of the same chunk writing one element
-    order = np.argsort(lin, kind="stable")
-    sl, sw = lin[order], who[order]
-    dup = (sl[1:] == sl[:-1]) & (sw[1:] != sw[:-1])
-    if clash.any() or dup.any():
-        if clash.any():
-            k = int(np.argmax(clash))
-            a, b, el = int(prev[k]), int(who[k]), np.unravel_index(lin[k], st.shape)
-        else:
-            k = int(np.argmax(dup))
-            a, b, el = int(sw[k]), int(sw[k + 1]), np.unravel_index(sl[k], st.shape)
-        raise KernelRuntimeError(
-            f"blocks {a} and {b} both write {buf.name}{tuple(int(x) for x in el)} without an atomic", loc,
-            hint="give each block its own output tile, or use T.atomic_add for cross-block sums")
-    w.reshape(-1)[lin] = who
 
 
 # ---------------------------------------------------------------------------------------- regions
@@ -342,6 +302,8 @@ def read_region(r: N.Region, ctx: Ctx, ev, where=None):
     starts, exts = where or region_starts(r, ctx, ev)
     if r.buffer.scope != "global":
         return _onchip_window(r, st, starts, exts, ctx, write=None)
+    if ctx.options.races:
+        _note_region_read(r, st, starts, exts, ctx)
     fill = ctx.safe.get(r.buffer.uid, 0)
     uniform = all(type(s) is int for s in starts)
     if uniform:

@@ -16,12 +16,17 @@ class InterpOptions:
             on-chip buffer); ``"serial"`` runs one block at a time in launch order (the readable
             definition; tests hold the two equal).
         uninit: what uninitialised outputs and allocations hold: ``"nan"`` (floats NaN, integers a
-            sentinel, the default: a kernel that reads memory it never wrote shows it), ``"zero"``, or
-            ``"empty"`` (whatever ``numpy.empty`` returns, like ``torch.empty``).
-        oob: out-of-range **global** accesses: ``"zero"`` (TileLang: reads give 0, writes are skipped)
-            or ``"error"`` (raise ``KernelRuntimeError`` at the access's source line). On-chip
-            out-of-range accesses always raise.
-        races: report two blocks writing the same global element without an atomic.
+            sentinel, the default: a kernel that reads memory it never wrote shows it), ``"zero"``, ``"one"``
+            (the sanitizer compares runs under three fills), or ``"empty"`` (whatever ``numpy.empty``
+            returns, like ``torch.empty``).
+        oob: out-of-range **global** accesses: ``"zero"`` (TileLang: reads give 0, writes are skipped),
+            ``"error"`` (raise ``KernelRuntimeError`` at the access's source line, tile copies at
+            tensor edges included), or ``"check"`` (the sanitizer's rule: tile copies and ``T.Parallel``
+            accesses overhanging a tensor edge are masked as TileLang masks them; a scalar access, a
+            serial-loop index or a gather through loaded indices out of range raises, naming the
+            buffer, the index and the line). On-chip out-of-range accesses always raise.
+        races: report two blocks writing the same global element, whatever the kinds of store
+            (plain, tile copy, atomic), unless all writes to it are atomics of one kind.
         tf32: round float32 gemm operands to TF32, as NVIDIA tensor cores do for float32 gemms.
         chunk_bytes: memory budget for the chunks of blocks in flight (bounds peak memory on big grids).
         threads: how many chunks of one launch may run at once on threads. ``0`` (the default,
@@ -48,12 +53,12 @@ class InterpOptions:
     def __post_init__(self):
         if self.mode not in ("batched", "serial"):
             raise KernelTypeError(f"InterpOptions.mode must be 'batched' or 'serial', got {self.mode!r}")
-        if self.uninit not in ("nan", "zero", "empty"):
-            raise KernelTypeError(f"InterpOptions.uninit must be 'nan', 'zero' or 'empty', got {self.uninit!r}")
-        if self.oob not in ("zero", "error"):
-            raise KernelTypeError(f"InterpOptions.oob must be 'zero' or 'error', got {self.oob!r}")
-        if self.chunk_bytes <= 0:
-            raise KernelTypeError("InterpOptions.chunk_bytes must be positive")
+        if self.uninit not in ("nan", "zero", "one", "empty"):
+            raise KernelTypeError(f"InterpOptions.uninit must be 'nan', 'zero', 'one' or 'empty', got {self.uninit!r}")
+        if self.oob not in ("zero", "error", "check"):
+            raise KernelTypeError(f"InterpOptions.oob must be 'zero', 'error' or 'check', got {self.oob!r}")
+        if isinstance(self.chunk_bytes, bool) or not isinstance(self.chunk_bytes, int) or self.chunk_bytes <= 0:
+            raise KernelTypeError(f"InterpOptions.chunk_bytes must be a positive int, got {self.chunk_bytes!r}")
         if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 0:
             raise KernelTypeError(f"InterpOptions.threads must be an int >= 0 (0 = one per usable CPU, "
                                   f"1 = no threads), got {self.threads!r}")

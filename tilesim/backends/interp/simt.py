@@ -44,7 +44,7 @@ from ... import dtypes as dt
 from ...errors import KernelRuntimeError, KernelTypeError
 from ...ir import nodes as N
 from ...ir.traverse import binds, map_expr, map_exprs_in, map_stmts, regions, regions_of, walk, walk_stmts
-from . import memory
+from . import checks, memory
 from .exprs import ev
 from .state import Ctx
 from .tables import STMT_RULES
@@ -324,6 +324,9 @@ def _atomic_fetch(s: N.AtomicFetch, ctx: Ctx):
             raise memory._oob_error(buf, s.loc, "atomic")
     cd = dt.compute_dtype(buf.dtype) if dt.is_float(buf.dtype) else np.dtype(np.int64)
     prev = np.zeros(shape, dtype=cd)
+    if m.any() and ctx.options.races:
+        who = np.broadcast_to(ctx.block_ids.reshape((-1,) + (1,) * (len(shape) - 1)), shape)[m]
+        checks.note_atomic(buf, st, tuple(i[m] for i in full), who, s.kind, ctx, s.loc)
     if m.any():
         lin = np.ravel_multi_index(tuple(i[m] for i in full), st.shape)
         vals = np.broadcast_to(np.asarray(v, dtype=cd), shape)[m]

@@ -36,7 +36,9 @@ class LoopFrame:
 def _fill_uninit(arr: np.ndarray, dtype: str, how: str):
     if how == "empty":
         return
-    if how == "zero" or dtype == "bool":
+    if how == "one":  # the sanitizer's third fill: differs from NaN and 0 through comparisons and casts
+        arr[...] = 1
+    elif how == "zero" or dtype == "bool":
         arr[...] = 0
     elif dt.is_float(dtype):
         arr[...] = np.nan

@@ -12,7 +12,7 @@ import numpy as np
 
 from ... import dtypes as dt
 from ...ir import nodes as N
-from . import memory, pool
+from . import checks, memory, pool
 from .exprs import ev
 from .state import Ctx, block_mask, is_deferred, storage_dtype
 from .tables import STMT_RULES
@@ -101,6 +101,9 @@ def _atomic(s: N.Atomic, ctx: Ctx):
             b = np.broadcast_to(np.arange(ctx.nb).reshape((-1,) + (1,) * len(ext)), m.shape)
             idx = [b] + list(idx)
         full = tuple(i[m] for i in idx)
+        if ctx.options.races:
+            who = np.broadcast_to(ctx.block_ids.reshape((-1,) + (1,) * len(ext)), m.shape)[m]
+            checks.note_atomic(s.dst.buffer, st, full, who, s.kind, ctx, s.loc)
         _apply_at(st, full, vals[m], s.kind, s.dst.dtype)
         return
     # element atomic: indices are the region starts (extents 1), possibly varying per element
@@ -120,7 +123,12 @@ def _atomic(s: N.Atomic, ctx: Ctx):
     m = valid
     if ctx.mask is not None:
         m = m & np.broadcast_to(ctx.mask, shape)
+    if ctx.options.oob == "check" and s.dst.buffer.scope == "global" and not valid.all():
+        checks.check_explicit(s.dst.buffer, st, idx, s.dst.starts, ctx, s.loc, f"atomic {s.kind}")
     vals = np.broadcast_to(np.asarray(v), shape)
+    if ctx.options.races:
+        who = np.broadcast_to(ctx.block_ids.reshape((-1,) + (1,) * (len(shape) - 1)), shape)[m]
+        checks.note_atomic(s.dst.buffer, st, tuple(i[m] for i in idx), who, s.kind, ctx, s.loc)
     _apply_at(st, tuple(i[m] for i in idx), vals[m], s.kind, s.dst.dtype)
 
 
