@@ -6,7 +6,7 @@ Contract
 first call (Numba caches the machine code per argument types for the life of the process). If any part of
 the program is outside what the target compiles (``codegen.Unsupported``) the program runs on the
 interpreter instead, and says so once through the ``tilesim`` logger at debug level; ``fallback`` holds
-the reason (``None`` when compiled). Interpreter-only checking options (``oob="error"``, ``races=True``)
+the reason (``None`` when compiled). Interpreter-only checking options (``oob`` other than ``"zero"``, ``races``)
 also run on the interpreter.
 
 ``run(pf, arrays, scalars, options)`` has the interpreter's contract (``backends/interp/runtime.py``):
@@ -146,7 +146,7 @@ class CpuProgram(Program):
 
     def run(self, pf, arrays, scalars, options, progress=None):
         options = options or InterpOptions()
-        if self.fallback or options.oob == "error" or options.races:
+        if self.fallback or options.oob != "zero" or options.races:
             return interp_run(pf, arrays, scalars, options, progress=progress)
         key = (options.uninit, options.tf32)
         if key != self._key:  # code generated for other options
