@@ -26,14 +26,15 @@ Contract
   ``PYTHONPATH`` = a temp dir holding :data:`SHIM` as ``sitecustomize.py`` (torch CUDA requests run on
   the CPU) + this repository. Extra argv from :data:`SMALL_ARGS` shrinks sizes where the program's
   argparse allows it; a program in :data:`SMALL_MAIN` (no argparse, CPU-sized defaults out of reach) is
-  loaded unchanged with ``runpy`` and its ``main`` called with smaller keyword arguments; otherwise no
+  loaded unchanged with ``runpy`` and its ``main`` — or the entry function its ``__main__`` block calls,
+  when the entry is a ``(name, kwargs)`` pair — called with smaller keyword arguments; otherwise no
   arguments are passed. The shim's ``torch.cuda.get_device_capability()`` reports 9.0, or the architecture
   the program's path targets (:data:`CAPABILITY`: ``sm120`` -> 12.0, ``sm100``/``tcgen05`` -> 10.0), as
   tilesim interprets the program's meaning rather than a chip.
 * **Verdicts.** ``pass`` (exit 0); ``timeout``; ``wrong`` (the program's reference check failed: the last
   exception is an ``AssertionError`` (or ``*Mismatch*``) raised outside tilesim or by tilesim's
-  profiler/testing helpers, whose message ('not close', 'Mismatch', tolerances, ...) or asserting line
-  (``allclose``, ``diff``, ``ref``, ...) is a comparison); ``fail`` (any other non-zero exit);
+  profiler/testing helpers, whose message ('not close', 'Mismatch', tolerances, ...), asserting line
+  (``allclose``, ``diff``, ``ref``, ...) or asserting function (``assert_tensors_similar``) is a comparison); ``fail`` (any other non-zero exit);
   ``program-bug`` (a ``wrong`` outcome of a program listed in :data:`PROGRAM_BUGS`, whose own code is
   established to be wrong, with the evidence); ``skip``; ``wrapper``. ``error`` is the exception line of
   the last traceback in stderr.
@@ -137,7 +138,41 @@ SMALL_ARGS: dict[str, str] = {
 
 # Keyword arguments of main() for programs without an argparse whose defaults are too large for a CPU: the
 # unchanged file is loaded with runpy (``__name__`` is not ``"__main__"``) and ``main(**kwargs)`` is called.
-SMALL_MAIN: dict[str, dict] = {
+SMALL_MAIN: dict[str, dict | tuple[str, dict]] = {
+    # 8192^2 by default, and its do_bench times the Triton version under TRITON_INTERPRET (~2 min a call at
+    # 2048 x 512, the size of TileLang's own test_example_cast.py): 256 rows, blk_m 8 as the default
+    "cast/example_per_token_cast_to_fp8.py": {"M": 256, "N": 512, "blk_m": 8},
+    # a 16384^3 dynamic-shape GEMM by default
+    "dynamic_shape/example_dynamic.py": {"M": 1024, "N": 1024, "K": 1024},
+    # 32 heads x 8192 keys by default: the fp16 einsum reference (timed by do_bench too) takes minutes on a
+    # CPU; KV_CTX stays a multiple of num_split (4) x block_N (64), Q_CTX = BLOCK_M (128)
+    "flash_decoding/example_mha_inference.py": {"BATCH": 1, "H": 8, "Q_CTX": 128, "KV_CTX": 1024, "D_HEAD": 128,
+                                                "causal": False},
+    # __main__ calls test_sparse_mla_fwd(S=4096, H=128, topk=2048 / 1024, ...): ~2 TFLOP; TileLang's own test
+    # uses S=256, SKV=1024, topk=256 with the check off (over 400 s here with it on); half that, H=64 (one
+    # padded head block) and topk a multiple of block_I=64, the check kept on
+    "deepseek_v32/sparse_mla_fwd.py": ("test_sparse_mla_fwd", {"S": 128, "SKV": 512, "H": 64, "HKV": 1,
+                                                               "DQK": 576, "DV": 512, "topk": 128}),
+    # (two packed sequences of S/2: the program asserts S/2 - 1 >= topk)
+    "dsa_sparse_finetune/sparse_mla_fwd.py": ("test_sparse_mla_fwd", {"S": 256, "H": 64, "HKV": 1, "DQK": 576,
+                                                                      "DV": 512, "topk": 64}),
+    # __main__ loops over GPU-sized configurations (up to 65536^2 logits: killed for memory on a 24 GiB machine);
+    # the first configuration of each program's own list
+    "dsa_hisa/block_sparse_mqa_fp8.py": ("test_fp8_block_sparse_mqa", {"M": 1024, "H": 64, "D": 128,
+                                                                       "kv_block_size": 128, "topk": 64,
+                                                                       "num_seqs": 1}),
+    "dsa_hisa/clean_and_maintain_logits.py": ("test_clean_and_maintain_logits", {"M": 4096, "N": 4096,
+                                                                                 "num_seqs": 1}),
+    "dsa_hisa/hisa.py": ("test_hisa", {"M": 1024, "H": 64, "D": 128, "k_block_size": 128, "block_topk": 16,
+                                       "topk_tokens": 256, "num_seqs": 1}),
+    # its smallest listed configuration is M=32768 (a 137 GFLOP fp8 GEMM a call); the program's own assert asks
+    # only ceildiv(M, k_block_size) % block_N == 0: M=4096 with k_block_size=16 keeps block_N=256, H, D
+    "dsa_hisa/pool_mqa_fp8.py": ("test_pool_mqa_fp8", {"M": 4096, "H": 64, "D": 128, "k_block_size": 16,
+                                                       "block_N": 256, "num_seqs": 1}),
+    # d_hidden=7168, seq_len=8192 by default: the sizes of TileLang's own test_example_fusedmoe.py
+    "fusedmoe/example_fusedmoe_tilelang.py": {"d_hidden": 1024, "d_expert": 256, "n_routed_experts": 8,
+                                              "n_shared_experts": 1, "n_experts_per_token": 4, "batch_size": 1,
+                                              "seq_len": 1024},
     # 16384^3 GEMMs by default; 1024 as their sibling example_warp_specialize_gemm_copy_0_gemm_1's default
     "warp_specialize/example_warp_specialize_gemm_barrierpipe_stage2.py": {"M": 1024, "N": 1024, "K": 1024},
     "warp_specialize/example_warp_specialize_gemm_copy_1_gemm_0.py": {"M": 1024, "N": 1024, "K": 1024},
@@ -346,6 +381,7 @@ WRONG_MSG = re.compile(r"mismatch|not close|not equal|tolerance|allclose|differ\
 WRONG_SRC = re.compile(r"allclose|assert_close|isclose|assert_similar|array_equal|torch\.equal|\bdiff|\bref|\berr|\bcos"
                        r"|\bsim", re.I)
 CHECK_SITE = re.compile(r"/tilesim/(profiler|testing)")  # tilesim code that runs a program's reference check
+WRONG_FUNC = re.compile(r"^assert_\w*(close|similar|equal)\w*$|^(check|compare)_\w*$", re.I)
 
 
 #: programs whose own code is wrong (established, with the evidence): a "wrong" outcome of theirs is reported
@@ -355,6 +391,15 @@ PROGRAM_BUGS = {
         "reads Delta positions flash_bwd_prep never writes (torch.empty output): dK NaN with tilesim's NaN "
         "fill; the same bug was fixed upstream in flash_attention/example_gqa_bwd_tma_reduce_varlen.py "
         "(tile-ai/tilelang PR 2461, 'previously failed with dK == NaN' on an H100)",
+    "dsa_sparse_finetune/sparse_mla_bwd.py":
+        "accumulates dKV with T.atomic_add into a T.empty output (torch.empty: uninitialised memory) that nothing "
+        "zeroes: dkv NaN with tilesim's NaN fill. Before tile-ai/tilelang b9a5907a2 ('Migrate eligible examples "
+        "to eager style', #2010) dKV was an input the caller made with torch.zeros_like; the deepseek_v32 "
+        "copy of this kernel still does (sparse_mla_bwd.py: dkv = torch.zeros_like(kv, dtype=torch.float32))",
+    "dsa_sparse_finetune/indexer_bwd.py":
+        "accumulates dIndexK with T.atomic_add into a T.empty output nothing zeroes (its printed 'dk err' is nan "
+        "with tilesim's NaN fill; the program asserts nothing, so it exits 0); before tile-ai/tilelang b9a5907a2 "
+        "(#2010) the caller passed dk = torch.zeros_like(k)",
 }
 
 
@@ -380,7 +425,8 @@ def verdict_of(rc: int, stderr: str) -> tuple[str, str]:
     code = after[frames[-1] + 1].strip() if frames and frames[-1] + 1 < k else ""
     check_site = "/tilesim/" not in frame or CHECK_SITE.search(frame)
     is_assert = re.match(r"[\w.]*(AssertionError|Mismatch\w*)\b", error)
-    if check_site and is_assert and (WRONG_MSG.search(error) or WRONG_SRC.search(code)):
+    func = frame.rsplit(" in ", 1)[-1] if " in " in frame else ""  # a checking helper: assert_tensors_similar
+    if check_site and is_assert and (WRONG_MSG.search(error) or WRONG_SRC.search(code) or WRONG_FUNC.search(func)):
         return "wrong", error
     return "fail", error
 
@@ -401,9 +447,10 @@ def run_one(rel: str, staging: Path, work: Path, env: dict, timeout: float) -> d
     argv = SMALL_ARGS.get(rel, "").split()
     cmd = [sys.executable, script.name, *argv]
     if rel in SMALL_MAIN:
-        argv = [f"main(**{SMALL_MAIN[rel]!r})"]
+        entry, kwargs = SMALL_MAIN[rel] if isinstance(SMALL_MAIN[rel], tuple) else ("main", SMALL_MAIN[rel])
+        argv = [f"{entry}(**{kwargs!r})"]
         cmd = [sys.executable, "-c", f"import runpy; runpy.run_path({script.name!r}, run_name='__example__')"
-                                     f"['main'](**{SMALL_MAIN[rel]!r})"]
+                                     f"[{entry!r}](**{kwargs!r})"]
     start = time.perf_counter()
     env = dict(env, TILESIM_SHIM_CAPABILITY=capability_of(rel))
     proc = subprocess.Popen(cmd, cwd=script.parent, env=env, text=True,

@@ -316,3 +316,45 @@ def test_half_arithmetic_rounds_each_operation():
     a = np.array([1.001, 3.1416, 0.1, 600.5], np.float16)
     expect = ((a * a).astype(np.float16) + a).astype(np.float16)
     assert np.array_equal(k(4)(a), expect)
+
+
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+                                  "float4_e2m1fn"])
+def test_widen_of_one_byte_floats_is_bitwise_the_cast(name):
+    from tilesim import dtypes as dt
+
+    if not hasattr(ml_dtypes, name) or np.dtype(getattr(ml_dtypes, name)) not in dt._NARROW_NP:
+        pytest.skip(f"{name} is not a tilesim dtype")
+    raw = np.arange(256, dtype=np.uint8).view(getattr(ml_dtypes, name))
+    arr = np.stack([raw, raw[::-1]])[:, ::3]  # non-contiguous, 2-D
+    fast = dt.widen(arr, np.dtype(np.float32))
+    assert fast.dtype == np.float32 and fast.shape == arr.shape
+    np.testing.assert_array_equal(fast.view(np.uint32), arr.astype(np.float32).view(np.uint32))
+    half = np.arange(8, dtype=np.float16)
+    assert dt.widen(half, np.dtype(np.float32)).dtype == np.float32  # other dtypes: plain astype
+
+
+@settings(max_examples=8, deadline=None)
+@given(rows=st.integers(1, 40), d=st.integers(1, 33), bi=st.integers(1, 9), blocks=st.integers(1, 4),
+       dtype=st.sampled_from(["float32", "bfloat16", "float8_e4m3fn", "int32"]))
+def test_indexed_gather_from_a_global_tensor_matches_numpy(rows, d, bi, blocks, dtype):
+    """KV[Idx[b, i], g, k] inside T.Parallel (the sparse-attention gather): one linear take, zero out of range."""
+
+    @tilelang.jit(out_idx=[-1])
+    def gather():
+        @T.prim_func
+        def main(KV: T.Tensor((rows, 2, d), dtype), Idx: T.Tensor((blocks, bi), "int32"),
+                 O: T.Tensor((blocks, bi, d), dtype)):
+            with T.Kernel(blocks, threads=128) as bx:
+                for i, k in T.Parallel(bi, d):
+                    O[bx, i, k] = KV[Idx[bx, i], 1, k]
+
+        return main
+
+    rng = np.random.default_rng(rows * 7 + d)
+    npd = tilesim.dtypes.np_dtype(dtype)
+    kv = rng.integers(-50, 50, (rows, 2, d)).astype(npd)
+    idx = rng.integers(-2, rows + 2, (blocks, bi)).astype(np.int32)  # a few out of range: read as 0
+    want = np.where(((idx >= 0) & (idx < rows))[..., None], kv[np.clip(idx, 0, rows - 1), 1, :], 0).astype(npd)
+    got = gather()(kv, idx)
+    np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))

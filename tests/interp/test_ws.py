@@ -68,7 +68,7 @@ def test_wait_parity_after_arrivals(groups, parity, ok):
     if ok:
         np.testing.assert_array_equal(k(A), A)
     else:
-        with pytest.raises(KernelRuntimeError, match="needs its warp groups to run concurrently"):
+        with pytest.raises(KernelRuntimeError, match="deadlock: every warp group of the block waits"):
             k(A)
 
 
@@ -143,29 +143,58 @@ def test_ir_and_printer_of_warp_specialised_code():
 
 
 # ------------------------------------------------------------------------------ errors
-def test_wait_before_its_arrival_in_program_order_is_a_located_error():
+@pytest.mark.parametrize("mode", ["batched", "serial"])
+def test_consumer_before_producer_in_program_order_runs_concurrently(mode):
     @tilelang.jit(out_idx=[-1])
     def consumer_first(M=64, K=64):
         @T.prim_func
         def main(A: T.Tensor((M, K), "float32"), B: T.Tensor((M, K), "float32")):
-            with T.Kernel(1, threads=256):
+            with T.Kernel(3, threads=256) as bx:
                 s = T.alloc_shared((M, K), "float32")
                 ready = T.alloc_barrier(128)
                 with T.ws(1):
-                    T.barrier_wait(ready, 0)  # the producer below has not arrived yet in program order
-                    T.copy(s, B)
+                    T.barrier_wait(ready, 0)  # blocks: group 0 runs until its arrival completes the phase
+                    for i, j in T.Parallel(M, K):
+                        B[i, j] = s[i, j] + bx
                 with T.ws(0):
                     T.tma_copy(A, s, barrier=ready)
                     T.barrier_arrive(ready)
 
         return main
 
+    A = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
+    k = consumer_first()
+    B = k(A) if mode == "batched" else k.run(A, options=InterpOptions(mode="serial"))
+    np.testing.assert_array_equal(B, A + 2)  # the last block's write wins
+
+
+def test_groups_waiting_on_each_other_is_a_located_deadlock():
+    @tilelang.jit(out_idx=[-1])
+    def crossed(M=64, K=64):
+        @T.prim_func
+        def main(A: T.Tensor((M, K), "float32"), B: T.Tensor((M, K), "float32")):
+            with T.Kernel(1, threads=256):
+                s = T.alloc_shared((M, K), "float32")
+                ping = T.alloc_barrier(128)
+                pong = T.alloc_barrier(128)
+                with T.ws(1):
+                    T.barrier_wait(ping, 0)  # group 0 arrives on ping only after pong, which waits for us
+                    T.barrier_arrive(pong)
+                    T.copy(s, B)
+                with T.ws(0):
+                    T.barrier_wait(pong, 0)
+                    T.copy(A, s)
+                    T.barrier_arrive(ping)
+
+        return main
+
     with pytest.raises(KernelRuntimeError) as info:
-        consumer_first()(np.zeros((64, 64), np.float32))
+        crossed()(np.zeros((64, 64), np.float32))
     msg = str(info.value)
-    assert "wait on barrier ready[0] for parity 0 in block 0" in msg
-    assert "0 of 128 arrivals in phase 0" in msg and "run concurrently" in msg
-    assert info.value.loc.file == __file__ and "T.barrier_wait(ready, 0)" in msg
+    assert "deadlock: every warp group of the block waits" in msg
+    assert "ping[0] waited for parity 0 in block 0 (0 of 128 arrivals in phase 0)" in msg
+    assert "pong[0] waited for parity 0 in block 0 (0 of 128 arrivals in phase 0)" in msg
+    assert info.value.loc.file == __file__ and "T.barrier_wait(ping, 0)" in msg
     assert "Traceback" not in msg
 
 
@@ -185,7 +214,7 @@ def test_phases_are_per_block():
 
         return main
 
-    with pytest.raises(KernelRuntimeError, match="in block 1:"):
+    with pytest.raises(KernelRuntimeError, match=r"deadlock: bar\[0\] waited for parity 0 in block 1 "):
         even_blocks_arrive()(np.zeros((4, 8), np.float32))
 
 

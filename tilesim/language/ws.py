@@ -9,12 +9,11 @@ A barrier has a current phase (0 at first); when as many threads as its count ha
 completes and the next begins. ``T.barrier_wait(b, parity)`` waits until the phase of parity ``parity``
 has completed: waiting on parity 1 before any phase completed returns at once (PTX ``try_wait.parity``).
 
-tilesim runs the ``T.ws`` bodies of a block **in program order** (one legal schedule of the warp groups)
-and tracks every barrier's phase exactly. ``T.tma_copy(src, dst, barrier=b)`` completes its transfer at
-once and does not arrive (TileLang issues ``expect_tx``; the arrivals are the program's own
-``T.barrier_arrive``). A wait whose phase has not completed at that point of program order means the
-program needs its warp groups to run concurrently: that is a ``KernelRuntimeError`` at the wait, never a
-hang or a wrong answer. ``docs/language.md`` ("Warp-specialised code") has the full semantics.
+tilesim runs a block's warp groups **concurrently** (``backends/interp/coroutines.py``: the groups' bodies
+are tasks switched when a wait blocks, in a deterministic order) and tracks every barrier's phase exactly.
+``T.tma_copy(src, dst, barrier=b)`` completes its transfer at once and does not arrive (TileLang issues
+``expect_tx``; the arrivals are the program's own ``T.barrier_arrive``). When every group waits (a
+deadlock on the GPU) that is a ``KernelRuntimeError`` naming the barriers, never a hang or a wrong answer. ``docs/language.md`` ("Warp-specialised code") has the full semantics.
 """
 
 from __future__ import annotations

@@ -235,7 +235,7 @@ def convert_value(v, dtype: str):
         if dt.is_float(dtype):
             cd = dt.compute_dtype(dtype)
             if dtype in dt.NARROW_FLOATS:
-                return dt.convert(v, dtype).astype(np.float32)
+                return dt.widen(dt.convert(v, dtype), np.dtype(np.float32))
             return v.astype(cd, copy=False)
         if dtype == "bool":
             return v != 0

@@ -229,7 +229,7 @@ def _slab(cp: N.Copy, trans: bool, ctx: Ctx, starts: list, nk: int, nw: int, k_a
             return None
         idx[d] = slice(lo, hi)
     m = st[tuple(idx)].reshape([st[tuple(idx)].shape[d] for d in dims])
-    m = dt.convert(m, cp.dst.buffer.dtype).astype(acc, copy=False)
+    m = dt.widen(dt.convert(m, cp.dst.buffer.dtype), acc)
     if tf32:
         m = dt.to_tf32(m)
     return m.T if trans else m
@@ -251,7 +251,7 @@ def _tiles(cp: N.Copy, trans: bool, ctx: Ctx, env: dict, n: int, acc, tf32: bool
     else:
         raw = np.stack([memory._global_window_uniform(st, [int(x[i]) for x in starts], exts, fill).reshape(tile)
                         for i in range(n)])
-    out = dt.convert(raw, cp.dst.buffer.dtype).astype(acc, copy=False)
+    out = dt.widen(dt.convert(raw, cp.dst.buffer.dtype), acc)
     if tf32:
         out = dt.to_tf32(out)
     return out.swapaxes(1, 2) if trans else out

@@ -38,7 +38,7 @@ from .state import Ctx, Storage, block_mask, lift, new_array
 def to_compute(arr, dtype: str):
     """Storage values → compute representation (narrow floats → float32, integers → int64)."""
     if dt.is_float(dtype):
-        return arr.astype(dt.compute_dtype(dtype), copy=False)
+        return dt.widen(arr, dt.compute_dtype(dtype))
     if dtype == "bool":
         return arr.astype(bool, copy=False)
     return arr.astype(np.int64, copy=False)
@@ -152,6 +152,18 @@ def _guard(buf, st, idx, ctx, loc, what, exprs=None):
     return out, valid
 
 
+def _gather(st: np.ndarray, idx: list) -> np.ndarray:
+    """``st[tuple(idx)]`` for in-range int / integer-array indices: on a C-contiguous tensor one ``take`` of
+    linear offsets (the same elements, ~2.5x faster than NumPy's multi-array fancy indexing)."""
+    if not st.flags.c_contiguous or st.ndim < 2:
+        return st[tuple(idx)]
+    lin = 0
+    for i, stride in zip(idx, st.strides):
+        step = stride // st.itemsize
+        lin = lin + (i.astype(np.int64, copy=False) * step if isinstance(i, np.ndarray) else int(i) * step)
+    return st.reshape(-1).take(lin)
+
+
 def _load_global(e, buf, st, idx, ctx):
     idx, valid = _guard(buf, st, idx, ctx, e.loc, "read", e.indices)
     if ctx.options.races:
@@ -161,7 +173,7 @@ def _load_global(e, buf, st, idx, ctx):
         if valid is False:
             return _scalar(fill, buf.dtype)
         return _scalar(to_compute(st[tuple(idx)], buf.dtype), buf.dtype)
-    vals = to_compute(st[tuple(idx)], buf.dtype)
+    vals = to_compute(_gather(st, idx), buf.dtype)
     if vals.ndim < 1 + ctx.rank:
         vals = lift(vals, ctx.rank)
     if valid is not None:

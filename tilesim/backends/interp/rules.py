@@ -13,7 +13,7 @@ import numpy as np
 
 from ...errors import KernelError, KernelRuntimeError
 from ...ir import nodes as N
-from . import gemm_loop, memory, tile_copy, tile_gemm, tile_reduce
+from . import coroutines, gemm_loop, memory, tile_copy, tile_gemm, tile_reduce
 from .exprs import ev
 from .state import Ctx, LoopFrame, mask_and, mask_as_set, mask_minus, none_active, set_or
 from .tables import STMT_RULES
@@ -74,8 +74,22 @@ def _alloc(s, ctx):
     memory.allocate_onchip(s, ctx, ev)
 
 
+def run_group(s, ctx: Ctx) -> bool:
+    """Run ``s`` as a warp-group run (``coroutines``) if it is planned as one; False if it is not."""
+    members = ctx.runs.get(id(s))
+    if members is None:
+        return False
+    if members:
+        saved = ctx.mask
+        coroutines.run(members, ctx, run_body)
+        _refresh(ctx, saved)
+    return True
+
+
 @rule(N.If)
 def _if(s, ctx):
+    if ctx.runs and run_group(s, ctx):
+        return
     c = ev(s.cond, ctx)
     saved = ctx.mask
     if not isinstance(c, np.ndarray) or c.ndim == 0:

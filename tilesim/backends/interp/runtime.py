@@ -30,7 +30,7 @@ from ... import dtypes as dt
 from ...errors import KernelRuntimeError
 from ...ir import nodes as N
 from ...ir.traverse import walk_stmts
-from . import checks, chunks, gemm_loop, simt
+from . import checks, chunks, coroutines, gemm_loop, simt
 from . import ws as _ws  # noqa: F401 - registers the WarpSpec / MBarrier rules
 from .exprs import ev
 from .options import InterpOptions
@@ -97,6 +97,7 @@ def _launch(s: N.Launch, top: Ctx, options: InterpOptions, progress=None, index=
     rules = None if prep is None else simt.simt_rules()
     chunk, workers = chunks.plan(s, total, per_block, options)
     gemm_plans = gemm_loop.plan_launch(s, grid, top.env) if prep is None else {}
+    runs = coroutines.plan(body)
     writers: dict = {"written": checks.written_roots(s.body)} if options.races else {}  # the race record
     aliased = frozenset(_alias_roots(s.body))
     safe = dict(s.annotation("safe_value", ()))
@@ -116,6 +117,7 @@ def _launch(s: N.Launch, top: Ctx, options: InterpOptions, progress=None, index=
         ctx.aliased = aliased
         ctx.safe = safe
         ctx.gemm_loops = gemm_plans
+        ctx.runs = runs
         if prep is not None:
             simt.enter(ctx, prep, rules)
         run_body(body, ctx)

@@ -11,6 +11,8 @@ execution, one legal schedule of a race-free program, in which shared-memory wri
 (so certainly after the next barrier). A program where two threads of a block touch the same shared
 element between two barriers, one writing without an atomic, is racy: its result is undefined (the
 interpreter gives the lock-step one; it does not detect such races).
+Warp groups that wait on mbarriers in divergent code (``if tx < 128: ... else: ...``) run as concurrent
+tasks instead (``coroutines.py``): each side in lock-step for its threads, switched at blocking waits.
 
 :func:`prepare` rewrites the launch body once (cached per launch):
 

@@ -136,6 +136,9 @@ class Ctx:
         self.safe: dict = {}  # global buffer uid -> value out-of-range reads give (T.annotate_safe_value)
         self.simt = None  # simt.Prepared of a per-thread launch
         self.rules: dict | None = None  # statement rules in force (None: STMT_RULES; per-thread: simt's)
+        self.runs: dict = {}  # coroutines.plan of the launch body: id(stmt) -> warp-group run members
+        self.sched = None  # coroutines scheduler while warp groups run as tasks (shared by their Ctx copies)
+        self.task = None  # the task this Ctx copy runs
 
 
 def lift(v, rank: int):

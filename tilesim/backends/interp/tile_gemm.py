@@ -30,8 +30,8 @@ def _as_matrix(vals):
 @rule(N.Gemm)
 def _gemm(s: N.Gemm, ctx: Ctx):
     acc = dt.compute_dtype(s.c.dtype) if dt.is_float(s.c.dtype) else np.dtype(np.int64)
-    a = _as_matrix(memory.read_region(s.a, ctx, ev)).astype(acc, copy=False)
-    b = _as_matrix(memory.read_region(s.b, ctx, ev)).astype(acc, copy=False)
+    a = dt.widen(_as_matrix(memory.read_region(s.a, ctx, ev)), acc)
+    b = dt.widen(_as_matrix(memory.read_region(s.b, ctx, ev)), acc)
     if ctx.options.tf32 and s.a.dtype == "float32":
         a, b = dt.to_tf32(a), dt.to_tf32(b)
     if s.trans_a:
@@ -71,7 +71,7 @@ def _gemm(s: N.Gemm, ctx: Ctx):
     if s.clear_accum:
         out = prod
     else:
-        c = _as_matrix(memory.read_region(s.c, ctx, ev)).astype(acc, copy=False)
+        c = dt.widen(_as_matrix(memory.read_region(s.c, ctx, ev)), acc)
         out = c + prod
     _, cext = memory.region_starts(s.c, ctx, ev)
     out = dt.convert(out.reshape((out.shape[0],) + cext), s.c.dtype)

@@ -1,10 +1,11 @@
-"""Warp-specialised code in the interpreter: ``T.ws`` bodies in program order, mbarrier phases exact.
+"""Warp-specialised code in the interpreter: ``T.ws`` bodies as concurrent warp groups, mbarrier phases exact.
 
 Contract
 --------
-* ``WarpSpec``: at tile level the body runs where it stands (program order is one legal schedule of the
-  warp groups: every ``T.ws`` body of a block runs in the order the program names them). In a per-thread
-  launch (``simt.py``) the body runs with the threads outside the groups masked off.
+* ``WarpSpec``: a run of sibling ``T.ws`` bodies (and ``if`` statements on the thread index) whose code
+  waits on a barrier runs as concurrent tasks (``coroutines.py``: switched at waits, deterministic order);
+  otherwise the body runs where it stands. In a per-thread launch (``simt.py``) the body runs with the
+  threads outside the groups masked off.
 * Barrier state lives in ``ctx.env[buffer.uid]`` (a :class:`Barriers`: per block of the chunk and barrier,
   the number of completed phases and the arrivals counted in the current one); ``MBarrier("init")`` makes
   it (phase 0 in progress, no arrivals).
@@ -16,9 +17,9 @@ Contract
   whatever the number of executing threads (the gemms complete at once).
 * ``wait(parity)``: returns when the current phase's parity differs from ``parity`` (the phase of that
   parity has completed; PTX ``mbarrier.try_wait.parity``): so before any completion, parity 1 returns at
-  once and parity 0 waits. A wait that would not return at that point in program order is a
-  ``KernelRuntimeError`` at the wait saying the program needs its warp groups to run concurrently
-  (another group's arrival comes later in program order): never a hang, never a silent answer.
+  once and parity 0 waits. A wait whose phase has not completed blocks its task
+  (``coroutines.block``) until other warp groups' arrivals complete it; when every group waits, a
+  located ``KernelRuntimeError`` names the barriers (a deadlock): never a hang, never a silent answer.
 * A barrier index outside the array is a ``KernelRuntimeError``. Phases are per block (the leading axis).
 """
 
@@ -28,8 +29,9 @@ import numpy as np
 
 from ...errors import KernelRuntimeError
 from ...ir import nodes as N
+from . import coroutines
 from .exprs import ev
-from .rules import _refresh, run_body
+from .rules import _refresh, run_body, run_group
 from .state import Ctx, mask_and, none_active
 from .tables import STMT_RULES
 
@@ -92,24 +94,27 @@ def _mbarrier(s: N.MBarrier, ctx: Ctx):
     if s.op != "wait":
         st.arrive(rows, idx, 1 if _per_thread(ctx) else s.threads)
         return
-    cur = st.phase[rows, idx]
-    bad = (cur & 1) == parity
-    if bad.any():
-        k = int(np.argmax(bad))
+    bad = (st.phase[rows, idx] & 1) == parity
+    if not bad.any():
+        return
+
+    def done() -> bool:
+        return not ((st.phase[rows, idx] & 1) == parity).any()
+
+    def describe() -> str:
+        k = int(np.argmax((st.phase[rows, idx] & 1) == parity))
         b, i = int(rows[k]), int(idx[k])
-        raise KernelRuntimeError(
-            f"wait on barrier {s.buffer.name}[{i}] for parity {int(parity[k])} in block {int(ctx.block_ids[b])}: "
-            f"that phase has not completed at this point in program order ({int(st.arrived[b, i])} of "
-            f"{int(st.counts[i])} arrivals in phase {int(cur[k])}). tilesim runs the warp groups' code in program "
-            "order; this program needs its warp groups to run concurrently (the arrivals it waits for come later "
-            "in program order)", s.loc,
-            hint="put each producer step before the consumer step that waits for it in program order (e.g. one "
-                 "loop with `with T.ws(1):` producer then `with T.ws(0):` consumer per iteration), or write the "
-                 "plain tile program (T.copy + T.gemm in T.Pipelined)")
+        return (f"{s.buffer.name}[{i}] waited for parity {int(parity[k])} in block {int(ctx.block_ids[b])} "
+                f"({int(st.arrived[b, i])} of {int(st.counts[i])} arrivals in phase {int(st.phase[b, i])}) at "
+                f"line {s.loc.line if s.loc is not None else '?'}")
+
+    coroutines.block(ctx, done, describe, s.loc)
 
 
 @rule(N.WarpSpec)
 def _warp_spec(s: N.WarpSpec, ctx: Ctx):
+    if ctx.runs and run_group(s, ctx):
+        return
     if not _per_thread(ctx):
         run_body(s.body, ctx)
         return

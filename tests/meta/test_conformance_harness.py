@@ -1,0 +1,56 @@
+"""The conformance harness's verdicts and size overrides (``benchmarks/tilelang_examples.py``), without the mirror.
+
+A failed check inside a program's own comparison helper (``assert_tensors_similar``: ``assert False``) is
+``wrong`` (so a listed program bug reads ``program-bug``), other assertions stay ``fail``; a ``SMALL_MAIN``
+entry ``(name, kwargs)`` calls that entry function of the unchanged program, a plain dict calls ``main``.
+"""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+te = pytest.importorskip("tilelang_examples")
+
+
+def _tb(func, code, error="AssertionError"):
+    return ("Traceback (most recent call last):\n"
+            '  File "/tmp/run/x/prog.py", line 9, in test_prog\n'
+            "    check(a, b)\n"
+            f'  File "/tmp/run/x/utils.py", line 73, in {func}\n'
+            f"    {code}\n"
+            f"{error}\n")
+
+
+@pytest.mark.parametrize("func, code, verdict", [
+    ("assert_tensors_similar", "assert False  # noqa: B011", "wrong"),
+    ("assert_close_enough", "assert ok", "wrong"),
+    ("prepare_inputs", "assert x.is_contiguous()", "fail"),  # a precondition, not a comparison
+])
+def test_a_failed_check_in_a_comparison_helper_is_wrong(func, code, verdict):
+    assert te.verdict_of(1, _tb(func, code))[0] == verdict
+
+
+def test_program_bugs_and_small_main_entries_name_real_programs():
+    for rel, why in te.PROGRAM_BUGS.items():
+        assert rel.endswith(".py") and len(why) > 40
+    for rel, spec in te.SMALL_MAIN.items():
+        entry, kwargs = spec if isinstance(spec, tuple) else ("main", spec)
+        assert rel.endswith(".py") and entry.isidentifier() and isinstance(kwargs, dict)
+
+
+def test_small_main_entry_function_is_called_with_its_kwargs(tmp_path, monkeypatch):
+    staging = tmp_path / "staged"
+    (staging / "demo").mkdir(parents=True)
+    (staging / "demo" / "prog.py").write_text(
+        "import sys\n"
+        "def test_prog(n=10**9):\n"
+        "    assert n == 3, n\n"
+        "    print('ran', n)\n"
+        "if __name__ == '__main__':\n"
+        "    test_prog()\n")
+    monkeypatch.setitem(te.SMALL_MAIN, "demo/prog.py", ("test_prog", {"n": 3}))
+    row = te.run_one("demo/prog.py", staging, tmp_path, {"PATH": "/usr/bin:/bin"}, timeout=60)
+    assert row["verdict"] == "pass" and row["argv"] == ["test_prog(**{'n': 3})"]
+    assert "ran 3" in row["stdout_tail"]
