@@ -259,6 +259,8 @@ class ModelData:
     vendor: str = _text(required=True)
     kind: str = _text(required=True, choices=("gpu", "npu"))
     description: str = _text()
+    #: the instruction-set name compilers target (NVIDIA: ``sm_90``; empty when the file does not say)
+    arch: str = _text()
     variant_of: str = _text()
     aliases: tuple[str, ...] = _texts()
     clocks: Mapping[str, float | None] = _named_map("hz", required=("core_hz",))

@@ -13,7 +13,22 @@ import logging
 # __init__ files, which works only when the language package starts the chain.
 from . import language as language  # noqa: F401
 # isort: on
-from . import autotuner, carver, engine, layout, math, profiler, testing, tileop, transform, tvm, utils  # noqa: F401
+from . import (  # noqa: F401
+    autotuner,
+    carver,
+    contrib,
+    engine,
+    env,
+    layout,
+    math,
+    profiler,
+    testing,
+    tileop,
+    tools,
+    transform,
+    tvm,
+    utils,
+)
 from .autotuner import autotune  # noqa: F401
 from .backends import cpu as _cpu_target  # noqa: F401  (registers the target "cpu")
 from .backends import cuda as _cuda_target  # noqa: F401  (registers the target "cuda")

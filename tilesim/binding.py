@@ -26,6 +26,8 @@ Scalars (:func:`scalar_arg`)
     complex number or a tensor → ``KernelRuntimeError``; an integer parameter also refuses a float
     with a fraction and a value outside its dtype's range.
 Dtypes (:func:`check_dtype`, :func:`dtype_error`)
+  * An ``int4`` tensor is passed packed two per byte (int8, last axis halved, element ``2i`` in the low
+    nibble); it is unpacked for the run and packed back (outputs are returned packed).
   * A host array's dtype must be exactly ``dtypes.np_dtype(p.dtype)``: nothing is converted
     implicitly. (The CUDA runtime also accepts a device array of the parameter's storage type for the
     narrow floats CuPy lacks; it reports a mismatch with :func:`dtype_error`.)
@@ -53,7 +55,8 @@ Conversion (:func:`to_host`, :func:`numpy_to_torch`, :func:`empty_like`)
     cannot be written — a read-only array, or an ``__array__``/DLPack object NumPy had to copy — is
     refused before the run with a ``KernelRuntimeError`` naming it. Read-only inputs are fine.
   * Outputs are returned in the caller's framework: on the host path NumPy arrays, or torch CPU
-    tensors when any argument is a torch tensor; on the device path the CUDA runtime allocates them
+    tensors when any argument is a torch tensor (or, for a call without tensor arguments, when the program
+    has imported torch: TileLang returns torch tensors); on the device path the CUDA runtime allocates them
     with :func:`empty_like` in the device arguments' framework (torch on their device, CuPy).
 Errors
   * Every argument error is a ``KernelRuntimeError`` that names the argument and the kernel
@@ -450,12 +453,16 @@ class HostBinding:
     scalars: dict = field(default_factory=dict)  # var uid -> value (scalar params, symbolic dims)
     converted: list = field(default_factory=list)  # HostArray of every tensor argument
     torch_out: bool = False  # return torch tensors
+    int4: list = field(default_factory=list)  # (unpacked array, HostArray) of packed int4 arguments
 
     def finish(self):
         """Copy results back into the callers' tensors; the outputs (one bare, several as a list, or None)."""
+        for arr, c in self.int4:
+            c.array[...] = dt.pack_int4(arr)
         for c in self.converted:
             c.finish()
         outs = [self.arrays[self.pf.params[i].uid] for i in self.out_idx]
+        outs = [dt.pack_int4(o) if self.pf.params[i].dtype == "int4" else o for i, o in zip(self.out_idx, outs)]
         if self.torch_out:
             outs = [numpy_to_torch(o) for o in outs]
         if not outs:
@@ -484,6 +491,12 @@ def bind_host(pf: N.PrimFunc, out_idx: tuple, values: list, allocate) -> HostBin
             c.copy_back = True
             c.packed_fp4 = c.kind == "numpy"
         check_dtype(pf, p, arr.dtype)
+        if p.dtype == "int4":  # packed two per byte along the last axis
+            check_shape(pf, p, arr.shape[:-1] + (2 * arr.shape[-1],) if arr.ndim else arr.shape, dims)
+            b.arrays[p.uid] = dt.unpack_int4(arr)
+            b.int4.append((b.arrays[p.uid], c))
+            b.converted.append(c)
+            continue
         check_shape(pf, p, arr.shape, dims)
         c.written = p.uid in written
         if c.written and (not arr.flags.writeable and not c.copy_back or not c.in_place):
@@ -503,5 +516,6 @@ def bind_host(pf: N.PrimFunc, out_idx: tuple, values: list, allocate) -> HostBin
     for i in b.out_idx:
         p = pf.params[i]
         b.arrays[p.uid] = allocate(output_shape(p, b.scalars), p.dtype)
-    b.torch_out = any(framework(v) == "torch" for _, v in inputs)
+    arrays_in = [v for p, v in inputs if isinstance(p, N.Buffer)]
+    b.torch_out = any(framework(v) == "torch" for v in arrays_in) or (not arrays_in and loaded("torch") is not None)
     return b

@@ -37,6 +37,9 @@ _NP = {
     "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
     "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
     "float4_e2m1fn": np.dtype(ml_dtypes.float4_e2m1fn),
+    # 4-bit signed integers, one value (-8..7) per int8 in the interpreter; tensors arrive packed two per
+    # byte (pack_int4 / unpack_int4). After "int8", so canon(np.int8) stays "int8".
+    "int4": np.dtype(np.int8),
 }
 
 _ALIASES = {
@@ -107,7 +110,7 @@ def is_signed(dtype: str) -> bool:
 def bits(dtype: str) -> int:
     if dtype == "bool":
         return 8
-    if dtype == "float4_e2m1fn":
+    if dtype in ("float4_e2m1fn", "int4"):
         return 4
     return np_dtype(dtype).itemsize * 8
 
@@ -167,6 +170,11 @@ def convert(values, dtype: str) -> np.ndarray:
         return arr != 0
     if dtype == "bfloat16" and arr.dtype == np.float32:
         return _f32_to_bf16(arr)
+    if dtype == "int4":  # floats truncate and saturate (cvt.rzi.sat); integers wrap to 4 bits
+        if arr.dtype.kind in "iub":
+            return (((arr.astype(np.int64) + 8) & 15) - 8).astype(target)
+        src = np.nan_to_num(arr.astype(np.float64), nan=0.0)
+        return np.clip(np.trunc(src), -8, 7).astype(target)
     if is_int(dtype) and (arr.dtype.kind == "f" or arr.dtype in _NARROW_NP):
         # GPU float->int conversions (cvt.rzi.sat) truncate toward zero, saturate, and map NaN to 0
         src = np.nan_to_num(arr.astype(np.float64), nan=0.0)
@@ -217,8 +225,26 @@ def to_tf32(values: np.ndarray) -> np.ndarray:
     return np.where(finite, r, a)
 
 
+def unpack_int4(packed: np.ndarray) -> np.ndarray:
+    """int4 values packed two per byte along the last axis (element ``2i`` in the low nibble of byte ``i``)
+    as one sign-extended int8 per value: shape ``(..., n)`` -> ``(..., 2 n)``."""
+    b = np.asarray(packed).view(np.uint8) if np.asarray(packed).dtype == np.int8 else np.asarray(packed, np.uint8)
+    lo, hi = (b & 0xF).astype(np.int8), (b >> 4).astype(np.int8)
+    out = np.stack([lo, hi], axis=-1).reshape(b.shape[:-1] + (2 * b.shape[-1],))
+    return np.where(out > 7, out - 16, out).astype(np.int8)
+
+
+def pack_int4(values: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`unpack_int4` (values wrap to 4 bits): ``(..., 2 n)`` -> int8 ``(..., n)``."""
+    v = (np.asarray(values).astype(np.int64) & 0xF).astype(np.uint8)
+    v = v.reshape(v.shape[:-1] + (v.shape[-1] // 2, 2))
+    return (v[..., 0] | (v[..., 1] << 4)).astype(np.uint8).view(np.int8)
+
+
 def max_value(dtype: str) -> float | int:
     dtype = canon(dtype)
+    if dtype == "int4":
+        return 7
     if dtype in SAT_MAX:
         return SAT_MAX[dtype]
     if dtype == "bool":
@@ -231,6 +257,8 @@ def max_value(dtype: str) -> float | int:
 
 def min_value(dtype: str) -> float | int:
     dtype = canon(dtype)
+    if dtype == "int4":
+        return -8
     if dtype in SAT_MAX:
         return -SAT_MAX[dtype]
     if dtype == "bool":

@@ -116,8 +116,11 @@ class EagerJIT:
         return tensors, scalars
 
     @user_facing
-    def compile(self, **bindings) -> JITKernel:
-        """Kernel for explicit ``T.const`` values and scalar parameters (no tensors needed)."""
+    def compile(self, *args, **bindings) -> JITKernel:
+        """Kernel for explicit ``T.const`` values and scalar parameters (no tensors needed); with positional
+        arguments, the kernel a call with these arguments would run (TileLang's ``f.compile(*call_args)``)."""
+        if args:
+            return self.specialize(*args, **bindings)[0]
         scalars = {k: p.default for k, p in self._sig.parameters.items() if p.default is not inspect.Parameter.empty}
         scalars.update({k: v for k, v in bindings.items() if k in self._sig.parameters})
         consts = {k: v for k, v in bindings.items() if k not in self._sig.parameters}

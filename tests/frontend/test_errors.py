@@ -119,8 +119,8 @@ CASES = [
         """)), KernelTypeError, "too many positional arguments", "f(bx, 1)"),
     e("return-in-prim-func", lazy(k("return C  # <-")), KernelSyntaxError, "`return` inside a @T.prim_func", "return"),
     e("slice-assign", lazy(k("A_s[0:16, :] = 0  # <-")), KernelSyntaxError, "slice assignment", "A_s[0:16, :]"),
-    e("unsupported-primitive", lazy(k("v = T.shfl_xor(A[0, 0], 1)  # <-")), KernelSyntaxError,
-      "T.shfl_xor is not supported", "T.shfl_xor"),
+    e("unsupported-primitive", lazy(k("v = T.call_extern('float32', 'f', A[0, 0])  # <-")), KernelSyntaxError,
+      "T.call_extern of 'f': an external device function", "T.call_extern"),
     e("bad-dtype", lazy(k("X = T.alloc_fragment((4,), 'float17')  # <-")), KernelTypeError, "unknown dtype 'float17'",
       "T.alloc_fragment"),
     e("missing-annotation", HEADER + textwrap.dedent("""

@@ -2,7 +2,8 @@
 
 A failed check inside a program's own comparison helper (``assert_tensors_similar``: ``assert False``) is
 ``wrong`` (so a listed program bug reads ``program-bug``), other assertions stay ``fail``; a ``SMALL_MAIN``
-entry ``(name, kwargs)`` calls that entry function of the unchanged program, a plain dict calls ``main``.
+entry ``(name, kwargs)`` calls that entry function of the unchanged program, a plain dict calls ``main``; a program written to fail is
+``expected-error`` only when its error line matches the recorded one, and never a pass.
 """
 
 import sys
@@ -54,3 +55,25 @@ def test_small_main_entry_function_is_called_with_its_kwargs(tmp_path, monkeypat
     row = te.run_one("demo/prog.py", staging, tmp_path, {"PATH": "/usr/bin:/bin"}, timeout=60)
     assert row["verdict"] == "pass" and row["argv"] == ["test_prog(**{'n': 3})"]
     assert "ran 3" in row["stdout_tail"]
+
+
+def _buggy_stderr(error_line):
+    return ("Traceback (most recent call last):\n  File \"/tmp/x/autodd/tilelang_buggy.py\", line 151, in main\n"
+            "    T.gemm(A_shared, B_shared, C_local)\n" + error_line + "\n")
+
+
+def test_written_to_fail_program_gets_its_own_verdict():
+    rel = "autodd/tilelang_buggy.py"
+    v, e = te.verdict_of(1, _buggy_stderr("tilesim.errors.KernelTypeError: T.gemm: reduction dims differ: K 32 vs 128"))
+    assert (v, te.expected_error(rel, v, e)[0]) == ("fail", "expected-error")
+    other = te.verdict_of(1, _buggy_stderr("tilesim.errors.KernelSyntaxError: unknown primitive T.foo"))
+    assert te.expected_error(rel, *other)[0] == "fail"  # another error stays a failure
+    assert te.expected_error(rel, "pass", "")[0] == "pass"
+    assert te.expected_error("gemm/example_gemm.py", *other)[0] == "fail"
+
+
+def test_expected_errors_count_as_run_not_passed():
+    rows = [{"program": "a.py", "verdict": "pass", "seconds": 1.0},
+            {"program": "autodd/tilelang_buggy.py", "verdict": "expected-error", "seconds": 1.0}]
+    s = te.summarise(rows)
+    assert s["programs_run"] == 2 and s["pass_pct"] == 50.0

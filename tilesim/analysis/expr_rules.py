@@ -141,6 +141,14 @@ def _e_reinterpret(a, e, acc: _Acc):
     a.element_cost(e.value, acc)
 
 
+@EXPR_RULES.register(N.WarpShuffle)
+def _e_warp_shuffle(a, e, acc: _Acc):
+    """One ``shfl.sync`` per thread: costed as one instruction of the value's type."""
+    a.element_cost(e.value, acc)
+    a.element_cost(e.lane, acc)
+    acc.add_alu(e.dtype, 1.0)
+
+
 @EXPR_RULES.register(N.Load)
 def _e_load(a, e, acc: _Acc):
     sc = _scope(e.buffer)

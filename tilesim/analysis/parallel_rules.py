@@ -88,6 +88,21 @@ def _el_store(a: Analyzer, st: N.Store, acc: _Acc, f: float):
     acc.merge(sub.scaled(f) if f != 1.0 else sub)
 
 
+@COST_RULES.register(N.DeviceAssert)
+def _device_assert(a: Analyzer, s: N.DeviceAssert):
+    acc = _Acc()
+    a.element_cost(s.cond, acc)
+    per_thread = float(a.threads) if a.launch.thread_vars else 1.0
+    return [_element_op(a, s, acc, per_thread, "T.device_assert")]
+
+
+@ELEMENT_RULES.register(N.DeviceAssert)
+def _el_device_assert(a: Analyzer, st: N.DeviceAssert, acc: _Acc, f: float):
+    sub = _Acc()
+    a.element_cost(st.cond, sub)
+    acc.merge(sub.scaled(f) if f != 1.0 else sub)
+
+
 @ELEMENT_RULES.register(N.Let)
 def _el_let(a: Analyzer, st: N.Let, acc: _Acc, f: float):
     a.lets[st.var.uid] = st.value

@@ -257,6 +257,8 @@ class Evaluator:
             return _scalarise(np.where(ok, vals, 0))
         if t is N.Reinterpret:
             raise DataDependent("a reinterpret in an index", e.loc)
+        if t is N.WarpShuffle:
+            raise DataDependent("a warp shuffle in an index", e.loc)
         raise DataDependent(f"a {t.__name__} in an index", getattr(e, "loc", None))
 
 

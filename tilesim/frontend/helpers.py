@@ -14,7 +14,10 @@ Contract
   has one straight-line body per call site (use ``T.if_then_else`` for a value that depends on data).
 * Lambdas are inlined the same way: a lambda written in a kernel body becomes a :class:`KernelLambda`
   (a value that can be passed around, e.g. to ``T.Layout(shape, lambda i, j: ...)``, and called);
-  a lambda defined outside the kernel is found in its file's source by line and position.
+  a lambda defined outside the kernel is found in its file's source by line and position. An
+  undecorated ``def`` inside a kernel body or an inlined helper (:func:`define_function`) is the same
+  kind of value with a statement body (its ``return`` follows the rule above); a decorated one is a
+  ``KernelSyntaxError``.
 * Only functions whose source is the user's (not tilesim's, not the standard library's, not an
   installed package's) are traced; a function without readable source called with kernel values stays
   a ``KernelSyntaxError`` naming it (:func:`traceable` decides).
@@ -101,22 +104,25 @@ def _parse_file(file: str, text: str) -> ast.Module:
 
 
 class KernelLambda:
-    """A lambda written inside a kernel body: traced each time it is called, in its defining scope."""
+    """A lambda (or nested ``def``) written inside a kernel body: traced each time it is called, in its
+    defining scope."""
 
-    def __init__(self, tracer, node: ast.Lambda, src: Source, env: dict, signature: inspect.Signature):
+    def __init__(self, tracer, node: ast.Lambda | ast.FunctionDef, src: Source, env: dict,
+                 signature: inspect.Signature):
         self.tracer = tracer
         self.node = node
         self.src = src
         self.env = env  # the defining frame's names (late binding, as Python closures)
         self.__signature__ = signature
-        self.__name__ = "<lambda>"
+        self.__name__ = getattr(node, "name", "<lambda>")
 
     def __call__(self, *args, **kwargs):
         return call_kernel_lambda(self.tracer, self, args, kwargs, self.node)
 
 
-def make_kernel_lambda(tr, node: ast.Lambda) -> KernelLambda:
-    """``lambda ...: expr`` in a kernel body; defaults are evaluated now, as Python does."""
+def make_kernel_lambda(tr, node: ast.Lambda | ast.FunctionDef) -> KernelLambda:
+    """``lambda ...: expr`` (or a nested ``def``) in a kernel body; defaults are evaluated now, as Python
+    does."""
     a = node.args
     P = inspect.Parameter
     params = []
@@ -147,11 +153,26 @@ def _bind(sig: inspect.Signature, args, kwargs, name, loc):
 
 def call_kernel_lambda(tr, lam: KernelLambda, args, kwargs, node):
     loc = lam.src.loc(lam.node) if node is lam.node else tr.loc(node)
-    bound = _bind(lam.__signature__, args, kwargs, "lambda", loc)
+    what = "lambda" if isinstance(lam.node, ast.Lambda) else f"function {lam.__name__}"
+    bound = _bind(lam.__signature__, args, kwargs, what, loc)
     env = dict(lam.env)
     env.update(bound)
-    with tr.inline_frame(lam.src, env, bound, node, "lambda"):
-        return tr.ev(lam.node.body)
+    with tr.inline_frame(lam.src, env, bound, node, what):
+        if isinstance(lam.node, ast.Lambda):
+            return tr.ev(lam.node.body)
+        try:
+            tr.visit_body(lam.node.body)
+        except Return as r:
+            return r.value
+    return None
+
+
+def define_function(tr, node: ast.FunctionDef) -> None:
+    """``def f(...): ...`` inside a kernel body or inlined helper: binds ``f`` to a :class:`KernelLambda`."""
+    if node.decorator_list:
+        raise KernelSyntaxError(f"the decorated function {node.name} cannot be defined inside a kernel",
+                                tr.loc(node), hint="define it outside the kernel (a @T.macro at module level)")
+    tr.bind(node.name, make_kernel_lambda(tr, node), node)
 
 
 # ---------------------------------------------------------------------------------------- functions

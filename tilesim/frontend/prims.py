@@ -20,13 +20,22 @@ from ..errors import KernelError, KernelSyntaxError, KernelTypeError
 from ..ir import nodes as N
 from ..language.kernel import Kernel
 from ..language.types import symbol_names
+from . import allreduce as AR  # noqa: F401  (registers T.comm_reducer / T.tvm_thread_allreduce)
+from . import bitwise as _bitwise  # noqa: F401  (registers T.shift_left/right, T.bitwise_*)
 from . import exprs as X
+from . import extern as _extern  # noqa: F401  (registers T.import_source/call_extern)
+from . import ptx as _ptx  # noqa: F401  (registers cp.async, access_ptr, vector atomics)
+from . import reducer as _reducer  # T.alloc_reducer / T.finalize_reducer
 from . import regions as R
+from . import rng as _rng  # noqa: F401  (registers T.rng_init / T.rng_rand)
 from . import simt as S  # also registers the per-thread builders
+from . import warp as _warp  # noqa: F401  (registers the warp-shuffle builders)
 from . import ws as W  # noqa: F401  (registers the warp-specialisation builders)
 from .builders import BUILDERS, builder
+from .persistent import persistent_loop
 
-LOOP_PRIMS = frozenset({"Parallel", "parallel", "Pipelined", "serial", "unroll", "vectorized", "grid", "thread_binding"})
+LOOP_PRIMS = frozenset({"Parallel", "parallel", "Pipelined", "serial", "unroll", "vectorized", "grid", "thread_binding",
+                        "Persistent"})
 _NO_OPS = frozenset({"annotate_padding", "annotate_l2_hit_ratio",
                      "no_set_max_nreg", "set_max_nreg", "disable_warp_group_reg_alloc", "print"})
 
@@ -103,7 +112,7 @@ def launch(tr, node, call_node, target):
                 raise KernelSyntaxError(f"T.Kernel has {len(bvars)} grid dimension(s) but {len(elts)} names", loc)
             for e, v in zip(elts, bvars):
                 tr.bind(e.id, v, e)
-    tr.launch = {"allocs": [], "annotations": [], "threads": threads, "thread_vars": {}}
+    tr.launch = {"allocs": [], "annotations": [], "threads": threads, "thread_vars": {}, "block_vars": bvars}
     tr.bodies.append([])
     try:
         tr.visit_body(node.body)
@@ -111,6 +120,7 @@ def launch(tr, node, call_node, target):
         body = tr.bodies.pop()
         info = tr.launch
         tr.launch = None
+    body = _reducer.rewrite_launch(info, body)
     stmt = N.Launch(tuple(gexprs), bvars, threads, tuple(info["allocs"]) + tuple(body),
                     tuple(info["annotations"]), loc, S.launch_thread_vars(info, loc))
     tr.emit(stmt)
@@ -144,6 +154,8 @@ def loop(tr, node, name, fn, args, kwargs):
         return _parallel(tr, node, (stop - start,), offset=start)
     if name == "grid":
         return _grid(tr, node, a["extents"])
+    if name == "Persistent":
+        return persistent_loop(tr, node, a)
     if tr.parallel_depth and name == "Pipelined":
         raise KernelSyntaxError("T.Pipelined inside T.Parallel", loc, hint="pipeline the outer tile loop instead")
     start, stop = (0, a["start"]) if a.get("stop") is None else (a["start"], a["stop"])
@@ -208,6 +220,9 @@ def _parallel(tr, node, extents, offset=0):
         tr.parallel_depth -= 1
         tr.parallel_axes.pop()
     tr.emit(N.Parallel(vars_, tuple(exts), body, loc))
+    if not tr.parallel_depth:  # statements the body's builders asked to run after the outermost loop
+        for s in tr.launch.pop("after_parallel", ()):
+            tr.emit(s)
 
 
 def _grid(tr, node, extents):
@@ -253,7 +268,7 @@ def _b_alloc_shared(tr, loc, shape, dtype, scope):
     return _alloc(tr, loc, shape, dtype, "shared", "T.alloc_shared")
 
 
-@builder("alloc_fragment", "alloc_reducer")
+@builder("alloc_fragment")
 def _b_alloc_fragment(tr, loc, shape, dtype, scope=None, op=None, replication=None):
     return _alloc(tr, loc, shape, dtype, "fragment", "T.alloc_fragment")
 

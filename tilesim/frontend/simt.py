@@ -10,12 +10,16 @@ Contract
   extent of that dimension (``start`` 0, ``stop`` = ``threads[d]``); anything else is a
   ``KernelTypeError`` saying what the launch has. The loop form binds the loop name to the index and
   visits the body once (no IR loop: every thread runs its own iteration).
+* ``T.get_block_binding(dim)`` / ``T.get_block_bindings()`` are the launch's block indices (the constant 0
+  past its grid dimensions).
 * Warp/lane indices are arithmetic on the linear thread index ``t = tx + X * (ty + Y * tz)``.
 * ``T.sync_threads(barrier_id, arrive_count)`` emits :class:`~tilesim.ir.nodes.SyncThreads` (only inside
   a launch, never inside ``T.Parallel``); ``arrive_count`` must be a positive Python int no larger than
   the block.
 * ``T.atomic_<op>(dst_element, value, return_prev=True)`` emits
   :class:`~tilesim.ir.nodes.AtomicFetch` and evaluates to its variable (the value before the update).
+* ``T.device_assert(cond, msg)`` emits :class:`~tilesim.ir.nodes.DeviceAssert` (a Python-valued ``cond`` is
+  checked at trace time instead).
 * Every error is a ``KernelError`` located at the call.
 """
 
@@ -73,6 +77,20 @@ def linear_thread(tr, loc):
 @builder("get_thread_binding")
 def _b_get_thread_binding(tr, loc, dim):
     return thread_index(tr, loc, dim)
+
+
+@builder("get_block_binding")
+def _b_get_block_binding(tr, loc, dim=0):
+    _in_launch(tr, loc, f"T.get_block_binding({dim})")
+    if not isinstance(dim, int) or not 0 <= dim <= 2:
+        raise KernelTypeError(f"block dimension must be 0, 1 or 2, got {dim!r}", loc)
+    bvars = tr.launch["block_vars"]
+    return bvars[dim] if dim < len(bvars) else N.Const(0, "int32", loc)
+
+
+@builder("get_block_bindings")
+def _b_get_block_bindings(tr, loc):
+    return tuple(_b_get_block_binding(tr, loc, d) for d in range(3))
 
 
 @builder("get_thread_bindings")
@@ -169,6 +187,16 @@ def _b_sync_threads(tr, loc, barrier_id, arrive_count):
         raise KernelTypeError(f"T.sync_threads: barrier_id {barrier_id} (a block has 16 named barriers, 0-15)", loc)
     count = None if arrive_count is None or arrive_count == nt else arrive_count
     tr.emit(N.SyncThreads(barrier_id, count, loc))
+
+
+@builder("device_assert")
+def _b_device_assert(tr, loc, cond, msg=""):
+    _in_launch(tr, loc, "T.device_assert")
+    if not X.is_ir(cond):
+        if not cond:
+            raise KernelTypeError(f"T.device_assert failed: {msg}", loc)
+        return
+    tr.emit(N.DeviceAssert(X.to_bool(cond, loc), str(msg), loc))
 
 
 @builder("sync_warp")

@@ -223,6 +223,8 @@ class Tracer:
             return KernelSyntaxError(f"{type(e).__name__} while tracing the kernel: {e}", self.loc(node))
         return InternalError(f"{type(e).__name__}: {e}", detail=f"while tracing {self.loc(node)}")
 
+    stmt_FunctionDef = helpers.define_function  # a nested def: a function value, inlined where called
+
     def stmt_Pass(self, node):
         pass
 
@@ -458,6 +460,8 @@ class Tracer:
         if getattr(fn, "__tilesim_unsupported__", None):  # e.g. T.ClusterKernel: the reason, at the with
             raise self.error(KernelSyntaxError, f"T.{fn.__tilesim_prim__} is not supported by tilesim", call,
                              hint=fn.__tilesim_unsupported__)
+        if getattr(fn, "__tilesim_prim__", None) == "attr":
+            return prims.AR.with_attr(self, node, call)
         if getattr(fn, "__tilesim_prim__", None) != "Kernel":
             raise self.error(KernelSyntaxError, "only `with T.Kernel(...) as ...:` is allowed", node,
                              hint="a with-statement in a kernel opens a launch: with T.Kernel(gx, gy, threads=128) as (bx, by)")

@@ -7,13 +7,13 @@ from . import nodes as N
 
 #: Expressions every element-level consumer must handle.
 EXPRS = frozenset({N.Const, N.Var, N.Binary, N.Compare, N.Logical, N.Unary, N.Call, N.Select,
-                   N.Cast, N.Reinterpret, N.Load})
+                   N.Cast, N.Reinterpret, N.Load, N.WarpShuffle})
 #: Tile operations (whole-tile, block-level work).
 TILE_OPS = frozenset({N.Copy, N.Gemm, N.Reduce, N.Fill, N.Atomic, N.Cumsum})
 #: Loops.
 LOOPS = frozenset({N.For, N.Parallel, N.While})
 #: Control flow and bindings.
-CONTROL = frozenset({N.If, N.Break, N.Continue, N.Let, N.Launch})
+CONTROL = frozenset({N.If, N.Break, N.Continue, N.Let, N.Launch, N.DeviceAssert})
 #: Memory declarations and element stores.
 MEMORY = frozenset({N.Alloc, N.Store})
 #: Per-thread (SIMT) statements: a barrier and an atomic that returns the previous value.

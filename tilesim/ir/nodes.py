@@ -84,6 +84,7 @@ MATH_FUNCS = frozenset({
     "exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "tanh",
     "sigmoid", "abs", "sin", "cos", "tan", "erf", "floor", "ceil", "round", "trunc", "isnan",
     "isinf", "isfinite", "fabs", "atan", "asin", "acos", "sinh", "cosh", "pow", "fmod",
+    "philox",  # (seed, seq, pos) -> uint32: the pos-th value of a Philox4x32-10 stream (tilesim/philox.py)
 })
 #: Math functions evaluated on special-function units (SFU) on GPUs; the rest are ALU/FMA work.
 SFU_FUNCS = frozenset({
@@ -160,6 +161,21 @@ class Reinterpret(Expr):
     """Bit-cast between dtypes of the same width."""
 
     value: Expr
+    dtype: str
+    loc: Loc | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class WarpShuffle(Expr):
+    """A warp shuffle (``T.shfl_sync/xor/down/up``, ``T.tvm_warp_shuffle``): each thread reads ``value`` as
+    evaluated by another lane of its group of ``width`` lanes. ``kind`` picks the source lane from ``lane``:
+    ``"idx"`` lane ``lane % width``, ``"xor"`` own lane XOR ``lane``, ``"down"``/``"up"`` own lane
+    plus/minus ``lane`` (a source outside the group gives the thread its own value). Per-thread code only."""
+
+    kind: str
+    value: Expr
+    lane: Expr
+    width: int
     dtype: str
     loc: Loc | None = field(default=None, compare=False)
 
@@ -446,6 +462,16 @@ class If(Stmt):
 class While(Stmt):
     cond: Expr
     body: Body
+    loc: Loc | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceAssert(Stmt):
+    """``T.device_assert(cond, msg)``: a run-time check; an active element (block, thread or ``T.Parallel``
+    element) for which ``cond`` is false stops the kernel with ``msg``."""
+
+    cond: Expr
+    message: str
     loc: Loc | None = field(default=None, compare=False)
 
 

@@ -121,6 +121,12 @@ def _cast(p, x):
     return f"T.cast({p.e(x.value)}, {x.dtype})"
 
 
+@EXPRS.register(N.WarpShuffle)
+def _warp_shuffle(p, x):
+    name = {"idx": "shfl_sync"}.get(x.kind, f"shfl_{x.kind}")
+    return f"T.{name}({p.e(x.value)}, {p.e(x.lane)}, width={x.width})"
+
+
 @EXPRS.register(N.Reinterpret)
 def _reinterpret(p, x):
     return f"T.reinterpret({p.e(x.value)}, {x.dtype})"
@@ -255,6 +261,11 @@ def _if(p, s, d):
     if s.orelse:
         p.w(d, "else:")
         p.body(s.orelse, d + 1)
+
+
+@STMTS.register(N.DeviceAssert)
+def _device_assert(p, s, d):
+    p.w(d, f"T.device_assert({p.e(s.cond)}, {s.message!r})")
 
 
 @STMTS.register(N.Break)

@@ -59,6 +59,7 @@ DECLS: dict[type, dict[str, str]] = {
     N.Select: {"cond": EXPR, "a": EXPR, "b": EXPR},
     N.Cast: {"value": EXPR},
     N.Reinterpret: {"value": EXPR},
+    N.WarpShuffle: {"value": EXPR, "lane": EXPR},
     N.Load: {"buffer": BUFFER, "indices": EXPR},
     # buffers and regions (a Buffer is a leaf of walks: its shape is declared where it is allocated)
     N.Buffer: {"shape": EXPR, "alias_of": BUFFER},
@@ -83,6 +84,7 @@ DECLS: dict[type, dict[str, str]] = {
     # control flow and bindings
     N.If: {"cond": EXPR, "then": BODY, "orelse": BODY},
     N.Break: {},
+    N.DeviceAssert: {"cond": EXPR},
     N.Continue: {},
     N.Let: {"var": BIND, "value": EXPR},
     N.Launch: {"grid": EXPR, "block_vars": BIND, "body": BODY, "thread_vars": BIND},

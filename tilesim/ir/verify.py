@@ -150,6 +150,16 @@ def _select(v, e, scope):
         v.expr(a, scope)
 
 
+@EXPRS.register(N.WarpShuffle)
+def _warp_shuffle(v, e, scope):
+    if e.kind not in ("idx", "xor", "down", "up"):
+        v.bad(f"unknown warp shuffle kind {e.kind!r}", e.loc)
+    if e.value.dtype != e.dtype or not isinstance(e.width, int) or not 1 <= e.width <= 32 or e.width & (e.width - 1):
+        v.bad("warp shuffle: value dtype differs or width is not a power of two in 1..32", e.loc)
+    v.expr(e.value, scope)
+    v.expr(e.lane, scope)
+
+
 @EXPRS.register(N.Load)
 def _load(v, e, scope):
     v.buffer(e.buffer, e.loc)
@@ -230,6 +240,13 @@ def _if(v, s, scope, ctx):
     v.expr(s.cond, scope)
     v.body(s.then, scope, ctx)
     v.body(s.orelse, scope, ctx)
+
+
+@STMTS.register(N.DeviceAssert)
+def _device_assert(v, s, scope, ctx):
+    if s.cond.dtype != "bool":
+        v.bad(f"T.device_assert condition of type {s.cond.dtype}", s.loc)
+    v.expr(s.cond, scope)
 
 
 @STMTS.register(N.Break, N.Continue)

@@ -16,20 +16,26 @@ from .alloc import (  # noqa: F401
     alloc_reducer,
     alloc_shared,
     alloc_var,
+    finalize_reducer,
     reshape,
     view,
 )
+from .allreduce import attr, comm_reducer, evaluate, tvm_thread_allreduce  # noqa: F401
 from .annotate import UNSUPPORTED as _UNSUPPORTED  # noqa: F401
 from .annotate import (
     Fragment,
     Layout,
+    access_ptr,
     annotate_l2_hit_ratio,
     annotate_layout,
     annotate_padding,
     annotate_safe_value,
     c2d_im2col,
+    call_extern,
+    device_assert,
     disable_warp_group_reg_alloc,
     im2col,
+    import_source,
     make_swizzled_layout,
     no_set_max_nreg,
     print,
@@ -49,6 +55,10 @@ from .math import (  # noqa: F401
     Not,
     Or,
     Select,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
     cast,
     ceildiv,
     clamp,
@@ -63,10 +73,13 @@ from .math import (  # noqa: F401
     min_value,
     pow,
     reinterpret,
+    shift_left,
+    shift_right,
     truncdiv,
     truncmod,
 )
 from .program import prim_func  # noqa: F401
+from .ptx import access_ptr, atomic_addx2, atomic_addx4, ptx_commit_group, ptx_cp_async, ptx_wait_group  # noqa: F401
 from .reduce import (  # noqa: F401
     clear,
     cumsum,
@@ -78,7 +91,10 @@ from .reduce import (  # noqa: F401
     reduce_min,
     reduce_sum,
 )
+from .rng import rng_init, rng_rand, rng_rand_float  # noqa: F401
 from .simt import (  # noqa: F401
+    get_block_binding,
+    get_block_bindings,
     get_lane_idx,
     get_thread_binding,
     get_thread_bindings,
@@ -86,10 +102,16 @@ from .simt import (  # noqa: F401
     get_warp_group_idx,
     get_warp_idx,
     get_warp_idx_sync,
+    shfl_down,
+    shfl_sync,
+    shfl_up,
+    shfl_xor,
     sync_threads,
     sync_warp,
     thread_binding,
+    tvm_warp_shuffle,
 )
+from .sparse import gemm_sp  # noqa: F401
 from .types import (  # noqa: F401
     Buffer,
     DType,
@@ -123,6 +145,7 @@ from .types import (  # noqa: F401
     int16,
     int32,
     int64,
+    ptr,
     symbolic,
     tfloat32,
     uint,

@@ -39,7 +39,13 @@ def alloc_global(shape, dtype):
 
 @marker()
 def alloc_reducer(shape, dtype, op="sum", replication=None):
-    """A fragment used as a reduction target (treated as ``alloc_fragment``)."""
+    """A fragment every ``T.Parallel`` iteration accumulates into with ``op`` (``r[i] += v`` over ``(i, j)``
+    combines every ``j``'s ``v``); see ``tilesim/frontend/reducer.py``."""
+
+
+@marker()
+def finalize_reducer(reducer):
+    """Combine the threads' replicas of a reducer (contributions are combined when made here)."""
 
 
 @marker()

@@ -63,6 +63,29 @@ def disable_warp_group_reg_alloc():
 
 
 @marker()
+def import_source(source=None):
+    """``T.import_source(src)``: device source defining functions for :func:`call_extern` (recorded)."""
+
+
+@marker()
+def access_ptr(base, access_type="r", *extents, offset=0, extent=None, ignore_last_ndim=0):
+    """``T.access_ptr(buf_or_element, "r"|"w")``: a pointer argument of :func:`call_extern`."""
+
+
+@marker()
+def call_extern(*args, dtype=None):
+    """``T.call_extern(dtype, name, *args)``: an external device function. tilesim runs the functions its
+    ``frontend/extern.py`` knows (dequantization decoders) when their source was imported; others are
+    refused."""
+
+
+@marker()
+def device_assert(cond, msg=""):
+    """``T.device_assert(cond, msg)``: stop the kernel with ``msg`` where ``cond`` is false (checked by the
+    interpreter for every active block, thread and ``T.Parallel`` element; not checked on the CUDA backend)."""
+
+
+@marker()
 def print(*args, msg=""):  # noqa: A001
     """Accepted; tilesim's interpreter ignores device prints."""
 
@@ -74,16 +97,6 @@ _SF_TMEM = ("block-scale factors packed into tensor memory by tcgen05.cp (UE8M0 
             "transposed layout) are not modelled; T.mma_gemm_blockscaled takes the scales from shared memory")
 #: Primitives that need per-thread (SIMT) execution or Hopper async machinery tilesim does not model.
 UNSUPPORTED = {
-    "shfl_xor": "warp shuffles are not modelled; exchange values through shared memory and T.sync_threads",
-    "shfl_down": "warp shuffles are not modelled; exchange values through shared memory and T.sync_threads",
-    "shfl_up": "warp shuffles are not modelled; exchange values through shared memory and T.sync_threads",
-    "shfl_sync": "warp shuffles are not modelled; exchange values through shared memory and T.sync_threads",
-    "call_extern": "external device functions cannot run in the NumPy interpreter",
-    "import_source": "it splices CUDA C source into the generated kernel (device functions for T.call_extern); "
-                     "CUDA source has no meaning in tilesim's interpreter: write the computation with T.* "
-                     "primitives (e.g. the program's path without fast decoding)",
-    "access_ptr": "raw buffer pointers only feed external device functions (T.call_extern), which cannot run "
-                  "in tilesim's interpreter: index the buffer instead",
     "ClusterKernel": _CLUSTER,
     "alloc_cluster_barrier": _CLUSTER,
     "block_rank_in_cluster": _CLUSTER,
@@ -94,5 +107,6 @@ UNSUPPORTED = {
     "tcgen05_gemm_blockscaled": _SF_TMEM,
     "tcgen05_cp_warpx4": _SF_TMEM,
     "tcgen05_sf_warp_transpose": _SF_TMEM,
-    "Persistent": "persistent tile scheduling is not implemented yet",
+    "make_tensor": "a tensor made from a raw pointer (T.ptr) has no meaning in tilesim's interpreter, which holds "
+                   "each tensor as an array of its own: pass the tensors as T.Tensor parameters",
 }

@@ -47,4 +47,6 @@ def grid(*extents):
 
 @marker()
 def Persistent(domain, wave_size, index, group_size=8):  # noqa: N802
-    """Persistent-kernel tile scheduling (not supported by tilesim yet)."""
+    """``for bx, by in T.Persistent([m, n], wave_size, index):`` block ``index`` of a persistent launch of
+    ``wave_size`` blocks visits its share of the tiles of ``domain``, one per wave, the last extent in
+    groups of ``group_size`` (TileLang's order; see ``tilesim/frontend/persistent.py``)."""

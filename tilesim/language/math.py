@@ -125,3 +125,33 @@ def Or(a, b):  # noqa: N802
 @marker("Not")
 def Not(a):  # noqa: N802
     """Logical not."""
+
+
+@marker()
+def shift_left(a, b):
+    """``a << b`` (integers)."""
+
+
+@marker()
+def shift_right(a, b):
+    """``a >> b`` (integers; arithmetic for signed types)."""
+
+
+@marker()
+def bitwise_and(a, b):
+    """``a & b``."""
+
+
+@marker()
+def bitwise_or(a, b):
+    """``a | b``."""
+
+
+@marker()
+def bitwise_xor(a, b):
+    """``a ^ b``."""
+
+
+@marker()
+def bitwise_not(a):
+    """``~a`` (integers)."""

@@ -29,6 +29,17 @@ def get_thread_binding(dim=0):
 
 
 @marker()
+def get_block_binding(dim=0):
+    """``bx = T.get_block_binding()``: this block's index along grid dimension ``dim`` (0 past the grid's
+    dimensions)."""
+
+
+@marker()
+def get_block_bindings():
+    """``bx, by, bz = T.get_block_bindings()``."""
+
+
+@marker()
 def get_thread_bindings():
     """``tx, ty, tz = T.get_thread_bindings()``: the thread indices of all three dimensions."""
 
@@ -76,3 +87,31 @@ def sync_threads(barrier_id=None, arrive_count=None):
 @marker()
 def sync_warp(mask=None):
     """Warp barrier; in lock-step execution there is nothing to wait for (accepted, no effect)."""
+
+
+@marker()
+def shfl_sync(value, srcLane, width=32, mask=0xFFFFFFFF):  # noqa: N803
+    """``__shfl_sync``: ``value`` as lane ``srcLane % width`` of this thread's group of ``width`` lanes has it.
+    Per-thread code only; ``width`` a power of two up to 32 (a Python int); ``mask`` is accepted (lock-step
+    execution: every lane of the group takes part)."""
+
+
+@marker()
+def shfl_xor(value, delta, width=32, mask=0xFFFFFFFF):
+    """``__shfl_xor_sync``: ``value`` of lane ``lane ^ delta`` (own value if that lane is past the group)."""
+
+
+@marker()
+def shfl_down(value, delta, width=32, mask=0xFFFFFFFF):
+    """``__shfl_down_sync``: ``value`` of lane ``lane + delta`` (own value past the group's end)."""
+
+
+@marker()
+def shfl_up(value, delta, width=32, mask=0xFFFFFFFF):
+    """``__shfl_up_sync``: ``value`` of lane ``lane - delta`` (own value before the group's start)."""
+
+
+@marker()
+def tvm_warp_shuffle(mask, value, src_lane, width, warp_size):
+    """TVM's ``tvm_warp_shuffle(mask, value, src_lane, width, warp_size)``: :func:`shfl_sync` with ``width``
+    (``warp_size`` must be 32)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -53,6 +54,8 @@ class dtype(str):  # noqa: N801 - TileLang's name (``T.dtype``)
         name = str(self)
         if name == "float4_e2m1fn":
             return getattr(torch, "float4_e2m1fn_x2", torch.int8)
+        if name == "int4":
+            return torch.int8  # packed two per byte
         t = getattr(torch, name, None)
         if not isinstance(t, torch.dtype):
             raise KernelTypeError(f"torch {torch.__version__} has no dtype for {name}",
@@ -71,6 +74,24 @@ class dtype(str):  # noqa: N801 - TileLang's name (``T.dtype``)
 DType = dtype
 
 
+def _program_loc() -> Loc | None:
+    """The position in the user's program (the innermost frame outside tilesim) of the current call, so an
+    error raised while Python evaluates an annotation (``T.Tensor(shape, T.ptr)``) points at it."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_PACKAGE):
+        f = f.f_back
+    if f is None:
+        return None
+    try:
+        line, _, col, end = list(f.f_code.co_positions())[f.f_lasti // 2]
+    except (IndexError, ValueError):
+        line, col, end = f.f_lineno, 0, None
+    return Loc(f.f_code.co_filename, line or f.f_lineno, col or 0, end)
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
 class _UnsupportedDType(dtype):
     """A TileLang dtype name tilesim cannot compute with: using it raises ``KernelTypeError`` naming it."""
 
@@ -81,7 +102,7 @@ class _UnsupportedDType(dtype):
 
     @property
     def tilesim_dtype(self) -> str:
-        raise KernelTypeError(f"T.{str(self)} is not supported by tilesim: {self.reason}",
+        raise KernelTypeError(f"T.{str(self)} is not supported by tilesim: {self.reason}", _program_loc(),
                               hint="see docs/language.md for the dtypes tilesim computes with")
 
     bits = bytes = itemsize = tilesim_dtype
@@ -107,10 +128,42 @@ int = int32  # noqa: A001 - TileLang's T.int / T.uint name the 32-bit types
 uint = uint32
 bool = _mk("bool")  # noqa: A001
 boolean = bool
-int4 = _UnsupportedDType("int4", "4-bit integer tensors (two per byte) have no storage type in the interpreter yet")
-tfloat32 = _UnsupportedDType("tfloat32", "TF32 operands (float32 storage, 10-bit mantissa in tensor-core gemms) "
-                                         "are not modelled as a dtype; use T.float32 (and InterpOptions(tf32=True) "
-                                         "to round gemm operands to TF32)")
+int4 = _mk("int4")  # tensors are passed packed two per byte (torch.int8 of half the last dim)
+#: TF32 is float32 storage whose tensor-core products use a 10-bit mantissa. TileLang runs every float32
+#: T.gemm as TF32 on tensor cores, so a tfloat32 operand means what a float32 one does: float32 values,
+#: rounded to TF32 inside gemms under InterpOptions(tf32=True) (exact float32 products otherwise).
+class _StorageAlias(dtype):
+    """A TileLang dtype name stored as another dtype (``T.tfloat32``: float32): the name compares equal to
+    itself (``T.tfloat32 == "tfloat32"``) and computes as ``storage``."""
+
+    def __new__(cls, name: str, storage: str):
+        obj = str.__new__(cls, name)
+        obj.storage = storage
+        return obj
+
+    @property
+    def tilesim_dtype(self) -> str:
+        return self.storage
+
+    @property
+    def bits(self) -> int:
+        return _dt.bits(self.storage)
+
+    @property
+    def bytes(self) -> int:
+        return max(1, (_dt.bits(self.storage) + 7) // 8)
+
+    itemsize = bytes
+
+    def as_torch(self):
+        return dtype(self.storage).as_torch()
+
+
+tfloat32 = _StorageAlias("tfloat32", "float32")
+ptr = _UnsupportedDType("ptr", "raw device pointers (tensors reached through pointer tables with T.make_tensor) "
+                              "have no meaning in tilesim's interpreter, which holds each tensor as an array of "
+                              "its own: pass the tensors themselves (one T.Tensor parameter per tensor, or one "
+                              "stacked tensor)")
 float4_e2m1_unpacked = _UnsupportedDType("float4_e2m1_unpacked", "the unpacked fp4 shared-memory layout of "
                                                                  "Blackwell tcgen05 gemms; use T.float4_e2m1fn")
 
@@ -151,6 +204,9 @@ class Tensor(metaclass=_TensorMeta):
         @T.prim_func
         def main(A: T.Tensor((M, K), "float16"), C: T.Tensor((M, N), "float32")): ...
     """
+
+    #: the tracer calls it at trace time even on a kernel value: ``T.Tensor((n), dtype)`` is ``T.Tensor(n, ...)``
+    __tilesim_trace_time__ = True
 
     def __new__(cls, shape, dtype="float32", data=None, strides=None, scope="global", **_ignored):
         try:

@@ -40,8 +40,9 @@ _NP_MATH = {
     "sinh": np.sinh, "cosh": np.cosh, "pow": np.power, "fmod": np.fmod,
 }
 
-#: every ``Call`` function the lowering handles (sigmoid, isnan, isinf, isfinite are expanded inline)
-MATH_FUNCS_HANDLED = frozenset(_MATH_F32) | {"sigmoid", "isnan", "isinf", "isfinite"}
+#: every ``Call`` function the lowering handles (sigmoid, isnan, isinf, isfinite are expanded inline; philox,
+#: the draws of T.rng_rand, is refused with a located error)
+MATH_FUNCS_HANDLED = frozenset(_MATH_F32) | {"sigmoid", "isnan", "isinf", "isfinite", "philox"}
 
 
 # ------------------------------------------------------------------------------------------ pure helpers

@@ -215,6 +215,9 @@ class Program:
 def lower_program(pf: N.PrimFunc, sim: bool = False) -> Program:
     outer = {}
     for p in pf.params:
+        if isinstance(p, N.Buffer) and p.dtype == "int4":
+            raise KernelTypeError(f"int4 tensor {p.name}: packed 4-bit integers are not supported by the CUDA "
+                                  "backend", p.loc, hint="run the kernel on the interpreter (target='interp')")
         if isinstance(p, N.Var):
             outer[p.uid] = p
     for v in pf.dyn_vars:

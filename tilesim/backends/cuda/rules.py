@@ -268,6 +268,9 @@ def _unary(g, e):
 def _call(g, e):
     d = e.dtype
     f = e.func
+    if f == "philox":
+        raise KernelTypeError("T.rng_rand / T.rng_rand_float (cuRAND Philox draws) are not supported by the CUDA "
+                              "backend", e.loc, hint="run the kernel on the interpreter (target='interp')")
     if f in ("isnan", "isinf", "isfinite"):
         a = e.args[0]
         if not dt.is_float(a.dtype):
@@ -400,6 +403,11 @@ def _while(g, s):
         _body(g, s.body)
 
 
+@STMT_RULES.register(N.DeviceAssert)
+def _device_assert(g, s):
+    g.emit(f"# T.device_assert({s.message!r}): not checked by the CUDA backend (run target='interp' to check)")
+
+
 @STMT_RULES.register(N.Break)
 def _break(g, s):
     g.emit("break")
@@ -495,7 +503,7 @@ def _ev_alloc(g, s):
     return _expr_reads(g, [s.init]) if s.init is not None else []
 
 
-@EVENT_RULES.register(N.Break, N.Continue, N.Launch)
+@EVENT_RULES.register(N.Break, N.Continue, N.Launch, N.DeviceAssert)
 def _ev_break(g, s):
     return []
 

@@ -15,7 +15,8 @@ Contract
   (``T.sync_threads(barrier_id, arrive_count)`` with fewer threads than the block: Numba has no
   ``bar.sync id, count``), ``T.alloc_local`` arrays in per-thread launches (register fragments here are
   block-wide tiles; use ``T.alloc_var`` scalars), ``T.atomic_*(..., return_prev=True)`` outside
-  per-thread code or on a register buffer.
+  per-thread code or on a register buffer, warp shuffles (``WarpShuffle``: the values they exchange live
+  in per-thread arrays, refused above).
 * ``AtomicFetch`` → ``cuda.atomic.add/max/min`` on shared or global memory, which returns the old value
   (global indices out of range skip the update and give 0); on a ``T.alloc_var`` it is a plain
   read-modify-write of the thread's own variable.
@@ -26,9 +27,18 @@ from __future__ import annotations
 from ... import dtypes as dt
 from ...errors import KernelTypeError
 from ...ir import nodes as N
-from ...ir.traverse import walk_stmts
+from ...ir.traverse import walk_exprs, walk_stmts
 from .codestr import _san
-from .rules import EVENT_RULES, STMT_RULES, _expr_reads, _mem, from_storage, to_register, to_storage
+from .rules import (
+    EVENT_RULES,
+    EXPR_RULES,
+    STMT_RULES,
+    _expr_reads,
+    _mem,
+    from_storage,
+    to_register,
+    to_storage,
+)
 
 
 def per_thread(g) -> bool:
@@ -45,8 +55,30 @@ def prepare(g) -> None:
             raise KernelTypeError(f"T.alloc_local({s.buffer.name}) in per-thread code is not supported by the CUDA "
                                   "backend", s.loc, hint="use T.alloc_var scalars (one per value) or a shared "
                                                          "buffer indexed by the thread")
+    _refuse_partial_tile_ops(g.launch)
     for v in g.launch.thread_vars:
         g.names[v.uid] = f"{_san(v.name)}_{v.uid}"
+
+
+#: statements executed by the whole block at tile level (their work is split over all the block's threads)
+_TILE_OPS = (N.Copy, N.Gemm, N.Reduce, N.Fill, N.Cumsum, N.Parallel)
+
+
+def _refuse_partial_tile_ops(launch) -> None:
+    """A tile operation under an ``if`` on the thread index runs in part of the block, but its lowering splits
+    the work over every thread of the block: refuse it rather than compute part of the tile."""
+    dep = {v.uid for v in launch.thread_vars}
+    for s in walk_stmts(launch.body):  # Let names computed from thread indices depend on them too
+        if type(s) is N.Let and any(type(e) is N.Var and e.uid in dep for e in walk_exprs(s.value)):
+            dep.add(s.var.uid)
+    for s in walk_stmts(launch.body):
+        if type(s) is N.If and any(type(e) is N.Var and e.uid in dep for e in walk_exprs(s.cond)):
+            for t in walk_stmts(s.then + s.orelse):
+                if type(t) in _TILE_OPS or (type(t) is N.Atomic and isinstance(t.value, N.Region)):
+                    raise KernelTypeError("a tile operation under an `if` on the thread index (executed by part of "
+                                          "the block) is not supported by the CUDA backend", t.loc,
+                                          hint="run the kernel on the interpreter (target='interp'), or move the "
+                                               "tile operation out of the thread-dependent `if`")
 
 
 def thread_prologue(g) -> list:
@@ -118,3 +150,10 @@ def _ev_sync(g, s):
 @EVENT_RULES.register(N.AtomicFetch)
 def _ev_atomic_fetch(g, s):
     return _expr_reads(g, list(s.indices) + [s.value]) + _mem(g, s.buffer, "R") + _mem(g, s.buffer, "W")
+
+
+@EXPR_RULES.register(N.WarpShuffle)
+def _warp_shuffle(g, e):
+    raise KernelTypeError("warp shuffles (T.shfl_*, T.tvm_warp_shuffle) are not lowered by the CUDA backend: "
+                          "it refuses the per-thread T.alloc_local arrays they exchange", e.loc,
+                          hint="run this kernel on the interpreter (target='interp')")

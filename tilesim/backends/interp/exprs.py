@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ... import dtypes as dt
+from ... import philox
 from ...errors import InternalError, KernelRuntimeError
 from ...ir import nodes as N
 from . import memory
@@ -188,6 +189,7 @@ def _erf(x):
 
 
 _MATH["erf"] = _erf
+_MATH["philox"] = philox.draw
 
 
 @rule(N.Call)

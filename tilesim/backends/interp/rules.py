@@ -106,6 +106,20 @@ def _if(s, ctx):
     _refresh(ctx, saved)
 
 
+@rule(N.DeviceAssert)
+def _device_assert(s, ctx):
+    c = ev(s.cond, ctx)
+    bad = np.logical_not(np.asarray(c, dtype=bool))
+    if ctx.mask is not None:
+        bad = np.logical_and(bad, ctx.mask)
+    if bad.any():
+        per_block = bad.reshape(bad.shape[0], -1).any(axis=1) if bad.ndim else np.ones(1, dtype=bool)
+        b = int(np.argmax(per_block)) if per_block.shape[0] == len(ctx.block_ids) else 0
+        block = int(ctx.block_ids[b])
+        raise KernelRuntimeError(f"T.device_assert failed in block {block}: {s.message}", s.loc,
+                                 hint="the program's own check on its data failed (a GPU would trap here)")
+
+
 @rule(N.Break)
 def _break(s, ctx):
     f = ctx.loops[-1]

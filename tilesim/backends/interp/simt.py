@@ -24,16 +24,22 @@ tasks instead (``coroutines.py``): each side in lock-step for its threads, switc
   operands must be the same in every thread of a block — a direct use of a thread index is refused when
   the launch is prepared; a per-thread value (a ``Let`` or a per-thread variable) is checked at run time
   and must agree across the active threads; the threads of a block must all execute the statement or
-  none, or whole warp groups of 128 threads (TileLang's ``T.ws`` is an ``if`` on the thread index that
-  selects warp groups; tile-level meaning does not depend on which threads execute an operation) — a tile
-  operation executed by part of a warp group is an error naming it. ``T.fill`` of a
-  per-thread buffer fills every thread's copy; other tile operations on per-thread buffers are refused.
+  none, or whole warps of 32 threads (TileLang's ``T.ws`` is an ``if`` on the thread index that selects warp
+  groups, and programs give tile operations to single warps; tile-level meaning does not depend on which
+  threads execute an operation) — a tile operation executed by part of a warp is an error naming it. ``T.fill``
+  of a per-thread buffer fills every thread's copy; a ``T.copy`` from or to a per-thread buffer is each thread's
+  own element loop (TileLang's per-thread copy: its regions may use the thread index); other tile operations
+  on per-thread buffers are refused.
 
 Rules added here: ``SyncThreads`` (a barrier: in a per-thread launch the active threads of each block
 must be all of them, or ``count`` for a named barrier — otherwise the GPU would deadlock and this raises
 ``KernelRuntimeError``; at tile level it has nothing to do), ``AtomicFetch`` (updates applied in block,
 then thread, order — each thread sees the value the earlier ones left; integer adds vectorised, other
-kinds per address). Errors are located ``KernelError`` subclasses.
+kinds per address); the expression rule ``WarpShuffle`` gathers the value along the thread axis (lanes of
+a group of ``width`` threads; a source outside the group reads the thread's own value; a source lane
+that is inactive under the current mask gives the value it would have computed — undefined on a GPU).
+A shuffle outside per-thread code or inside ``T.Parallel`` is a ``KernelRuntimeError``. Errors are located
+``KernelError`` subclasses.
 """
 
 from __future__ import annotations
@@ -49,12 +55,13 @@ from ...ir.traverse import binds, map_expr, map_exprs_in, map_stmts, regions, re
 from . import checks, memory
 from .exprs import ev
 from .state import Ctx
-from .tables import STMT_RULES
+from .tables import EXPR_RULES, STMT_RULES
 
 rule = STMT_RULES.register
 
-#: threads of a warp group: a tile operation may be executed by whole warp groups of a block
-WARP_GROUP = 128
+#: a tile operation may be executed by whole warps of a block (TileLang's ``T.ws`` selects warp groups of 4
+#: warps; programs also give tile operations to single warps: ``if tx < 32:`` with a 96-thread block)
+WARP = 32
 #: statements a whole block executes together (their operands must agree across threads)
 BLOCK_LEVEL = (N.Copy, N.Gemm, N.Reduce, N.Fill, N.Cumsum, N.Atomic, N.Parallel)
 _NAMES = {N.Copy: "T.copy", N.Gemm: "T.gemm", N.Reduce: "T.reduce", N.Fill: "T.fill", N.Cumsum: "T.cumsum",
@@ -83,6 +90,33 @@ def prepare(launch: N.Launch) -> Prepared:
     p = _prepare(launch)
     _PREPARED[id(launch)] = (launch, p)
     return p
+
+
+def _region_index(r: N.Region, k: N.Expr) -> tuple:
+    """Indices of element ``k`` (row-major over the extents) of region ``r``."""
+    idx, stride = [], 1
+    for start, ext in reversed(list(zip(r.starts, r.extents))):
+        q = k if stride == 1 else N.Binary("floordiv", k, N.Const(stride, "int32"), "int32")
+        e = N.Binary("floormod", q, N.Const(int(ext), "int32"), "int32")
+        idx.append(N.Binary("add", start, e, "int32") if not (type(start) is N.Const and start.value == 0) else e)
+        stride *= int(ext)
+    return tuple(reversed(idx))
+
+
+def _copy_elements(s: N.Copy) -> N.For:
+    """A ``T.copy`` from or to a per-thread buffer as the thread's own element loop (same element pairing)."""
+    if not all(isinstance(e, int) for e in s.src.extents + s.dst.extents):
+        raise KernelTypeError("T.copy of a per-thread buffer with a symbolic extent", s.loc,
+                              hint="copy a fixed number of elements per thread")
+    n = 1
+    for e in s.dst.extents:
+        n *= e
+    k = N.Var("copy_k", "int32", kind="loop", loc=s.loc)
+    value = N.Load(s.src.buffer, _region_index(s.src, k), s.src.buffer.dtype, s.loc)
+    if s.src.buffer.dtype != s.dst.buffer.dtype:
+        value = N.Cast(value, s.dst.buffer.dtype, s.loc)
+    store = N.Store(s.dst.buffer, _region_index(s.dst, k), value, s.loc)
+    return N.For(k, N.Const(0, "int32"), N.Const(n, "int32"), 1, "serial", (store,), loc=s.loc)
 
 
 def _is_block_level(s) -> bool:
@@ -134,6 +168,8 @@ def _prepare(launch: N.Launch) -> Prepared:
         return s
 
     def fn(s):
+        if type(s) is N.Copy and (s.src.buffer.uid in per or s.dst.buffer.uid in per):
+            return map_stmts([_copy_elements(s)], element)[0]  # each thread copies its own elements
         if not _is_block_level(s):
             return element(s)
         name = _NAMES[type(s)]
@@ -212,12 +248,12 @@ def _block_mask(ctx, name, loc):
         return m.reshape(m.shape[0], -1)[:, 0] if m.ndim else bool(m)
     anyb = m.any(axis=1)
     bad = anyb != m.all(axis=1)
-    if bad.any():  # whole warp groups may execute it (an `if` on the thread index selecting warp groups)
+    if bad.any():  # whole warps may execute it (an `if` on the thread index selecting warps or warp groups)
         t = m.shape[1]
-        g = np.zeros((m.shape[0], -(-t // WARP_GROUP) * WARP_GROUP), dtype=bool)
+        g = np.zeros((m.shape[0], -(-t // WARP) * WARP), dtype=bool)
         g[:, :t] = m
-        g = g.reshape(m.shape[0], -1, WARP_GROUP)
-        tail = t % WARP_GROUP
+        g = g.reshape(m.shape[0], -1, WARP)
+        tail = t % WARP
         if tail:  # the last group is partial: its missing threads follow its first thread
             g[:, -1, tail:] = g[:, -1, :1]
         bad = (g.any(axis=2) != g.all(axis=2)).any(axis=1)
@@ -225,8 +261,8 @@ def _block_mask(ctx, name, loc):
         b = int(np.argmax(bad))
         raise KernelRuntimeError(f"{name} is executed by {int(m[b].sum())} of the {m.shape[1]} threads of block "
                                  f"{int(ctx.block_ids[b]) if m.shape[0] == ctx.nb else b}", loc,
-                                 hint="tile operations are executed by the whole block (or whole warp groups of "
-                                      "128 threads): move it out of the thread-dependent `if` / loop")
+                                 hint="tile operations are executed by the whole block (or whole warps of "
+                                      "32 threads): move it out of the thread-dependent `if` / loop")
     return anyb if m.shape[0] == ctx.nb else np.broadcast_to(anyb, (ctx.nb,))
 
 
@@ -370,3 +406,28 @@ def _fetch(flat, lin, vals, kind, dtype, cd):
         flat[sl[a]] = dt.convert(np.asarray(acc), dtype) if dt.is_float(dtype) else np.asarray(acc).astype(flat.dtype)
     out[order] = seen
     return out
+
+
+@EXPR_RULES.register(N.WarpShuffle)
+def _warp_shuffle(e, ctx: Ctx):
+    if ctx.simt is None or ctx.rank != 1:
+        raise KernelRuntimeError("a warp shuffle runs in per-thread code, outside T.Parallel", e.loc,
+                                 hint="name the thread index (tx = T.get_thread_binding()) and shuffle in "
+                                      "scalar statements")
+    nt = ctx.simt.nthreads
+    value = np.broadcast_to(np.asarray(ev(e.value, ctx)), (ctx.nb, nt))
+    arg = np.broadcast_to(np.asarray(ev(e.lane, ctx), dtype=np.int64), (ctx.nb, nt))
+    t = np.arange(nt, dtype=np.int64)
+    wl = t % 32  # lane in the warp
+    lane = wl % e.width  # lane in the group
+    if e.kind == "idx":
+        src = arg % e.width
+    elif e.kind == "xor":
+        src = lane ^ arg
+    elif e.kind == "down":
+        src = lane + arg
+    else:
+        src = lane - arg
+    src = np.where((src >= 0) & (src < e.width), src, lane)
+    src_t = np.minimum(t - lane + src, nt - 1)
+    return np.take_along_axis(value, src_t, axis=1)
