@@ -127,3 +127,18 @@ def thread_scan(N, threads=32):
             if bx * threads + tx < N:
                 B[bx * threads + tx] = s[tx] - mine
     return main
+
+
+@tilelang.jit(out_idx=[-1])
+def checked_copy(block=16):
+    """A device assertion on the data: every value must be non-negative."""
+    M = T.dynamic("m")
+
+    @T.prim_func
+    def main(A: T.Tensor((M,), "float32"), C: T.Tensor((M,), "float32")):
+        with T.Kernel(T.ceildiv(M, block), threads=128) as bx:
+            for i in T.Parallel(block):
+                if bx * block + i < M:
+                    T.device_assert(A[bx * block + i] >= 0, "negative input")
+                    C[bx * block + i] = A[bx * block + i]
+    return main

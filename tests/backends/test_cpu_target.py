@@ -170,6 +170,24 @@ def test_checking_options_run_on_the_interpreter():
         kc.run(a, a, np.empty(10, np.float32), options=tilesim.InterpOptions(oob="error"))
 
 
+def test_device_assert_is_a_located_error():
+    k = on(K.checked_copy(), "cpu")
+    x = np.arange(40, dtype=np.float32)
+    np.testing.assert_array_equal(k(x), x)
+    x[33] = -1
+    with pytest.raises(KernelRuntimeError, match="negative input") as info:
+        k(x)
+    assert "cpu_kernels.py" in str(info.value)
+
+
+def test_rule_tables_cover_the_ir():
+    """Every IR node class has a CPU rule (compiled, or an Unsupported refusal that falls back)."""
+    from tilesim.backends.cpu.codegen import EXPR_RULES, STMT_RULES
+
+    EXPR_RULES.check_coverage()
+    STMT_RULES.check_coverage()
+
+
 def test_source_and_target_name():
     kc = on(K.cast_ops(), "cpu")
     assert "def launch(" in kc.get_kernel_source()

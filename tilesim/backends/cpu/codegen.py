@@ -60,6 +60,7 @@ class LaunchSource:
     source: str
     buffers: list  # global Buffer params in argument order
     narrow: list  # narrow dtypes whose decode table / encode positions are arguments
+    asserts: list  # T.device_assert statements: AssertionError(k) means asserts[k] failed
     scalars: list  # Var (scalar params, dyn dims) in argument order
     parallel: bool
 
@@ -76,6 +77,11 @@ class _Gen:
     tmp: int = 0
     safe: dict = field(default_factory=dict)
     thread_lets: set = field(default_factory=set)  # per-thread values: arrays indexed by the thread ``_t``
+    asserts: list = field(default_factory=list)  # T.device_assert statements, by the code their failure raises
+
+    def assert_code(self, s) -> int:
+        self.asserts.append(s)
+        return len(self.asserts) - 1
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
@@ -244,7 +250,7 @@ def gen_launch(pf: N.PrimFunc, launch: N.Launch, uninit: str = "nan", tf32: bool
             '@njit(cache=True, error_model="numpy", nogil=True)',
             f"def launch({', '.join(args + ['_lo', '_hi'])}):",
             "    for _blk in range(_lo, _hi):"]
-    return LaunchSource("\n".join(head + g.lines) + "\n", buffers, order, scalars, parallel)
+    return LaunchSource("\n".join(head + g.lines) + "\n", buffers, order, g.asserts, scalars, parallel)
 
 
 # rules live in codegen_rules.py (expressions, statements) and codegen_tiles.py (tile operations)

@@ -101,6 +101,8 @@ def _call(g: _Gen, e: N.Call) -> str:
     d, argd = e.dtype, e.args[0].dtype
     if e.func in ("abs", "fabs") and (dt.is_int(argd) or argd == "bool"):
         return f"np.int64(abs({g.expr(e.args[0])}))"
+    if e.func not in _MATH:
+        raise Unsupported(f"the math function {e.func}", e.loc)
     cd = "float32" if dt.is_float(argd) and argd != "float64" else "float64"
     args = [g.conv(g.expr(a), a.dtype, cd) for a in e.args]
     r = _MATH[e.func].format(*args, one=f"np.{cd}(1)")
@@ -149,6 +151,11 @@ def _reinterpret(g: _Gen, e: N.Reinterpret) -> str:
     if d == "bool":
         raise Unsupported("T.reinterpret to a bool", e.loc)
     return f"np.int64(np.{d}({b}))"
+
+
+@expr_rule(N.WarpShuffle)
+def _shuffle(g: _Gen, e) -> str:
+    raise Unsupported("warp shuffles", e.loc)
 
 
 @expr_rule(N.Load)
@@ -213,6 +220,14 @@ def _while(g: _Gen, s: N.While) -> None:
     g.depth += 1
     g.body(s.body)
     g.depth -= 1
+
+
+@stmt_rule(N.DeviceAssert)
+def _device_assert(g: _Gen, s: N.DeviceAssert) -> None:
+    """A failed check raises ``DeviceAssertion`` (the runtime reports it as a located KernelRuntimeError)."""
+    code = g.assert_code(s)
+    g.emit(f"if not {g.conv(g.expr(s.cond), s.cond.dtype, 'bool')}:")
+    g.emit(f"    raise AssertionError({code})")
 
 
 @stmt_rule(N.Break)

@@ -180,6 +180,10 @@ class CpuProgram(Program):
             _run_blocks(c.function(), args + grid, total, c.src.parallel)
         except ZeroDivisionError as e:
             raise KernelRuntimeError(str(e), c.launch.loc) from None
+        except AssertionError as e:
+            s = c.src.asserts[int(e.args[0])]
+            raise KernelRuntimeError(f"T.device_assert failed: {s.message}", s.loc,
+                                     hint="the program's own check on its data failed (a GPU would trap here)") from None
         return total
 
 
