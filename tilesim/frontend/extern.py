@@ -29,8 +29,6 @@ Known functions (from TileLang's dequantization examples; the CUDA PTX and HIP v
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir import nodes as N
 from . import exprs as X

@@ -25,7 +25,6 @@ from .annotate import UNSUPPORTED as _UNSUPPORTED  # noqa: F401
 from .annotate import (
     Fragment,
     Layout,
-    access_ptr,
     annotate_l2_hit_ratio,
     annotate_layout,
     annotate_padding,

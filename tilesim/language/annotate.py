@@ -67,9 +67,6 @@ def import_source(source=None):
     """``T.import_source(src)``: device source defining functions for :func:`call_extern` (recorded)."""
 
 
-@marker()
-def access_ptr(base, access_type="r", *extents, offset=0, extent=None, ignore_last_ndim=0):
-    """``T.access_ptr(buf_or_element, "r"|"w")``: a pointer argument of :func:`call_extern`."""
 
 
 @marker()
