@@ -35,6 +35,7 @@ import numpy as np
 
 import tilesim
 from tests import registry
+from tilesim.kernel import JITKernel
 from tilesim.testing import compare_arrays
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -178,6 +179,28 @@ class CudaSim(_Cuda):
         return bad[0] if bad else hits[0]
 
 
+class Cpu(_Cuda):
+    """The compiled CPU target (``target="cpu"``) at each kernel's toy size (else its GPU size): a Numba
+    compilation per kernel is too slow to draw many shapes; the toy sizes are ones tiles do not divide."""
+
+    name = "cpu"
+
+    def unavailable(self):
+        from tilesim.backends.cpu import available
+
+        return None if available() else "numba and scipy are not installed"
+
+    def run(self, tk, p, seed):
+        inputs = tk.inputs(np.random.default_rng(seed), p)
+        args = _copies(inputs)
+        return inputs, outputs_of(cpu_twin(tk.build(p))(*args), args, tk.inplace)
+
+
+def cpu_twin(kernel):
+    """The same program on the compiled CPU target."""
+    return JITKernel(kernel.prim_func, out_idx=kernel.out_idx, target="cpu")
+
+
 @functools.lru_cache(maxsize=None)
 def get(name: str):
     if name == "interp-batched":
@@ -188,4 +211,6 @@ def get(name: str):
         return CudaSim()
     if name == "gpu":
         return Gpu()
+    if name == "cpu":
+        return Cpu()
     raise KeyError(f"unknown executor {name!r}; known: {', '.join(registry.EXECUTORS)}")

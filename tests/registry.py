@@ -42,7 +42,7 @@ from tests import simt_kernels as SK
 from tilesim.testing.strategies import dim, gemm_case, random_array
 
 #: every executor of the suite, in test-id order
-EXECUTORS = ("interp-batched", "interp-serial", "cudasim", "gpu")
+EXECUTORS = ("interp-batched", "interp-serial", "cpu", "cudasim", "gpu")
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,8 @@ class TestKernel:
     def executors(self) -> tuple:
         """The executors this kernel runs on (the CUDA ones only where it has a size for them)."""
         out = ["interp-batched", "interp-serial"]
+        if self.toy is not None or self.gpu is not None:
+            out.append("cpu")
         if self.toy is not None:
             out.append("cudasim")
         if self.gpu is not None:
@@ -75,7 +77,7 @@ class TestKernel:
 
     def sizes(self, executor: str) -> dict | None:
         """Fixed parameters for a CUDA executor (``None`` for the interpreter: shapes are drawn)."""
-        return {"cudasim": self.toy, "gpu": self.gpu}.get(executor)
+        return {"cudasim": self.toy, "gpu": self.gpu, "cpu": self.toy or self.gpu}.get(executor)
 
     def seed(self) -> int:
         """The fixed input seed of the CUDA-simulator run (stable across processes)."""

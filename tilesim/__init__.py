@@ -30,6 +30,7 @@ from . import (  # noqa: F401
     utils,
 )
 from .autotuner import autotune  # noqa: F401
+from .backends import cpu as _cpu_target  # noqa: F401  (registers the target "cpu")
 from .backends import cuda as _cuda_target  # noqa: F401  (registers the target "cuda")
 from .backends.interp import InterpOptions  # noqa: F401  (the package registers the target "interp")
 from .config import PassConfigKey, TensorSupplyType  # noqa: F401

@@ -1,4 +1,8 @@
-"""Interpreter benchmarks (``tilesim bench``): ratios to NumPy measured in one run.
+"""CPU benchmarks (``tilesim bench [--targets interp,cpu]``): ratios to NumPy measured in one run.
+
+Each target (``interp``: the NumPy interpreter; ``cpu``: the compiled CPU target) gets a fresh kernel: its
+first call (compilation included) and the median of its warm calls are printed, with the ratio of the warm
+time to the NumPy reference timed in the same run.
 
 * ``gemm``: a 512×512×512 fp32 GEMM with 64×64×32 tiles against ``numpy.matmul`` on the same arrays.
 * ``attention``: causal flash-attention forward (1 head, 256 tokens, d=64, 64×64 tiles) against a
@@ -20,7 +24,9 @@ import tracemalloc
 
 import numpy as np
 
+from .backends import get_target
 from .examples import flash_attention, matmul
+from .kernel import JITKernel
 
 
 def _median_time(fn, reps=5, warmup=1):
@@ -46,62 +52,90 @@ def _ref_attention(q, k, v, causal=True):
     return np.einsum("bhqk,bkhd->bqhd", p, v)
 
 
-def bench_gemm(out):
+def _on(kernel, target):
+    """A fresh ``JITKernel`` of ``kernel``'s program for ``target`` (nothing compiled yet)."""
+    return JITKernel(kernel.prim_func, out_idx=kernel.out_idx, target=target)
+
+
+def _targets_row(kernel, args, targets, t_ref, out, label, ref_name, check):
+    row = {"ref_s": t_ref}
+    parts = []
+    for t in targets:
+        kt = _on(kernel, t)
+        t0 = time.perf_counter()
+        res = kt(*args)
+        first = time.perf_counter() - t0
+        warm = _median_time(lambda kt=kt: kt(*args), reps=5)
+        fb = getattr(kt.program, "fallback", None)
+        row[t] = {"first_s": first, "warm_s": warm, "ratio": warm / t_ref, "rel_err": check(res),
+                  "fallback": fb}
+        parts.append(f"{t}{' (fell back to the interpreter)' if fb else ''}: warm {warm * 1e3:8.2f} ms "
+                     f"({warm / t_ref:5.2f}x) first {first:6.2f} s, rel err {row[t]['rel_err']:.1e}")
+    out(f"{label} | {ref_name} {t_ref * 1e3:8.2f} ms | " + " | ".join(parts))
+    return row
+
+
+def bench_gemm(out, targets=("interp",)):
     M = N = K = 512
     rng = np.random.default_rng(0)
     a = rng.standard_normal((M, K), dtype=np.float32)
     b = rng.standard_normal((K, N), dtype=np.float32)
     k = matmul(M, N, K, 64, 64, 32, dtype="float32")
-    c = k(a, b)
-    err = np.linalg.norm(c - a.astype(np.float64) @ b) / np.linalg.norm(a.astype(np.float64) @ b)
+    exact = a.astype(np.float64) @ b
     t_np = _median_time(lambda: np.matmul(a, b), reps=9)
-    t_ts = _median_time(lambda: k(a, b), reps=5)
-    out(f"gemm 512x512x512 fp32, tiles 64x64x32: interpreter {t_ts * 1e3:8.2f} ms | numpy.matmul "
-        f"{t_np * 1e3:8.2f} ms | ratio {t_ts / t_np:6.2f}x | rel err {err:.1e}")
-    return {"name": "gemm_512", "interp_s": t_ts, "numpy_s": t_np, "ratio": t_ts / t_np, "rel_err": float(err)}
+    row = _targets_row(k, (a, b), targets, t_np, out, "gemm 512x512x512 fp32, tiles 64x64x32", "numpy.matmul",
+                       lambda c: float(np.linalg.norm(c - exact) / np.linalg.norm(exact)))
+    return {"name": "gemm_512", **row}
 
 
-def bench_attention(out):
+def bench_attention(out, targets=("interp",)):
     rng = np.random.default_rng(0)
     shape = (1, 256, 1, 64)
     q, k_, v = (rng.standard_normal(shape, dtype=np.float32) for _ in range(3))
     kern = flash_attention(1, 1, 256, 64, dtype="float32")
-    o = kern(q, k_, v)
     ref = _ref_attention(q, k_, v)
-    err = np.linalg.norm(o - ref) / np.linalg.norm(ref)
     t_np = _median_time(lambda: _ref_attention(q, k_, v), reps=9)
-    t_ts = _median_time(lambda: kern(q, k_, v), reps=5)
-    out(f"flash-attn fwd causal 1x256, d=64, tiles 64x64: interpreter {t_ts * 1e3:8.2f} ms | numpy reference "
-        f"{t_np * 1e3:8.2f} ms | ratio {t_ts / t_np:6.2f}x | rel err {err:.1e}")
-    return {"name": "attention_256", "interp_s": t_ts, "numpy_s": t_np, "ratio": t_ts / t_np, "rel_err": float(err)}
+    row = _targets_row(kern, (q, k_, v), targets, t_np, out, "flash-attn fwd causal 1x256, d=64, tiles 64x64",
+                       "numpy reference", lambda o: float(np.linalg.norm(o - ref) / np.linalg.norm(ref)))
+    return {"name": "attention_256", **row}
 
 
-def bench_attention_large(out):
+def bench_attention_large(out, targets=("interp",)):
     rng = np.random.default_rng(0)
     shape = (1, 4096, 8, 64)
     q, k_, v = (rng.standard_normal(shape, dtype=np.float32).astype(np.float16) for _ in range(3))
-    kern = flash_attention(1, 8, 4096, 64, dtype="float16")
-    tracemalloc.start()
-    t0 = time.perf_counter()
-    o = kern(q, k_, v)
-    t = time.perf_counter() - t0
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    base = flash_attention(1, 8, 4096, 64, dtype="float16")
     ref = _ref_attention(q[:, :512], k_[:, :512], v[:, :512])
-    err = np.linalg.norm(o[:, :512].astype(np.float32) - ref) / np.linalg.norm(ref)
-    out(f"flash-attn fwd causal 8 heads x 4096 tokens, d=64, fp16: {t:6.2f} s | peak NumPy memory "
-        f"{peak / 2**30:5.2f} GiB | process peak RSS {rss / 2**30:5.2f} GiB | rel err (first 512 rows) {err:.1e}")
-    return {"name": "attention_4096x8", "interp_s": t, "peak_numpy_bytes": peak, "peak_rss_bytes": rss,
-            "rel_err": float(err)}
+    row = {"name": "attention_4096x8"}
+    for t in targets:
+        kern = _on(base, t)
+        tracemalloc.start()
+        t0 = time.perf_counter()
+        o = kern(q, k_, v)
+        el = time.perf_counter() - t0
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        err = np.linalg.norm(o[:, :512].astype(np.float32) - ref) / np.linalg.norm(ref)
+        t0 = time.perf_counter()
+        kern(q, k_, v)
+        warm = time.perf_counter() - t0
+        out(f"flash-attn fwd causal 8 heads x 4096 tokens, d=64, fp16, {t}: first call {el:6.2f} s, second "
+            f"{warm:6.2f} s | peak NumPy memory {peak / 2**30:5.2f} GiB | process peak RSS {rss / 2**30:5.2f} GiB | "
+            f"rel err (first 512 rows) {err:.1e}")
+        row[t] = {"first_s": el, "warm_s": warm, "peak_numpy_bytes": peak, "peak_rss_bytes": rss,
+                  "rel_err": float(err)}
+    return row
 
 
-def main(which="all", out=print) -> int:
+def main(which="all", out=print, targets=("interp",)) -> int:
+    for t in targets:
+        get_target(t)  # an unknown name is a clear error before any work
     results = []
     if which in ("all", "gemm"):
-        results.append(bench_gemm(out))
+        results.append(bench_gemm(out, targets))
     if which in ("all", "attention"):
-        results.append(bench_attention(out))
+        results.append(bench_attention(out, targets))
     if which in ("all", "attention-large"):
-        results.append(bench_attention_large(out))
+        results.append(bench_attention_large(out, targets))
     return 0

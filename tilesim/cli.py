@@ -99,7 +99,7 @@ def _cmd_tune(args):
 
 
 def _cmd_bench(args):
-    return bench_main(args.which)
+    return bench_main(args.which, targets=tuple(t for t in args.targets.split(",") if t))
 
 
 def _cmd_report(args):
@@ -201,8 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("node")
     o.set_defaults(fn=_cmd_ops)
 
-    b = sub.add_parser("bench", help="interpreter benchmarks against NumPy (ratios measured in one run)")
+    b = sub.add_parser("bench", help="CPU benchmarks against NumPy (ratios measured in one run)")
     b.add_argument("which", nargs="?", default="all", choices=["all", "gemm", "attention", "attention-large"])
+    b.add_argument("--targets", default="interp", help="comma-separated targets to time, e.g. interp,cpu")
     b.set_defaults(fn=_cmd_bench)
 
     a = sub.add_parser("attention-cost", help="memory and FLOPs of dense vs DeepSeek sparse attention")

@@ -45,7 +45,8 @@ def test_call_errors_name_the_arguments(call, text):
 
 def test_targets_are_registered_and_looked_up():
     assert {"interp", "cuda"} <= set(registered())
-    assert get_target("cpu").name == get_target("INTERP").name == "interp"
+    assert get_target("numpy").name == get_target("INTERP").name == "interp"
+    assert get_target("cpu").name == "cpu"
     assert get_target("cuda -arch=sm_90").name == "cuda"
     assert get_target(None).name in registered()
     with pytest.raises(tilesim.KernelTypeError) as info:

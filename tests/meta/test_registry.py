@@ -17,7 +17,7 @@ def test_every_core_kernel_is_registered():
 def test_executors_follow_the_entry():
     tk = registry.REGISTRY["softmax"]
     assert tk.executors == registry.EXECUTORS
-    assert dataclasses.replace(tk, toy=None).executors == ("interp-batched", "interp-serial", "gpu")
+    assert dataclasses.replace(tk, toy=None).executors == ("interp-batched", "interp-serial", "cpu", "gpu")
     assert dataclasses.replace(tk, toy=None, gpu=None).executors == ("interp-batched", "interp-serial")
 
 

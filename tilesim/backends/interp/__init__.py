@@ -24,4 +24,4 @@ class InterpProgram(Program):
 
 
 register(Target("interp", "the NumPy interpreter", InterpProgram, auto_rank=0,
-                aliases=("numpy", "cpu", "interpreter")))
+                aliases=("numpy", "interpreter")))

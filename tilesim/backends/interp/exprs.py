@@ -103,8 +103,10 @@ def _binary(e, ctx):
         f = _BOOL_OPS.get(e.op)
         if f is not None:
             return f(a, b)
-    if e.op in ("floordiv", "floormod", "div", "truncmod") and _has_zero(b):
+    if e.op in ("floordiv", "floormod", "div", "truncmod") and _has_zero(b, ctx.mask):
         raise KernelRuntimeError("integer division by zero", e.loc)
+    if isinstance(b, np.ndarray) and e.op in ("floordiv", "floormod", "div", "truncmod"):
+        b = np.where(b == 0, 1, b)  # lanes masked off (an enclosing `if` is false there) divide by 1
     r = _INT_OPS[e.op](a, b)
     if isinstance(r, np.ndarray) and r.ndim == 0:
         r = int(r)
@@ -113,9 +115,15 @@ def _binary(e, ctx):
     return r
 
 
-def _has_zero(b):
+def _has_zero(b, mask=None):
+    """Whether an active lane divides by zero (lanes where ``mask`` is false do not run)."""
+    if mask is False:
+        return False
     if isinstance(b, np.ndarray):
-        return bool((b == 0).any())
+        zero = b == 0
+        if mask is not None and mask is not True:
+            zero = zero & np.broadcast_to(mask, np.broadcast_shapes(np.shape(mask), zero.shape))
+        return bool(zero.any())
     return b == 0
 
 

@@ -1,0 +1,251 @@
+"""What every generated CPU kernel module imports: NumPy, ``math`` and the compiled helpers.
+
+This module imports numba at import time, so only generated kernel files (loaded by :mod:`.runtime`
+through ``importlib``) import it; tilesim's own modules never do, and numba stays optional.
+
+Helpers (semantics are the interpreter's, ``backends/interp/exprs.py``), compiled with ``cache=True`` so a
+machine compiles them once:
+
+* ``ld{n}(a, fill, i0..)`` — a guarded global load: an index outside ``a``'s shape reads ``fill``
+  (TileLang's edge rule: 0, or the launch's ``T.annotate_safe_value``); ``st{n}(a, i0.., v)`` skips
+  such a store.
+* ``fmin``/``fmax`` propagate NaN (``numpy.minimum``/``maximum``); ``tdiv``/``tmod`` are C's truncating
+  integer division and remainder; ``fdiv``/``fmod`` Python's floor division and modulo of integers; all four
+  raise ``ZeroDivisionError`` on a zero divisor (the runtime turns it into a located ``KernelRuntimeError``).
+  ``f2i(x, lo, hi)`` is the GPU float→int conversion (truncate, saturate, NaN → 0).
+* ``enc`` — :func:`tilesim.backends.cpu.narrow.encode_bits` compiled: float32 → narrow bit pattern (any
+  narrow type, by binary search); ``enc_f16``/``enc_bf16`` the same for fp16/bf16 by bit arithmetic (exact
+  round-to-nearest-even, tested against ``enc``), ``rnd_bf16`` the rounding of a float32 to bf16.
+"""
+
+from __future__ import annotations
+
+import math  # noqa: F401 - used by generated code
+
+import numba
+import numpy as np  # noqa: F401 - used by generated code
+from llvmlite import ir as llvm_ir
+from numba.core import types
+from numba.extending import intrinsic
+
+from .narrow import encode_bits
+
+_jit = numba.njit(cache=True, error_model="numpy", nogil=True)
+njit = numba.njit
+
+enc = _jit(encode_bits)
+
+
+@_jit
+def ld1(a, fill, i0):
+    if 0 <= i0 < a.shape[0]:
+        return a[i0]
+    return a.dtype.type(fill)
+
+
+@_jit
+def ld2(a, fill, i0, i1):
+    if 0 <= i0 < a.shape[0] and 0 <= i1 < a.shape[1]:
+        return a[i0, i1]
+    return a.dtype.type(fill)
+
+
+@_jit
+def ld3(a, fill, i0, i1, i2):
+    if 0 <= i0 < a.shape[0] and 0 <= i1 < a.shape[1] and 0 <= i2 < a.shape[2]:
+        return a[i0, i1, i2]
+    return a.dtype.type(fill)
+
+
+@_jit
+def ld4(a, fill, i0, i1, i2, i3):
+    if 0 <= i0 < a.shape[0] and 0 <= i1 < a.shape[1] and 0 <= i2 < a.shape[2] and 0 <= i3 < a.shape[3]:
+        return a[i0, i1, i2, i3]
+    return a.dtype.type(fill)
+
+
+@_jit
+def ld5(a, fill, i0, i1, i2, i3, i4):
+    if (0 <= i0 < a.shape[0] and 0 <= i1 < a.shape[1] and 0 <= i2 < a.shape[2] and 0 <= i3 < a.shape[3]
+            and 0 <= i4 < a.shape[4]):
+        return a[i0, i1, i2, i3, i4]
+    return a.dtype.type(fill)
+
+
+@_jit
+def st1(a, i0, v):
+    if 0 <= i0 < a.shape[0]:
+        a[i0] = v
+
+
+@_jit
+def st2(a, i0, i1, v):
+    if 0 <= i0 < a.shape[0] and 0 <= i1 < a.shape[1]:
+        a[i0, i1] = v
+
+
+@_jit
+def st3(a, i0, i1, i2, v):
+    if 0 <= i0 < a.shape[0] and 0 <= i1 < a.shape[1] and 0 <= i2 < a.shape[2]:
+        a[i0, i1, i2] = v
+
+
+@_jit
+def st4(a, i0, i1, i2, i3, v):
+    if 0 <= i0 < a.shape[0] and 0 <= i1 < a.shape[1] and 0 <= i2 < a.shape[2] and 0 <= i3 < a.shape[3]:
+        a[i0, i1, i2, i3] = v
+
+
+@_jit
+def st5(a, i0, i1, i2, i3, i4, v):
+    if (0 <= i0 < a.shape[0] and 0 <= i1 < a.shape[1] and 0 <= i2 < a.shape[2] and 0 <= i3 < a.shape[3]
+            and 0 <= i4 < a.shape[4]):
+        a[i0, i1, i2, i3, i4] = v
+
+
+@_jit
+def fmin(a, b):
+    if a != a or b != b:
+        return a + b
+    return a if a <= b else b
+
+
+@_jit
+def fmax(a, b):
+    if a != a or b != b:
+        return a + b
+    return a if a >= b else b
+
+
+@_jit
+def tdiv(a, b):
+    if b == 0:
+        raise ZeroDivisionError("integer division by zero")
+    q = abs(a) // abs(b)
+    return -q if (a < 0) != (b < 0) else q
+
+
+@_jit
+def tmod(a, b):
+    if b == 0:
+        raise ZeroDivisionError("integer division by zero")
+    q = abs(a) // abs(b)
+    return a - b * (-q if (a < 0) != (b < 0) else q)
+
+
+@_jit
+def fdiv(a, b):
+    if b == 0:
+        raise ZeroDivisionError("integer division by zero")
+    return a // b
+
+
+@_jit
+def fmod(a, b):
+    if b == 0:
+        raise ZeroDivisionError("integer division by zero")
+    return a % b
+
+
+@_jit
+def f2i(x, lo, hi):
+    if x != x:
+        return 0
+    if not math.isfinite(x):
+        return hi if x > 0 else lo
+    t = math.trunc(x)
+    if t < lo:
+        return lo
+    if t > hi:
+        return hi
+    return int(t)
+
+
+@_jit
+def f32_bits(x):
+    """The bit pattern of float32 ``x`` as a non-negative integer."""
+    a = np.empty(1, np.float32)
+    a[0] = x
+    return np.int64(a.view(np.uint32)[0])
+
+
+@_jit
+def bits_f32(b):
+    """The float32 whose bit pattern is the low 32 bits of ``b``."""
+    a = np.empty(1, np.uint32)
+    a[0] = np.uint32(b & 0xFFFFFFFF)
+    return a.view(np.float32)[0]
+
+
+@_jit
+def f64_bits(x):
+    a = np.empty(1, np.float64)
+    a[0] = x
+    return a.view(np.int64)[0]
+
+
+@_jit
+def bits_f64(b):
+    a = np.empty(1, np.int64)
+    a[0] = np.int64(b)
+    return a.view(np.float64)[0]
+
+
+@intrinsic
+def _bits32(typingctx, x):
+    """The bits of a float32 as a uint32 (an LLVM bitcast: no memory)."""
+    if x != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], llvm_ir.IntType(32))
+    return types.uint32(types.float32), codegen
+
+
+@intrinsic
+def _float32(typingctx, u):
+    """The float32 whose bits are the uint32 ``u``."""
+    if u != types.uint32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], llvm_ir.FloatType())
+    return types.float32(types.uint32), codegen
+
+
+@_jit
+def enc_bf16(x):
+    """float32 -> bf16 bits, to nearest even; a NaN keeps its sign and top payload bits (quiet bit set when
+    they are all zero), as ``tilesim.dtypes.convert``."""
+    u = np.int64(_bits32(np.float32(x)))
+    if (u & 0x7FFFFFFF) > 0x7F800000:
+        hi = u >> 16
+        return hi | 0x40 if (hi & 0x7F) == 0 else hi
+    return (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+
+
+@_jit
+def rnd_bf16(x):
+    return _float32(np.uint32(enc_bf16(x) << 16))
+
+
+@_jit
+def dec_bf16(b):
+    return _float32(np.uint32(np.int64(b) << 16))
+
+
+@_jit
+def enc_f16(x):
+    """float32 -> fp16 bits, to nearest even, overflow to infinity, subnormals exact (NaN -> 0x7e00 with the
+    sign), as NumPy's ``astype(float16)``."""
+    u = np.int64(_bits32(np.float32(x)))
+    sign = (u >> 16) & 0x8000
+    f = u & 0x7FFFFFFF
+    if f >= 0x47800000:  # >= 65536: infinity, or NaN
+        o = 0x7E00 if f > 0x7F800000 else 0x7C00
+    elif f < 0x38800000:  # below fp16's smallest normal: the float add by 0.5 rounds the 10 bits in place
+        fl = _float32(np.uint32(f)) + np.float32(0.5)
+        o = np.int64(_bits32(fl)) - 0x3F000000
+    else:  # rebias the exponent, round the 13 dropped bits to nearest even (a carry may reach infinity)
+        o = (f + ((15 - 127) << 23) + 0xFFF + ((f >> 13) & 1)) >> 13
+    return o | sign

@@ -1,0 +1,218 @@
+"""Compiling and running a program on the CPU target.
+
+Contract
+--------
+``CpuProgram(pf)`` generates one function per launch (:mod:`.codegen`) and compiles it with Numba on the
+first call (Numba caches the machine code per argument types for the life of the process). If any part of
+the program is outside what the target compiles (``codegen.Unsupported``) the program runs on the
+interpreter instead, and says so once through the ``tilesim`` logger at debug level; ``fallback`` holds
+the reason (``None`` when compiled). Interpreter-only checking options (``oob`` other than ``"zero"``, ``races``)
+also run on the interpreter.
+
+``run(pf, arrays, scalars, options)`` has the interpreter's contract (``backends/interp/runtime.py``):
+arrays of the declared dtypes, outputs written in place. A launch runs its blocks on Numba's thread pool
+(``prange``) unless it has atomics (then in launch order, as the interpreter applies them). An integer
+division by zero is a ``KernelRuntimeError`` located at the launch.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import hashlib
+import importlib.util
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ... import dtypes as dt
+from ... import optional
+from ...errors import KernelRuntimeError
+from ...ir import nodes as N
+from .. import Program
+from ..interp import run as interp_run
+from ..interp.exprs import ev
+from ..interp.options import InterpOptions
+from ..interp.rules import STMT_RULES as INTERP_STMTS
+from ..interp.state import Ctx
+from . import codegen_rules as _rules  # noqa: F401 - fills the rule tables
+from . import codegen_simt as _simt  # noqa: F401
+from . import codegen_tiles as _tiles  # noqa: F401
+from . import narrow
+from .codegen import Unsupported, gen_launch
+
+__all__ = ["CpuProgram"]
+
+log = logging.getLogger("tilesim")
+
+#: bump when the generated code's meaning changes (the disk cache is keyed by it)
+CODEGEN_VERSION = 1
+
+
+def cache_dir() -> Path:
+    """Where generated kernel modules and Numba's machine code are kept (``TILESIM_CACHE_DIR``, else
+    ``~/.cache/tilesim/cpu``; a temporary directory when that is not writable)."""
+    root = os.environ.get("TILESIM_CACHE_DIR")
+    d = Path(root) / "cpu" if root else Path.home() / ".cache" / "tilesim" / "cpu"
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        if os.access(d, os.W_OK):
+            return d
+    except OSError:
+        pass
+    return _temp_cache()
+
+
+@functools.cache
+def _temp_cache() -> Path:
+    return Path(tempfile.mkdtemp(prefix="tilesim_cpu_"))
+
+
+def load_module(source: str):
+    """Write ``source`` to a file named by its hash (atomically, once) and import it: Numba's
+    ``cache=True`` then keeps the compiled code beside it, so a later process compiles nothing."""
+    numba = optional.require("numba", "the compiled CPU target (target='cpu')")
+    key = hashlib.sha1(f"{CODEGEN_VERSION}\n{numba.__version__}\n{source}".encode()).hexdigest()[:20]
+    name = f"tilesim_cpu_{key}"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = cache_dir() / f"{name}.py"
+    if not path.exists():
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(source)
+        os.replace(tmp, path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    sys.modules[name] = mod
+    return mod
+
+
+@functools.cache
+def _pool() -> concurrent.futures.ThreadPoolExecutor:
+    return concurrent.futures.ThreadPoolExecutor(max_workers=_workers(), thread_name_prefix="tilesim-cpu")
+
+
+def _workers() -> int:
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:
+        n = os.cpu_count() or 1
+    return max(1, min(8, n))
+
+
+class _Compiled:
+    def __init__(self, launch: N.Launch, src):
+        self.launch = launch
+        self.src = src
+        self.fn = None
+
+    def function(self):
+        if self.fn is None:
+            self.fn = load_module(self.src.source).launch
+        return self.fn
+
+
+class CpuProgram(Program):
+    """A program compiled for the CPU, or the interpreter's when it cannot be (``fallback``)."""
+
+    def __init__(self, pf: N.PrimFunc, pass_configs=None, uninit: str = "nan", tf32: bool = False):
+        self.pf = pf
+        self.fallback: str | None = None
+        self.launches: list = []
+        self._key = (uninit, tf32)
+        self._variants: dict = {}
+        workspaces, lets = [], []
+        try:
+            for s in pf.body:
+                if isinstance(s, N.Alloc) and s.buffer.scope == "global":
+                    workspaces.append(s.buffer)
+                elif isinstance(s, N.Let):
+                    lets.append(s.var)
+                elif isinstance(s, N.Launch):
+                    self.launches.append(_Compiled(s, gen_launch(pf, s, uninit, tf32, workspaces, lets)))
+                else:
+                    raise Unsupported(f"a top-level {type(s).__name__} outside T.Kernel", s.loc)
+        except Unsupported as e:
+            self.fallback = str(e)
+            self.launches = []
+            log.debug("tilesim: %s runs on the interpreter, not the compiled CPU target: %s", pf.name, e)
+        self.source = None if self.fallback else "\n".join(c.src.source for c in self.launches)
+
+    def run(self, pf, arrays, scalars, options, progress=None):
+        options = options or InterpOptions()
+        if self.fallback or options.oob != "zero" or options.races:
+            return interp_run(pf, arrays, scalars, options, progress=progress)
+        key = (options.uninit, options.tf32)
+        if key != self._key:  # code generated for other options
+            if key not in self._variants:
+                self._variants[key] = CpuProgram(pf, uninit=options.uninit, tf32=options.tf32)
+            return self._variants[key].run(pf, arrays, scalars, options, progress)
+        top = Ctx(1, options, dict(scalars), dict(arrays), np.zeros(1, dtype=np.int64))
+        launches = iter(self.launches)
+        index = 0
+        for stmt in pf.body:
+            if not isinstance(stmt, N.Launch):
+                INTERP_STMTS(stmt)(stmt, top)  # workspaces and lets: the interpreter's meaning, on the host
+                continue
+            c = next(launches)
+            total = self._launch(c, top)
+            if progress is not None:
+                progress(index, total, total)
+            index += 1
+
+    @staticmethod
+    def _launch(c: _Compiled, top: Ctx) -> int:
+        grid = [int(ev(gx, top)) for gx in c.launch.grid]
+        if any(x < 0 for x in grid):
+            raise KernelRuntimeError(f"negative grid extent {tuple(grid)}", c.launch.loc)
+        args = [_array_arg(top.storage[b.uid], b.dtype) for b in c.src.buffers]
+        for d in c.src.narrow:
+            args += [narrow.decode_table(d), narrow.encode_args(d)[0]]
+        args += [_scalar_arg(top.env[v.uid], v.dtype) for v in c.src.scalars]
+        total = int(np.prod(grid)) if grid else 1
+        try:
+            _run_blocks(c.function(), args + grid, total, c.src.parallel)
+        except ZeroDivisionError as e:
+            raise KernelRuntimeError(str(e), c.launch.loc) from None
+        except AssertionError as e:
+            s = c.src.asserts[int(e.args[0])]
+            raise KernelRuntimeError(f"T.device_assert failed: {s.message}", s.loc,
+                                     hint="the program's own check on its data failed (a GPU would trap here)") from None
+        return total
+
+
+def _run_blocks(fn, args: list, total: int, parallel: bool) -> None:
+    """Blocks ``0 .. total-1``: split over the thread pool when the launch allows it (the compiled function
+    releases the GIL), else in launch order on this thread."""
+    n = _workers() if parallel else 1
+    if not fn.signatures:
+        fn(*args, 0, 0)  # compile (or load from the disk cache) on this thread, running no block
+    if n <= 1 or total < 2 * n:
+        fn(*args, 0, total)
+        return
+    bounds = [total * i // n for i in range(n + 1)]
+    futures = [_pool().submit(fn, *args, lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
+    for f in futures:
+        f.result()
+
+
+def _array_arg(arr: np.ndarray, dtype: str) -> np.ndarray:
+    if dtype in dt.NARROW_FLOATS:
+        return narrow.storage_view(arr, dtype)
+    return arr
+
+
+def _scalar_arg(v, dtype: str):
+    if dt.is_float(dtype):
+        if dtype == "float64":
+            return np.float64(v)
+        return np.float32(dt.convert(np.asarray(v, dtype=np.float32), dtype).astype(np.float32))
+    if dtype == "bool":
+        return bool(v)
+    return np.int64(v)
