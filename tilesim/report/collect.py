@@ -170,8 +170,11 @@ def collect(specs, models, profile_override=None, shapes_per_kernel=None, progre
     todo = [k for k, key in enumerate(keys) if key not in done]
     results = {k: done[key] for k, key in enumerate(keys) if key in done}
 
+    last = [""]
+
     def record(outcome):
         k = todo[outcome.index]
+        last[0] = f"{groups[k][1].name}: {groups[k][0].name}" + ("" if outcome.ok else " (lost)")
         if outcome.ok:
             results[k] = outcome.value
             if checkpoint:
@@ -189,7 +192,7 @@ def collect(specs, models, profile_override=None, shapes_per_kernel=None, progre
             record(Outcome(n, collect_group(*groups[k])))
     else:
         executor.run(collect_group, [groups[k] for k in todo], chunk=1, on_result=record,
-                     progress=(lambda i, n, what: progress(len(results), len(groups), what)) if progress else None)
+                     progress=(lambda i, n, what: progress(len(results), len(groups), last[0] or what)) if progress else None)
     if progress:
         progress(len(groups), len(groups), "done")
     points, failures, unsupported = [], [], []
