@@ -3,7 +3,9 @@
 Writes into ``--out`` (default ``reports/``): ``roofline_<device>.png`` and ``.svg`` (one point per
 kernel at its first report shape, measured points beside them), ``devices.png``, ``summary.json``
 (every number, and the display strings the Markdown uses) and ``summary.md``. A kernel that fails is
-listed under Failures and the rest of the report still completes; the exit code is then 1.
+listed under Failures and the rest of the report still completes; the exit code is then 1. The
+simulations run on a :mod:`tilesim.sweep` executor (``--executor``), one task per (kernel, device);
+finished tasks are checkpointed in ``OUT/.partial/report.jsonl`` for ``--resume`` (see ``run_report``).
 
 Layer: app (see :mod:`tilesim.hw`).
 """
