@@ -155,10 +155,10 @@ class Executor:
         return max(1, min(64, math.ceil(n / (8 * self.workers))))
 
     def run(self, fn, items, progress=None, chunk: int | None = None, on_result=None) -> list[Outcome]:
-        items = [tuple(it) for it in items]
-        n = len(items)
+        indexed = [(i, tuple(it)) for i, it in enumerate(items)]
+        n = len(indexed)
         size = chunk or self.chunk_size(n)
-        chunks = [list(enumerate(items))[s: s + size] for s in range(0, n, size)]
+        chunks = [indexed[s: s + size] for s in range(0, n, size)]
         out: list[Outcome | None] = [None] * n
         done = 0
         if progress:
