@@ -224,13 +224,20 @@ class DaskExecutor(Executor):
     """A Dask ``distributed`` cluster: joined at ``address``, else a local one of ``workers`` processes."""
 
     name = "dask"
+    #: how long joining a cluster at ``address`` may take before it is reported as unreachable
+    connect_timeout = "30s"
 
     def __init__(self, workers: int | None = None, address: str | None = None):
         super().__init__(workers, address)
         self._dist = optional.require("distributed", "--executor dask")
         self._cluster = None
         if address:
-            self.client = self._dist.Client(address, timeout="30s")
+            try:
+                self.client = self._dist.Client(address, timeout=self.connect_timeout)
+            except (OSError, TimeoutError) as e:
+                raise KernelError(f"cannot reach a Dask scheduler at {address!r} ({type(e).__name__}: {e})",
+                                  hint="start one (`dask scheduler`, then `dask worker ADDRESS --nthreads 1` on "
+                                       "each host) or check the address; omit --address for a local cluster") from e
             self.workers = max(1, len(self.client.scheduler_info().get("workers", {})))
         else:
             self._cluster = self._dist.LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,

@@ -71,6 +71,13 @@ def test_report_cli_on_dask_writes_the_in_process_summary(dask, tmp_path):
     assert not (tmp_path / "dask" / ".partial").exists()
 
 
+def test_an_unreachable_scheduler_is_a_user_error(monkeypatch, capsys):
+    monkeypatch.setattr(DaskExecutor, "connect_timeout", "1s")
+    assert cli.main(["tune", "rmsnorm", "--budget", "2", "--executor", "dask", "--address", "tcp://127.0.0.1:9"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot reach a Dask scheduler at 'tcp://127.0.0.1:9'" in err and "dask scheduler" in err
+
+
 def test_validation_on_dask(dask):
     ms = []
     for i, name in enumerate(("gemm", "rmsnorm", "softmax", "gelu")):
