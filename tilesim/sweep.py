@@ -220,6 +220,10 @@ class LocalExecutor(Executor):
             self._pool = None
 
 
+#: Dask settings of the local clusters tilesim starts (a cluster joined with ``address`` keeps its own)
+LOCAL_DASK_CONFIG = {"distributed.worker.profile.enabled": False}
+
+
 class DaskExecutor(Executor):
     """A Dask ``distributed`` cluster: joined at ``address``, else a local one of ``workers`` processes."""
 
@@ -240,8 +244,11 @@ class DaskExecutor(Executor):
                                        "each host) or check the address; omit --address for a local cluster") from e
             self.workers = max(1, len(self.client.scheduler_info().get("workers", {})))
         else:
-            self._cluster = self._dist.LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
-                                                    dashboard_address=None, silence_logs=logging.ERROR)
+            # the workers' statistical profiler samples the task's stack every 10 ms: CPU a sweep can use
+            with optional.require("dask.config", "--executor dask").set(LOCAL_DASK_CONFIG):
+                self._cluster = self._dist.LocalCluster(n_workers=self.workers, threads_per_worker=1,
+                                                        processes=True, dashboard_address=None,
+                                                        silence_logs=logging.ERROR)
             self.client = self._dist.Client(self._cluster)
 
     def _submit(self, blobs):

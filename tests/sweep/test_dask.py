@@ -33,6 +33,8 @@ def dask():
 def test_the_cluster_has_two_worker_processes(dask):
     pids = dask.client.run(os.getpid)
     assert len(pids) == 2 and os.getpid() not in pids.values() and len(set(pids.values())) == 2
+    infos = dask.client.scheduler_info()["workers"].values()
+    assert [w["nthreads"] for w in infos] == [1, 1]  # one thread per process: the simulator holds the GIL
 
 
 def test_tune_cli_on_dask_prints_the_in_process_table(dask, capsys):
