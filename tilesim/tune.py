@@ -129,6 +129,11 @@ def evaluate(spec, shape: dict, model, profile, cfg: dict) -> Trial:
         return Trial(cfg, None, None, "", f"{type(e).__name__}: {e}")
 
 
+def _build_key(task) -> str:
+    spec, shape, _, _, cfg = task
+    return f"{spec.name}|{sorted(shape.items())!r}|{sorted(cfg.items(), key=lambda kv: kv[0])!r}"
+
+
 def run_trials(tasks, executor=None, progress=None) -> list[Trial]:
     """``evaluate(*task)`` for each ``(spec, shape, model, profile, cfg)`` task, in task order.
 
@@ -138,7 +143,10 @@ def run_trials(tasks, executor=None, progress=None) -> list[Trial]:
     """
     if executor is None:
         return [evaluate(*t) for t in tasks]
-    outs = executor.run(evaluate, tasks, progress=progress)
+    # candidates of one kernel build (same kernel, shape and configuration on several devices) go to
+    # one worker together, so its build cache serves them all, as the in-process run's does
+    order = sorted(range(len(tasks)), key=lambda i: _build_key(tasks[i]))
+    outs = executor.run(evaluate, tasks, progress=progress, order=order)
     return [o.value if o.ok else Trial(t[4], None, None, "", o.error) for o, t in zip(outs, tasks)]
 
 

@@ -40,11 +40,13 @@ class _Shuffled(Executor):
             yield k, (RuntimeError("worker died") if k in self.lose else sweep._run_packed(blobs[k]))
 
 
-@given(n=st.integers(0, 60), chunk=st.one_of(st.none(), st.integers(1, 9)), seed=st.integers(0, 99))
-def test_outcomes_come_back_in_item_order_whatever_the_completion_order(n, chunk, seed):
+@given(n=st.integers(0, 60), chunk=st.one_of(st.none(), st.integers(1, 9)), seed=st.integers(0, 99),
+       reorder=st.booleans())
+def test_outcomes_come_back_in_item_order_whatever_the_completion_order(n, chunk, seed, reorder):
     items = [(x,) for x in range(n)]
     seen = []
-    outs = _Shuffled(seed).run(square_or_fail, items, chunk=chunk, on_result=seen.append)
+    order = random.Random(seed).sample(range(n), n) if reorder else None
+    outs = _Shuffled(seed).run(square_or_fail, items, chunk=chunk, on_result=seen.append, order=order)
     assert [o.index for o in outs] == list(range(n))
     assert sorted(o.index for o in seen) == list(range(n))  # each reported once, as it completed
     for x, o in enumerate(outs):
