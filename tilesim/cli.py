@@ -35,6 +35,7 @@ from .lint import lint
 from .runner import check_shape_values, run_registered
 from .sanitize import check_kernel
 from .sim.cli import build_kernel, main_sim
+from .sweep import Progress, add_executor_arguments, executor_from_args
 from .tune import tune_spec
 
 __all__ = ["main", "build_parser", "parse_kv"]
@@ -94,7 +95,14 @@ def _cmd_tune(args):
     if extra:
         shape = {"label": ", ".join(f"{k}={v}" for k, v in extra.items()), **{k: v for k, v in shape.items()
                                                                                 if k != "label"}, **extra}
-    print(tune_spec(spec, shape, args.hw, args.profile, budget=args.budget).table())
+    executor = executor_from_args(args)
+    try:
+        res = tune_spec(spec, shape, args.hw, args.profile, budget=args.budget, executor=executor,
+                        progress=Progress() if executor is not None else None)
+    finally:
+        if executor is not None:
+            executor.close()
+    print(res.table())
     return 0
 
 
@@ -147,6 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--quick", action="store_true", help="one shape per kernel")
     r.add_argument("--tune-budget", type=non_negative_int, default=12,
                    help="configurations tried per kernel and device by the simulator-driven tuner (0: registry defaults)")
+    r.add_argument("--resume", action="store_true",
+                   help="reuse the (kernel, device) groups an interrupted run recorded in OUT/.partial/")
+    add_executor_arguments(r)
     r.set_defaults(fn=_cmd_report)
 
     s = sub.add_parser("sim", help="simulate one kernel: tilesim sim FILE.py::factory --hw NAME --args k=v ...",
@@ -173,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--shape", nargs="*", default=[], help="KEY=VALUE (default: the kernel's first report shape)")
     t.add_argument("--budget", type=positive_int, default=24)
     t.add_argument("--profile", default=None)
+    add_executor_arguments(t)
     t.set_defaults(fn=_cmd_tune)
 
     li = sub.add_parser("lint", help="constructs tilesim runs but real TileLang 0.1.15 rejects: "

@@ -2,7 +2,8 @@
 
 Contract
 --------
-tilesim needs only NumPy, ml_dtypes and matplotlib to import. torch, CuPy and numba(-cuda) are optional:
+tilesim needs only NumPy, ml_dtypes and matplotlib to import. torch, CuPy, numba(-cuda) and the sweep engines
+(Dask ``distributed``, Ray; :mod:`tilesim.sweep`) are optional:
 a user without them never pays their import time and never sees an error unless they ask for a feature
 that needs them.
 
@@ -36,6 +37,8 @@ INSTALL = {
     "numba.cuda": 'pip install -e ".[cuda]"',
     "llvmlite": 'pip install -e ".[cuda]"',
     "matplotlib.pyplot": "pip install matplotlib",
+    "distributed": 'pip install -e ".[dask]"',
+    "ray": 'pip install -e ".[ray]"',
 }
 
 _cache: dict[str, object] = {}

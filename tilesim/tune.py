@@ -10,6 +10,9 @@ the trade-off between speed and on-chip footprint the seeds' "AutoTuner with a P
 Configurations that do not fit the device (shared memory, registers) are recorded with their error and
 never chosen. ``@tilesim.autotune(..., oracle="sim")`` uses the same oracle for user factories.
 ``hw`` is a loaded model or a name/path (resolved by :func:`tilesim.hw.resolve`).
+With ``executor=`` (a :mod:`tilesim.sweep` executor: local processes, Dask, Ray) the candidates are
+simulated there and the result is the same as in process; ``run_trials`` does that for any list of
+``(spec, shape, model, profile, config)`` candidates (several kernels, shapes and devices in one sweep).
 
 Layer: app (``tilesim tune``, ``tilesim report``; see :mod:`tilesim.hw`). It takes a registry entry
 (``kernels.registry.KernelSpec``) as an argument and imports neither ``kernels`` nor ``hwmodels``.
@@ -114,18 +117,49 @@ def pareto_front(trials) -> tuple:
     return tuple(sorted(front, key=lambda t: t.time_s))
 
 
-def tune_spec(spec, shape: dict, hw, profile=None, budget: int = 16, seed: int = 0) -> TuneResult:
+def evaluate(spec, shape: dict, model, profile, cfg: dict) -> Trial:
+    """Build and simulate one configuration; a configuration that does not fit is a Trial with its error."""
+    params = spec.params(shape, **cfg)
+    try:
+        kernel = spec.build(**params)
+        hints = spec.data_hints(**params) if spec.data_hints else {}
+        rep = simulate(kernel.prim_func, model, profile, name=spec.name, **hints)
+        return Trial(cfg, rep.time_s, smem_bytes(kernel.prim_func), rep.bound)
+    except TilesimError as e:
+        return Trial(cfg, None, None, "", f"{type(e).__name__}: {e}")
+
+
+def _build_key(task) -> str:
+    spec, shape, _, _, cfg = task
+    return f"{spec.name}|{sorted(shape.items())!r}|{sorted(cfg.items(), key=lambda kv: kv[0])!r}"
+
+
+def run_trials(tasks, executor=None, progress=None) -> list[Trial]:
+    """``evaluate(*task)`` for each ``(spec, shape, model, profile, cfg)`` task, in task order.
+
+    With an executor (:mod:`tilesim.sweep`) the tasks run there; a task that fails for another reason
+    than a ``TilesimError`` (a bug, a lost worker) becomes a Trial whose error says so, and the others
+    are kept.
+    """
+    if executor is None:
+        return [evaluate(*t) for t in tasks]
+    # candidates of one kernel build (same kernel, shape and configuration on several devices) go to
+    # one worker together, so its build cache serves them all, as the in-process run's does
+    order = sorted(range(len(tasks)), key=lambda i: _build_key(tasks[i]))
+    outs = executor.run(evaluate, tasks, progress=progress, order=order)
+    return [o.value if o.ok else Trial(t[4], None, None, "", o.error) for o, t in zip(outs, tasks)]
+
+
+def tune_spec(spec, shape: dict, hw, profile=None, budget: int = 16, seed: int = 0, executor=None,
+              progress=None) -> TuneResult:
     model = resolve(hw)
-    trials = []
-    for cfg in search_space(spec.tunables, spec.defaults, budget, seed):
-        params = spec.params(shape, **cfg)
-        try:
-            kernel = spec.build(**params)
-            hints = spec.data_hints(**params) if spec.data_hints else {}
-            rep = simulate(kernel.prim_func, model, profile, name=spec.name, **hints)
-            trials.append(Trial(cfg, rep.time_s, smem_bytes(kernel.prim_func), rep.bound))
-        except TilesimError as e:
-            trials.append(Trial(cfg, None, None, "", f"{type(e).__name__}: {e}"))
+    tasks = [(spec, shape, model, profile, cfg) for cfg in search_space(spec.tunables, spec.defaults, budget, seed)]
+    trials = run_trials(tasks, executor, progress)
+    return tune_result(spec, shape, model, trials)
+
+
+def tune_result(spec, shape: dict, model, trials) -> TuneResult:
+    """The best trial and the Pareto front of ``trials``; raises when no configuration fits."""
     ok = [t for t in trials if t.error is None]
     if not ok:
         unsupported = next((t.error for t in trials if "has no known rate" in t.error), None)

@@ -7,18 +7,22 @@ dram_bytes (simulated DRAM traffic), min_bytes (compulsory bytes from the regist
 (flops / min_bytes), flops_per_s, bytes_per_s, roofline_time_s, fraction_of_roofline, bound, limits,
 measured (or None)``.
 
-A kernel that fails to build or simulate becomes a ``failure`` record; the rest still run.
+A kernel that fails to build or simulate becomes a ``failure`` record; the rest still run. The work is
+split into one group per (kernel, device) that any :mod:`tilesim.sweep` executor can run.
 """
 
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import traceback
 
+from .. import __version__
 from ..errors import TilesimError
 from ..sim import default_profile, simulate
+from ..sweep import Outcome
 from ..tune import tune_spec
 
 #: The lowering profile each device kind is simulated with by default.
@@ -104,33 +108,22 @@ def attach_measurements(points: list[dict], measurements: list[dict]) -> None:
                 break
 
 
-def collect(specs, models, profile_override=None, shapes_per_kernel=None, progress=None, tune_budget=0):
-    """Simulate ``specs`` × their shapes × ``models``. Returns (points, failures, unsupported).
+def collect_group(spec, model, prof: str, shapes, tune_budget: int = 0):
+    """One kernel on one device: tune at its first shape (when asked), then simulate every shape.
 
-    With ``tune_budget > 0`` each kernel is first tuned per device at its first report shape
-    (``tilesim.tune``, simulator oracle) and every shape on that device uses the tuned configuration
-    — the per-device adaptive tiling of the seeds.
+    Returns ``(points, failures, unsupported)`` of this group; the unit of work a sweep executor runs.
     """
-    jobs = []
-    for model in models:
-        prof = device_profile(model, profile_override)
-        for spec in specs:
-            shapes = spec.shapes[:shapes_per_kernel] if shapes_per_kernel else spec.shapes
-            for k, shape in enumerate(shapes):
-                jobs.append((spec, shape, model, prof, k == 0))
     points, failures, unsupported = [], [], []
-    configs: dict = {}
-    for i, (spec, shape, model, prof, first) in enumerate(jobs):
-        if progress:
-            progress(i, len(jobs), f"{model.name}: {spec.name} @ {shape.get('label', '')}")
+    config = None
+    for k, shape in enumerate(shapes):
         try:
-            if first and tune_budget and spec.tunables:
+            if k == 0 and tune_budget and spec.tunables:
                 try:
-                    configs[(spec.name, model.name)] = tune_spec(spec, shape, model, prof, budget=tune_budget).best.config
+                    config = tune_spec(spec, shape, model, prof, budget=tune_budget).best.config
                 except TilesimError:
                     pass  # nothing fits: the default configuration's own error is reported below
             try:
-                points.append(simulate_point(spec, shape, model, prof, configs.get((spec.name, model.name))))
+                points.append(simulate_point(spec, shape, model, prof, config))
             except TilesimError:
                 if not (tune_budget and spec.tunables):
                     raise
@@ -144,8 +137,70 @@ def collect(specs, models, profile_override=None, shapes_per_kernel=None, progre
         except Exception as e:  # noqa: BLE001 - one kernel's bug must not lose the rest of the report
             failures.append({"kernel": spec.name, "shape": shape.get("label", ""), "device": model.name,
                              "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc(limit=6)})
+    return points, failures, unsupported
+
+
+def group_key(spec, model, prof: str, shapes, tune_budget: int) -> str:
+    """What a group's result depends on, hashed: a checkpointed result is reused only for the same key."""
+    text = repr((__version__, spec.name, repr(model), prof, [sorted(s.items()) for s in shapes], tune_budget))
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def collect(specs, models, profile_override=None, shapes_per_kernel=None, progress=None, tune_budget=0,
+            executor=None, checkpoint=None):
+    """Simulate ``specs`` × their shapes × ``models``. Returns (points, failures, unsupported).
+
+    With ``tune_budget > 0`` each kernel is first tuned per device at its first report shape
+    (``tilesim.tune``, simulator oracle) and every shape on that device uses the tuned configuration
+    — the per-device adaptive tiling of the seeds.
+
+    The work is one group per (kernel, device) (:func:`collect_group`), run on ``executor``
+    (:mod:`tilesim.sweep`; ``None``: in this process, one group after another). The result is in the
+    same order whatever executor ran it. ``checkpoint`` (a :class:`~tilesim.report.checkpoint.Checkpoint`)
+    supplies groups finished by an earlier, interrupted run and records each group as it completes.
+    """
+    groups = []
+    for model in models:
+        prof = device_profile(model, profile_override)
+        for spec in specs:
+            shapes = list(spec.shapes[:shapes_per_kernel] if shapes_per_kernel else spec.shapes)
+            groups.append((spec, model, prof, shapes, tune_budget))
+    keys = [group_key(*g) for g in groups]
+    done = checkpoint.load() if checkpoint else {}
+    todo = [k for k, key in enumerate(keys) if key not in done]
+    results = {k: done[key] for k, key in enumerate(keys) if key in done}
+
+    last = [""]
+
+    def record(outcome):
+        k = todo[outcome.index]
+        last[0] = f"{groups[k][1].name}: {groups[k][0].name}" + ("" if outcome.ok else " (lost)")
+        if outcome.ok:
+            results[k] = outcome.value
+            if checkpoint:
+                checkpoint.add(keys[k], outcome.value)
+        else:  # the executor lost the group (a worker died): every shape of it is a failure, not retried here
+            spec, model = groups[k][0], groups[k][1]
+            results[k] = ([], [{"kernel": spec.name, "shape": s.get("label", ""), "device": model.name,
+                                "error": outcome.error} for s in groups[k][3]], [])
+
+    if executor is None:
+        for n, k in enumerate(todo):
+            spec, model = groups[k][0], groups[k][1]
+            if progress:
+                progress(len(results), len(groups), f"{model.name}: {spec.name}")
+            record(Outcome(n, collect_group(*groups[k])))
+    else:
+        executor.run(collect_group, [groups[k] for k in todo], chunk=1, on_result=record,
+                     progress=(lambda i, n, what: progress(len(results), len(groups), last[0] or what)) if progress else None)
     if progress:
-        progress(len(jobs), len(jobs), "done")
+        progress(len(groups), len(groups), "done")
+    points, failures, unsupported = [], [], []
+    for k in range(len(groups)):
+        p, f, u = results[k]
+        points += p
+        failures += f
+        unsupported += u
     return points, failures, unsupported
 
 

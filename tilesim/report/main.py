@@ -3,7 +3,9 @@
 Writes into ``--out`` (default ``reports/``): ``roofline_<device>.png`` and ``.svg`` (one point per
 kernel at its first report shape, measured points beside them), ``devices.png``, ``summary.json``
 (every number, and the display strings the Markdown uses) and ``summary.md``. A kernel that fails is
-listed under Failures and the rest of the report still completes; the exit code is then 1.
+listed under Failures and the rest of the report still completes; the exit code is then 1. The
+simulations run on a :mod:`tilesim.sweep` executor (``--executor``), one task per (kernel, device);
+finished tasks are checkpointed in ``OUT/.partial/report.jsonl`` for ``--resume`` (see ``run_report``).
 
 Layer: app (see :mod:`tilesim.hw`).
 """
@@ -13,7 +15,6 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import sys
-import time
 
 import matplotlib.pyplot as plt  # the backend is Agg: .roofline and .devices select it before any figure
 
@@ -21,7 +22,9 @@ import hwmodels
 from kernels.registry import all_specs, get
 
 from .. import __version__
+from ..sweep import Progress, executor_from_args
 from . import io
+from .checkpoint import Checkpoint
 from .claims import all_claims
 from .collect import attach_measurements, collect, device_profile, load_measurements
 from .devices import devices_figure
@@ -30,25 +33,6 @@ from .summary import display_device, display_point, render_markdown
 
 #: Devices of ``--hw all``: one per built-in data file (variants such as ascend_910b3 only by name).
 ALL_DEVICES = ("a100_sxm4_80gb", "h100_sxm5_80gb", "h200_sxm_141gb", "ascend_910b2", "mlu370_x8")
-
-
-class _Progress:
-    def __init__(self, stream=sys.stderr, width=30):
-        self.stream, self.width, self.t0 = stream, width, time.perf_counter()
-
-    def __call__(self, i, n, what):
-        if not self.stream.isatty():  # a log file: one line per tenth of the work, no carriage returns
-            step = max(1, n // 10)
-            if i % step == 0 or i >= n:
-                self.stream.write(f"  {i}/{n} ({time.perf_counter() - self.t0:.1f}s) {what}\n")
-            return
-        fill = int(self.width * i / max(n, 1))
-        elapsed = time.perf_counter() - self.t0
-        line = f"\r[{'#' * fill}{'.' * (self.width - fill)}] {i}/{n} {elapsed:5.1f}s {what[:60]:<60}"
-        self.stream.write(line)
-        if i >= n:
-            self.stream.write("\n")
-        self.stream.flush()
 
 
 def device_summary(model) -> dict:
@@ -111,13 +95,33 @@ def write_figures(summary, models, out) -> list[str]:
 
 
 def run_report(hw=("all",), kernels=("all",), profile=None, out="reports", quick=False, progress=True,
-               tune_budget=12) -> int:
+               tune_budget=12, executor=None, resume=False) -> int:
+    """Simulate, check the claims and write the report into ``out``; see the module docs.
+
+    ``executor`` (:mod:`tilesim.sweep`) runs the (kernel, device) groups; ``None`` runs them here. Each
+    finished group is recorded in ``out/.partial/report.jsonl``; ``resume=True`` reuses the groups an
+    interrupted run recorded (same tilesim version, kernel, device model, shapes and budget), otherwise
+    the run starts afresh. The checkpoint is removed once the report is written.
+    """
     names = list(ALL_DEVICES) if "all" in hw else list(hw)
     models = [hwmodels.load(n) for n in names]
     specs = all_specs() if "all" in kernels else [get(k) for k in kernels]
-    prog = _Progress() if progress else None
-    points, failures, unsupported = collect(specs, models, profile, shapes_per_kernel=1 if quick else None,
-                                            progress=prog, tune_budget=tune_budget)
+    prog = Progress() if progress else None
+    ckpt = Checkpoint(os.path.join(out, ".partial", "report.jsonl"))
+    if not resume:
+        ckpt.discard()
+    elif prog and ckpt.load():
+        print(f"tilesim report: resuming: {len(ckpt.load())} finished group(s) in {ckpt.path}", file=sys.stderr)
+    try:
+        points, failures, unsupported = collect(specs, models, profile, shapes_per_kernel=1 if quick else None,
+                                                progress=prog, tune_budget=tune_budget, executor=executor,
+                                                checkpoint=ckpt)
+    except BaseException:
+        ckpt.close()
+        if os.path.exists(ckpt.path):
+            print(f"tilesim report: interrupted; finished groups are kept in {ckpt.path}: run again with "
+                  "--resume to continue (nothing else in the output folder was changed)", file=sys.stderr)
+        raise
     attach_measurements(points, load_measurements(os.path.join(out, "measurements")))
     profiles = {m.name: device_profile(m, profile) for m in models}
     claims = all_claims(points, {m.name: m for m in models}, os.path.join(out, "measurements"))
@@ -127,6 +131,7 @@ def run_report(hw=("all",), kernels=("all",), profile=None, out="reports", quick
     io.write_json(os.path.join(out, "summary.json"), summary)
     io.write_text(os.path.join(out, "summary.md"), render_markdown(summary))
     files = write_figures(summary, models, out)
+    ckpt.discard()
     print(f"tilesim report: {len(points)} simulated points on {len(models)} devices, {len(failures)} failure(s); "
           f"wrote {os.path.join(out, 'summary.md')}, summary.json and {len(files)} figure files")
     for f in failures:
@@ -135,5 +140,10 @@ def run_report(hw=("all",), kernels=("all",), profile=None, out="reports", quick
 
 
 def main(args) -> int:
-    return run_report(hw=args.hw, kernels=args.kernels, profile=args.profile, out=args.out, quick=args.quick,
-                      tune_budget=args.tune_budget)
+    executor = executor_from_args(args)
+    try:
+        return run_report(hw=args.hw, kernels=args.kernels, profile=args.profile, out=args.out, quick=args.quick,
+                          tune_budget=args.tune_budget, executor=executor, resume=getattr(args, "resume", False))
+    finally:
+        if executor is not None:
+            executor.close()
