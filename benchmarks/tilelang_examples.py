@@ -161,6 +161,17 @@ SMALL_ARGS: dict[str, str] = {
 # Keyword arguments of main() for programs without an argparse whose defaults are too large for a CPU: the
 # unchanged file is loaded with runpy (``__name__`` is not ``"__main__"``) and ``main(**kwargs)`` is called.
 SMALL_MAIN: dict[str, dict | tuple[str, dict]] = {
+    # __main__ times test_sparse_mla_fwd_pipelined at S=4096, H=128, topk=2048 with the check off (on only with
+    # --test_correctness); here the check on, at sizes the kernels' asserts allow (H a multiple of 64, topk a
+    # multiple of 2 x block_I=64; seesaw: H_per_block == block_I == D_tail = 64)
+    "deepseek_v32/sparse_mla_fwd_pipelined.py": ("test_sparse_mla_fwd_pipelined", {"S": 64, "SKV": 512, "H": 64,
+                                                                                   "topk": 128,
+                                                                                   "check_correctness": True}),
+    # KNOWN WRONG on tilesim (2026-12-01, S=64 at H=64 and H=128): 97.6% of outputs differ from the reference
+    # while the sibling _pipelined passes; the seesaw kernel aliases its score tile onto the K-tail of
+    # KV_shared between two concurrent consumer warp groups -- to investigate (warp-group schedule/barriers)
+    "deepseek_v32/sparse_mla_fwd_seesaw.py": ("test_sparse_mla_fwd_pipelined", {"S": 64, "SKV": 512, "H": 128,
+                                                                                "topk": 128, "check_correctness": True}),
     # its __main__ block calls test_sparse_mla_bwd(S=4096, SKV=8192, topk=2048): heads and dims kept
     "deepseek_v32/sparse_mla_bwd.py": ("test_sparse_mla_bwd", {"S": 256, "SKV": 512, "topk": 128}),
     # 4096^3 by default in its __main__ (no argparse); its kernel's 128x128x32 tiles divide 256
