@@ -167,9 +167,6 @@ SMALL_MAIN: dict[str, dict | tuple[str, dict]] = {
     "deepseek_v32/sparse_mla_fwd_pipelined.py": ("test_sparse_mla_fwd_pipelined", {"S": 64, "SKV": 512, "H": 64,
                                                                                    "topk": 128,
                                                                                    "check_correctness": True}),
-    # KNOWN WRONG on tilesim (2026-12-01, S=64 at H=64 and H=128): 97.6% of outputs differ from the reference
-    # while the sibling _pipelined passes; the seesaw kernel aliases its score tile onto the K-tail of
-    # KV_shared between two concurrent consumer warp groups -- to investigate (warp-group schedule/barriers)
     "deepseek_v32/sparse_mla_fwd_seesaw.py": ("test_sparse_mla_fwd_pipelined", {"S": 64, "SKV": 512, "H": 128,
                                                                                 "topk": 128, "check_correctness": True}),
     # its __main__ block calls test_sparse_mla_bwd(S=4096, SKV=8192, topk=2048): heads and dims kept

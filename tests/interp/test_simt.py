@@ -321,3 +321,29 @@ def test_clear_of_a_per_thread_buffer_clears_every_copy():
     b = np.random.default_rng(0).random((70, 9)).astype(np.float32)
     for opts in (tilelang.InterpOptions(), tilelang.InterpOptions(mode="serial")):
         np.testing.assert_allclose(rowsum(70, 9)(b, options=opts), b.sum(1), rtol=1e-6)
+
+
+@tilelang.jit(out_idx=[-1])
+def fragment_registers(N, threads=64):
+    """A T.alloc_fragment touched only element by element in per-thread code is each thread's registers (TileLang
+    replicates it per thread): every thread keeps its own gathered values across a barrier."""
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "int32"), B: T.Tensor((N,), "int32")):
+        with T.Kernel(T.ceildiv(N, threads), threads=threads) as bx:
+            tx = T.get_thread_binding()
+            regs = T.alloc_fragment((2,), "int32")
+            regs[0] = T.if_then_else(bx * threads + tx < N, A[bx * threads + tx], 0)
+            regs[1] = tx
+            T.sync_threads()
+            if bx * threads + tx < N:
+                B[bx * threads + tx] = regs[0] * 10 + regs[1]
+    return main
+
+
+@pytest.mark.parametrize("mode", ["batched", "serial"])
+def test_fragment_in_per_thread_code_is_per_thread(mode):
+    n = 100
+    a = np.arange(n, dtype=np.int32) * 3
+    out = fragment_registers(n).run(a, options=InterpOptions(mode=mode))
+    np.testing.assert_array_equal(out, a * 10 + np.arange(n) % 64)

@@ -132,13 +132,15 @@ def _prepare(launch: N.Launch) -> Prepared:
         stride *= ext
     thread_uids = frozenset([tid.uid] + [v.uid for v in launch.thread_vars])
     per: dict[int, N.Buffer] = {}
+    tile_level = _tile_level_buffers(launch.body)
     for s in walk_stmts(launch.body):
         if type(s) is N.Alloc:
             b = s.buffer
             if b.alias_of is not None and b.alias_of.uid in per:
                 raise KernelTypeError(f"T.view of the per-thread buffer {b.alias_of.name}", s.loc,
                                       hint="in per-thread code, view shared buffers only")
-            if b.scope in ("local", "var") and b.alias_of is None:
+            thread_fragment = b.scope == "fragment" and b.uid not in tile_level
+            if (b.scope in ("local", "var") or thread_fragment) and b.alias_of is None:
                 per[b.uid] = N.Buffer(b.name, (nt,) + tuple(b.shape), b.dtype, "local", loc=b.loc)
     mine = {b.uid for b in per.values()} | set(per)  # per-thread buffers, before and after the rewrite
 
@@ -212,6 +214,24 @@ def _prepare(launch: N.Launch) -> Prepared:
 
     body = map_stmts(launch.body, fn)
     return Prepared(body, nt, tid, tuple(coords), block, thread_uids)
+
+
+def _tile_level_buffers(body) -> set:
+    """Buffers a tile operation or a ``T.Parallel`` touches. A ``T.alloc_fragment`` touched by neither is read
+    and written only element by element in per-thread code: registers of each thread (TileLang replicates such
+    a fragment in every thread), so :func:`_prepare` gives it a thread axis like ``T.alloc_local``."""
+    out: set = set()
+    for s in walk_stmts(body):
+        if type(s) in BLOCK_LEVEL:
+            for x in walk(s):
+                if isinstance(x, N.Buffer):
+                    out.add(x.uid)
+                elif isinstance(x, (N.Region, N.Load)):
+                    out.add(x.buffer.uid)
+            for st in walk_stmts(_bodies(s)):
+                if type(st) is N.Store:
+                    out.add(st.buffer.uid)
+    return out
 
 
 def _bodies(s):
