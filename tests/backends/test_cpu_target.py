@@ -222,3 +222,13 @@ def test_library_kernel_matches_interpreter(name):
         assert fb is not None and LIBRARY_FALLBACK[name] in fb, fb
     else:
         assert fb is None, fb
+
+
+def test_fragment_registers_per_thread():
+    """A fragment touched only element by element in per-thread code is each thread's own (compiled too)."""
+    from tests.interp.test_simt import fragment_registers
+
+    kc = on(fragment_registers(100), "cpu")
+    assert kc.program.fallback is None, kc.program.fallback
+    a = np.arange(100, dtype=np.int32) * 3
+    np.testing.assert_array_equal(kc(a), a * 10 + np.arange(100) % 64)
