@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import tilesim as tilelang
 import tilesim.language as T
-from tilesim.errors import KernelError
+from tilesim.errors import KernelError, KernelTypeError
 
 
 def gather_rows(M, N, V, threads=32):
@@ -162,3 +162,40 @@ def test_cp_async_and_vector_atomics_lower_for_cuda_under_the_simulator():
     r = subprocess.run([sys.executable, "-c", CUDASIM.format(root=root)], env=env, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0 and "ok" in r.stdout, r.stderr[-2000:]
+
+
+@tilelang.jit(out_idx=[-1])
+def dp4a_dot(N, threads=32, acc_dtype="int32"):
+    """Per thread: 7 + the int8 dot product of its four elements of A and B, through T.dp4a."""
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), "int8"), B: T.Tensor((N,), "int8"), C: T.Tensor((N // 4,), acc_dtype)):
+        with T.Kernel(T.ceildiv(N // 4, threads), threads=threads) as bx:
+            tx = T.get_thread_binding()
+            a = T.alloc_local((4,), "int8")
+            b = T.alloc_local((4,), "int8")
+            acc = T.alloc_local((1,), acc_dtype)
+            i = bx * threads + tx
+            if i < N // 4:
+                for k in T.serial(4):
+                    a[k] = A[i * 4 + k]
+                    b[k] = B[i * 4 + k]
+                acc[0] = 7
+                T.dp4a(a[0], b[0], acc[0])
+                C[i] = acc[0]
+    return main
+
+
+@settings(max_examples=10, deadline=None)
+@given(n4=st.integers(1, 70), seed=st.integers(0, 2**16))
+def test_dp4a_is_an_int8_dot_product_into_int32(n4, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-128, 128, 4 * n4).astype(np.int8)
+    b = rng.integers(-128, 128, 4 * n4).astype(np.int8)
+    want = 7 + (a.astype(np.int32) * b.astype(np.int32)).reshape(n4, 4).sum(axis=1)
+    np.testing.assert_array_equal(dp4a_dot(4 * n4)(a, b), want)
+
+
+def test_dp4a_checks_dtypes():
+    with pytest.raises(KernelTypeError, match="T.dp4a: C .* is float32, it must be int32"):
+        dp4a_dot(16, acc_dtype="float32")

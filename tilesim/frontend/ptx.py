@@ -173,6 +173,25 @@ def _vector_atomic(tr, loc, width, dst, value, return_prev):
         tr.emit(N.Atomic("add", d, X.cast_to(v, db.dtype, loc), loc))
 
 
+@builder("dp4a")
+def _b_dp4a(tr, loc, A, B, C):
+    if not tr.in_launch():
+        raise KernelSyntaxError("T.dp4a outside `with T.Kernel(...)`", loc)
+    ab, ai = _first_element(A, loc, "T.dp4a A")
+    bb, bi = _first_element(B, loc, "T.dp4a B")
+    cb, ci = _first_element(C, loc, "T.dp4a C")
+    for what, buf, want in (("A", ab, "int8"), ("B", bb, "int8"), ("C", cb, "int32")):
+        if buf.dtype != want:
+            raise KernelTypeError(f"T.dp4a: {what} ({buf.name}) is {buf.dtype}, it must be {want}", loc,
+                                  hint="dp4a multiplies four int8 pairs into an int32 accumulator")
+    acc = N.Load(cb, ci, "int32", loc)
+    for e in range(4):
+        a = X.cast_to(N.Load(ab, element_at(ab, ai, e, loc), "int8", loc), "int32", loc)
+        b = X.cast_to(N.Load(bb, element_at(bb, bi, e, loc), "int8", loc), "int32", loc)
+        acc = X.binop("add", acc, X.binop("mul", a, b, loc), loc)
+    tr.emit(N.Store(cb, ci, acc, loc))
+
+
 @builder("atomic_addx2")
 def _b_atomic_addx2(tr, loc, dst, value, return_prev):
     _vector_atomic(tr, loc, 2, dst, value, return_prev)

@@ -78,7 +78,15 @@ from .math import (  # noqa: F401
     truncmod,
 )
 from .program import prim_func  # noqa: F401
-from .ptx import access_ptr, atomic_addx2, atomic_addx4, ptx_commit_group, ptx_cp_async, ptx_wait_group  # noqa: F401
+from .ptx import (  # noqa: F401
+    access_ptr,
+    atomic_addx2,
+    atomic_addx4,
+    dp4a,
+    ptx_commit_group,
+    ptx_cp_async,
+    ptx_wait_group,
+)
 from .reduce import (  # noqa: F401
     clear,
     cumsum,

@@ -15,6 +15,8 @@ Contract
 * ``T.atomic_addx2(dst, value)`` / ``T.atomic_addx4(dst, value)``: element-wise atomic add of 2 / 4
   consecutive elements starting at the elements ``dst`` and ``value`` (a vector atomic on a GPU: each
   element is one atomic add).
+* ``T.dp4a(A, B, C)``: ``C[0] += sum(int32(A[i]) * int32(B[i]) for i in 0..3)`` over four consecutive int8
+  elements from ``A`` and ``B`` into the int32 element ``C`` (the ``dp4a`` instruction).
 """
 
 from __future__ import annotations
@@ -51,3 +53,8 @@ def atomic_addx2(dst, value, return_prev=False):
 @marker()
 def atomic_addx4(dst, value, return_prev=False):
     """Atomically add the 4 consecutive elements from ``value`` to those from ``dst``."""
+
+
+@marker()
+def dp4a(A, B, C):
+    """Four-element signed int8 dot product accumulated into the int32 element ``C``."""
