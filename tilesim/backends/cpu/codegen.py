@@ -90,6 +90,17 @@ class _Gen:
         self.tmp += 1
         return f"_{stem}{self.tmp}"
 
+    def nested(self, header: str, stmts, body=None) -> None:
+        """``header`` (an ``if``/``for``/``while`` line) and ``stmts`` one level deeper, through ``body``
+        (default :meth:`body`); an empty block gets ``pass``."""
+        self.emit(header)
+        self.depth += 1
+        before = len(self.lines)
+        (body or self.body)(stmts)
+        if len(self.lines) == before:
+            self.emit("pass")
+        self.depth -= 1
+
     def body(self, stmts) -> None:
         before = len(self.lines)
         for s in stmts:

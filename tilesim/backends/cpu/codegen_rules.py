@@ -186,23 +186,18 @@ def _let(g: _Gen, s: N.Let) -> None:
 
 @stmt_rule(N.If)
 def _if(g: _Gen, s: N.If) -> None:
-    g.emit(f"if {g.expr(s.cond)}:")
-    g.depth += 1
-    g.body(s.then)
-    g.depth -= 1
+    g.nested(f"if {g.expr(s.cond)}:", s.then)
     if s.orelse:
-        g.emit("else:")
-        g.depth += 1
-        g.body(s.orelse)
-        g.depth -= 1
+        g.nested("else:", s.orelse)
+
+
+def for_header(g: _Gen, s: N.For) -> str:
+    return f"for {g.var(s.var)} in range({g.expr(s.start)}, {g.expr(s.stop)}, {int(s.step)}):"
 
 
 @stmt_rule(N.For)
 def _for(g: _Gen, s: N.For) -> None:
-    g.emit(f"for {g.var(s.var)} in range({g.expr(s.start)}, {g.expr(s.stop)}, {int(s.step)}):")
-    g.depth += 1
-    g.body(s.body)
-    g.depth -= 1
+    g.nested(for_header(g, s), s.body)
 
 
 @stmt_rule(N.Parallel)
@@ -216,15 +211,13 @@ def _parallel(g: _Gen, s: N.Parallel) -> None:
 
 @stmt_rule(N.While)
 def _while(g: _Gen, s: N.While) -> None:
-    g.emit(f"while {g.expr(s.cond)}:")
-    g.depth += 1
-    g.body(s.body)
-    g.depth -= 1
+    g.nested(f"while {g.expr(s.cond)}:", s.body)
 
 
 @stmt_rule(N.DeviceAssert)
 def _device_assert(g: _Gen, s: N.DeviceAssert) -> None:
-    """A failed check raises ``DeviceAssertion`` (the runtime reports it as a located KernelRuntimeError)."""
+    """A failed check raises ``AssertionError(k)``, k the assertion's index in ``LaunchSource.asserts``
+    (the runtime reports it as a KernelRuntimeError at the assertion's source line)."""
     code = g.assert_code(s)
     g.emit(f"if not {g.conv(g.expr(s.cond), s.cond.dtype, 'bool')}:")
     g.emit(f"    raise AssertionError({code})")

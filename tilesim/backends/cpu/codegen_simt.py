@@ -26,6 +26,8 @@ from ...ir import nodes as N
 from ...ir.traverse import walk, walk_stmts
 from ..interp import simt as interp_simt
 from .codegen import EXPR_RULES, SIMT_BODY, STMT_RULES, Unsupported, _Gen, onchip_dtype
+from .codegen_rules import for_header
+from .codegen_tiles import _COMBINE, _COMBINE_INT
 
 _BARRIER_OR_TILE = (N.SyncThreads, N.Copy, N.Gemm, N.Reduce, N.Fill, N.Cumsum, N.Parallel)
 
@@ -82,31 +84,19 @@ class _Simt:
         if isinstance(s, N.For):
             if _uses([s.start, s.stop], self.per_thread):
                 raise Unsupported("a loop around a barrier whose bounds depend on the thread", s.loc)
-            g.emit(f"for {g.var(s.var)} in range({g.expr(s.start)}, {g.expr(s.stop)}, {int(s.step)}):")
-            self.nested(s.body)
+            g.nested(for_header(g, s), s.body, self.body)
         elif isinstance(s, N.While):
             if _uses([s.cond], self.per_thread):
                 raise Unsupported("a while loop around a barrier whose condition depends on the thread", s.loc)
-            g.emit(f"while {g.expr(s.cond)}:")
-            self.nested(s.body)
+            g.nested(f"while {g.expr(s.cond)}:", s.body, self.body)
         elif isinstance(s, N.If):
             if _uses([s.cond], self.per_thread):
                 raise Unsupported("an if around a barrier or tile operation that depends on the thread", s.loc)
-            g.emit(f"if {g.expr(s.cond)}:")
-            self.nested(s.then)
+            g.nested(f"if {g.expr(s.cond)}:", s.then, self.body)
             if s.orelse:
-                g.emit("else:")
-                self.nested(s.orelse)
+                g.nested("else:", s.orelse, self.body)
         else:
             raise Unsupported(f"{type(s).__name__} around a barrier in per-thread code", s.loc)
-
-    def nested(self, stmts) -> None:
-        self.g.depth += 1
-        before = len(self.g.lines)
-        self.body(stmts)
-        if len(self.g.lines) == before:
-            self.g.emit("pass")
-        self.g.depth -= 1
 
     def phase(self, stmts) -> None:
         if not stmts:
@@ -161,8 +151,6 @@ SIMT_BODY.append(gen_simt_body)
 
 
 # --------------------------------------------------------------------------- per-thread statements
-_FETCH = {"add": "({a} + {b})", "max": "fmax({a}, {b})", "min": "fmin({a}, {b})"}
-_FETCH_INT = {"add": "({a} + {b})", "max": "max({a}, {b})", "min": "min({a}, {b})"}
 
 
 @STMT_RULES.register(N.AtomicFetch)
@@ -176,9 +164,9 @@ def _atomic_fetch(g: _Gen, s: N.AtomicFetch) -> None:
     val = g.conv(g.expr(s.value), s.value.dtype, d)
     if dt.is_float(d):
         cd = "float64" if d == "float64" else "float32"
-        new = g.conv(f"np.{cd}({_FETCH[s.kind].format(a=old, b=val)})", cd, d)
+        new = g.conv(f"np.{cd}({_COMBINE[s.kind].format(a=old, b=val)})", cd, d)
     else:
-        new = g.conv(f"np.int64({_FETCH_INT[s.kind].format(a=old, b=val)})", "int64", d)
+        new = g.conv(f"np.int64({_COMBINE_INT[s.kind].format(a=old, b=val)})", "int64", d)
     g.store(s.buffer, idx, new)
     g.emit(f"{g.var(s.var)} = {old}")
 

@@ -132,27 +132,38 @@ def _race_check(buf, st, full, who, ctx, loc):
 _ATOMIC_CODE = {"add": 1, "max": 2, "min": 3}
 
 
+def _raise_on_conflict(record, lin, who, buf, st, loc, verb, other_verb):
+    """Raise the race error if an element at flat positions ``lin`` was touched (``record``: the block that
+    did, -1 none, -2 several) by a block other than ``who``."""
+    prev = record.reshape(-1)[lin]
+    hit = (prev != -1) & (prev != who)
+    if hit.any():
+        k = int(np.argmax(hit))
+        other = "several other blocks" if prev[k] == -2 else f"block {int(prev[k])}"
+        el = tuple(int(x) for x in np.unravel_index(lin[k], st.shape))
+        raise KernelRuntimeError(f"block {int(who[k])} {verb} {buf.name}{el}, which {other} {other_verb} in the same "
+                                 "launch (a race: the value read depends on the order of the blocks)", loc,
+                                 hint="read and write an element from one block only, or split the work into "
+                                      "two kernel launches")
+
+
+def _never_written(buf, ctx) -> bool:
+    """Reads of a buffer no statement of the launch writes cannot race (not recorded)."""
+    written = ctx.writers.get("written")
+    return written is not None and buf.uid not in written and (buf.alias_of is None or buf.alias_of.uid not in written)
+
+
 def _check_readers(buf, st, lin, who, ctx, loc):
     """A write by blocks ``who`` at flat positions ``lin``: raise if another block read one of them."""
     r = ctx.writers.get((buf.uid, "read"))
     if r is None:
         return
-    pr = r.reshape(-1)[lin]
-    hit = (pr != -1) & (pr != who)
-    if hit.any():
-        k = int(np.argmax(hit))
-        other = "several other blocks" if pr[k] == -2 else f"block {int(pr[k])}"
-        el = tuple(int(x) for x in np.unravel_index(lin[k], st.shape))
-        raise KernelRuntimeError(f"block {int(who[k])} writes {buf.name}{el}, which {other} read in the same launch "
-                                 "(a race: the value read depends on the order of the blocks)", loc,
-                                 hint="read and write an element from one block only, or split the work into "
-                                      "two kernel launches")
+    _raise_on_conflict(r, lin, who, buf, st, loc, "writes", "read")
 
 
 def note_read_elements(buf, st, idx, valid, ctx, loc):
     """``note_read`` for element indices ``idx`` (broadcastable to ``(nb, ...)``) where ``valid``/mask."""
-    written = ctx.writers.get("written")
-    if written is not None and buf.uid not in written and (buf.alias_of is None or buf.alias_of.uid not in written):
+    if _never_written(buf, ctx):
         return
     shape = np.broadcast_shapes(*[np.shape(i) for i in idx], (ctx.nb,) + (1,) * ctx.rank,
                                 np.shape(valid) if isinstance(valid, np.ndarray) else (),
@@ -188,24 +199,14 @@ def note_read(buf, st, full, who, ctx, loc):
     wrote one of those elements in this launch (plain store, tile copy or atomic)."""
     if buf.scope != "global" or len(who) == 0:
         return
-    written = ctx.writers.get("written")
-    if written is not None and buf.uid not in written and (buf.alias_of is None or buf.alias_of.uid not in written):
+    if _never_written(buf, ctx):
         return
     lin = np.ravel_multi_index(full, st.shape)
     for key in (buf.uid, (buf.uid, "atomic")):
         w = ctx.writers.get(key)
         if w is None:
             continue
-        pw = w.reshape(-1)[lin]
-        hit = (pw != -1) & (pw != who)
-        if hit.any():
-            k = int(np.argmax(hit))
-            other = "several other blocks" if pw[k] == -2 else f"block {int(pw[k])}"
-            el = tuple(int(x) for x in np.unravel_index(lin[k], st.shape))
-            raise KernelRuntimeError(f"block {int(who[k])} reads {buf.name}{el}, which {other} wrote in the same "
-                                     "launch (a race: the value read depends on the order of the blocks)", loc,
-                                     hint="read and write an element from one block only, or split the work into "
-                                          "two kernel launches")
+        _raise_on_conflict(w, lin, who, buf, st, loc, "reads", "wrote")
     r = ctx.writers.get((buf.uid, "read"))
     if r is None:
         r = ctx.writers[(buf.uid, "read")] = np.full(st.shape, -1, dtype=np.int64)
