@@ -11,8 +11,10 @@ Wrong counts, dtypes or shapes raise ``KernelRuntimeError`` naming the parameter
 are :mod:`tilesim.binding`'s.
 
 Targets are looked up in the registry of :mod:`tilesim.backends`: ``"interp"`` (the NumPy
-interpreter), ``"cuda"`` (the Numba CUDA backend, where present), ``"auto"`` (the available target of
-highest rank: ``cuda`` when a CUDA GPU and the backend are usable, else ``interp``). An unknown name is
+interpreter), ``"cpu"`` (compiled for the CPU), ``"cuda"`` (the Numba CUDA backend, where present),
+``"auto"`` (the available target of highest rank: ``cuda`` when a CUDA GPU and the backend are usable,
+else ``tiered`` — the interpreter, compiling long-running kernels for the CPU in the background — when
+numba and scipy are installed, else ``interp``). An unknown name is
 a ``KernelTypeError`` listing the registered targets; a kernel compiled for a target this machine
 cannot run raises ``KernelRuntimeError`` when called (its source is still available).
 """

@@ -88,7 +88,7 @@ def run_registered(name: str, shape: dict, target: str = "interp", seed: int = 0
     print(f"{name}: {', '.join(f'{k}={v}' for k, v in params.items())}  [target={kernel.target}]", file=out)
     bar = ProgressBar(out=sys.stderr)
     t0 = time.perf_counter()
-    outs = kernel.run(*inputs, progress=bar) if kernel.target == "interp" else kernel(*inputs)
+    outs = kernel.run(*inputs, progress=bar) if kernel.target in ("interp", "tiered") else kernel(*inputs)
     t1 = time.perf_counter()
     bar.close()
     refs = spec.reference(*inputs, **params)

@@ -153,6 +153,14 @@ class CpuProgram(Program):
             if key not in self._variants:
                 self._variants[key] = CpuProgram(pf, uninit=options.uninit, tf32=options.tf32)
             return self._variants[key].run(pf, arrays, scalars, options, progress)
+        self._walk(pf, arrays, scalars, options, progress, run_blocks=True)
+
+    def prepare(self, pf, arrays, scalars, options) -> None:
+        """Compile every launch for the types of these arguments (or load it from the disk cache) and run no
+        block: the arguments are read for their types only. The tiered target calls it on a worker thread."""
+        self._walk(pf, arrays, scalars, options or InterpOptions(), None, run_blocks=False)
+
+    def _walk(self, pf, arrays, scalars, options, progress, run_blocks: bool) -> None:
         top = Ctx(1, options, dict(scalars), dict(arrays), np.zeros(1, dtype=np.int64))
         launches = iter(self.launches)
         index = 0
@@ -161,13 +169,13 @@ class CpuProgram(Program):
                 INTERP_STMTS(stmt)(stmt, top)  # workspaces and lets: the interpreter's meaning, on the host
                 continue
             c = next(launches)
-            total = self._launch(c, top)
+            total = self._launch(c, top, run_blocks)
             if progress is not None:
                 progress(index, total, total)
             index += 1
 
     @staticmethod
-    def _launch(c: _Compiled, top: Ctx) -> int:
+    def _launch(c: _Compiled, top: Ctx, run_blocks: bool = True) -> int:
         grid = [int(ev(gx, top)) for gx in c.launch.grid]
         if any(x < 0 for x in grid):
             raise KernelRuntimeError(f"negative grid extent {tuple(grid)}", c.launch.loc)
@@ -176,6 +184,9 @@ class CpuProgram(Program):
             args += [narrow.decode_table(d), narrow.encode_args(d)[0]]
         args += [_scalar_arg(top.env[v.uid], v.dtype) for v in c.src.scalars]
         total = int(np.prod(grid)) if grid else 1
+        if not run_blocks:
+            c.function()(*args, *grid, 0, 0)  # compiles (or loads from the disk cache) and runs no block
+            return total
         try:
             _run_blocks(c.function(), args + grid, total, c.src.parallel)
         except ZeroDivisionError as e:
