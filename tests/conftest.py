@@ -11,6 +11,10 @@
 
 The fixture value is a ``tests.executors`` executor; it skips, with the reason, where the executor cannot
 run here (no numba-cuda, no GPU). ``cudasim`` and ``gpu`` cases carry the ``cudasim``/``gpu`` marks.
+
+``TILESIM_TIER_UP_S`` defaults to ``off`` here: ``target="auto"`` kernels stay on the interpreter, so a
+result never depends on whether a background compilation ended first (the tiered target's own tests,
+``tests/backends/test_cpu_tiered.py``, set it per test; set it in the environment to run the suite tiered).
 """
 
 import os
@@ -22,6 +26,7 @@ settings.register_profile("ci", derandomize=True, database=None, deadline=None, 
                           max_examples=10, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", deadline=None, max_examples=25)
 settings.load_profile(os.environ.get("TILESIM_HYPOTHESIS_PROFILE", "ci"))
+os.environ.setdefault("TILESIM_TIER_UP_S", "off")
 
 _MARKS = {"cudasim": [pytest.mark.cudasim], "gpu": [pytest.mark.gpu]}
 
