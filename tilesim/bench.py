@@ -6,6 +6,10 @@ gets a fresh kernel: its first call (compilation included) and the median of its
 ``tiered``, once a compilation its first call started has ended) are printed, with the ratio of the warm
 time to the NumPy reference timed in the same run.
 
+When Triton and torch are installed, the ``gemm`` and ``attention`` rows add a ``triton-interpret`` column:
+the same kernels written in Triton, run by Triton's CPU interpreter (:mod:`tilesim.bench_triton`). JAX
+Pallas's interpret mode would be a further column; JAX is not a dependency and is not installed here.
+
 * ``gemm``: a 512×512×512 fp32 GEMM with 64×64×32 tiles against ``numpy.matmul`` on the same arrays.
 * ``attention``: causal flash-attention forward (1 head, 256 tokens, d=64, 64×64 tiles) against a
   NumPy reference attention (scores, mask, softmax, weighted sum).
@@ -27,6 +31,7 @@ import tracemalloc
 import numpy as np
 
 from .backends import get_target
+from .bench_triton import column as triton_column
 from .examples import flash_attention, matmul
 from .kernel import JITKernel
 
@@ -67,7 +72,7 @@ def _await_tier_up(kernel) -> None:
         wait()
 
 
-def _targets_row(kernel, args, targets, t_ref, out, label, ref_name, check):
+def _targets_row(kernel, args, targets, t_ref, out, label, ref_name, check, triton=None):
     row = {"ref_s": t_ref}
     parts = []
     for t in targets:
@@ -82,6 +87,12 @@ def _targets_row(kernel, args, targets, t_ref, out, label, ref_name, check):
                   "fallback": fb}
         parts.append(f"{t}{' (fell back to the interpreter)' if fb else ''}: warm {warm * 1e3:8.2f} ms "
                      f"({warm / t_ref:5.2f}x) first {first:6.2f} s, rel err {row[t]['rel_err']:.1e}")
+    tri = triton_column(triton, args) if triton else None
+    if tri is not None:
+        first, warm, res = tri
+        row["triton-interpret"] = {"first_s": first, "warm_s": warm, "ratio": warm / t_ref, "rel_err": check(res)}
+        parts.append(f"triton-interpret: warm {warm * 1e3:8.2f} ms ({warm / t_ref:5.2f}x) first {first:6.2f} s, "
+                     f"rel err {row['triton-interpret']['rel_err']:.1e}")
     out(f"{label} | {ref_name} {t_ref * 1e3:8.2f} ms | " + " | ".join(parts))
     return row
 
@@ -95,7 +106,7 @@ def bench_gemm(out, targets=("interp",)):
     exact = a.astype(np.float64) @ b
     t_np = _median_time(lambda: np.matmul(a, b), reps=9)
     row = _targets_row(k, (a, b), targets, t_np, out, "gemm 512x512x512 fp32, tiles 64x64x32", "numpy.matmul",
-                       lambda c: float(np.linalg.norm(c - exact) / np.linalg.norm(exact)))
+                       lambda c: float(np.linalg.norm(c - exact) / np.linalg.norm(exact)), triton="gemm")
     return {"name": "gemm_512", **row}
 
 
@@ -107,7 +118,8 @@ def bench_attention(out, targets=("interp",)):
     ref = _ref_attention(q, k_, v)
     t_np = _median_time(lambda: _ref_attention(q, k_, v), reps=9)
     row = _targets_row(kern, (q, k_, v), targets, t_np, out, "flash-attn fwd causal 1x256, d=64, tiles 64x64",
-                       "numpy reference", lambda o: float(np.linalg.norm(o - ref) / np.linalg.norm(ref)))
+                       "numpy reference", lambda o: float(np.linalg.norm(o - ref) / np.linalg.norm(ref)),
+                       triton="attention")
     return {"name": "attention_256", **row}
 
 
