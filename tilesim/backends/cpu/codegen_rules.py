@@ -95,6 +95,9 @@ _MATH = {"exp": "np.exp({0})", "exp2": "np.exp2({0})", "exp10": "np.power({one}*
          "asin": "np.arcsin({0})", "acos": "np.arccos({0})", "sinh": "np.sinh({0})", "cosh": "np.cosh({0})",
          "pow": "np.power({0}, {1})", "fmod": "np.fmod({0}, {1})", "erf": "math.erf({0})"}
 
+#: float32 forms that vectorise (prelude.exp2f/expf: correctly rounded, unlike a libm call per element)
+_MATH_F32 = {"exp": "expf({0})", "exp2": "exp2f({0})", "sigmoid": "({one} / ({one} + expf(-{0})))"}
+
 
 @expr_rule(N.Call)
 def _call(g: _Gen, e: N.Call) -> str:
@@ -105,7 +108,8 @@ def _call(g: _Gen, e: N.Call) -> str:
         raise Unsupported(f"the math function {e.func}", e.loc)
     cd = "float32" if dt.is_float(argd) and argd != "float64" else "float64"
     args = [g.conv(g.expr(a), a.dtype, cd) for a in e.args]
-    r = _MATH[e.func].format(*args, one=f"np.{cd}(1)")
+    form = _MATH_F32.get(e.func) if cd == "float32" else None
+    r = (form or _MATH[e.func]).format(*args, one=f"np.{cd}(1)")
     if d == "bool":
         return r
     if dt.is_float(d):

