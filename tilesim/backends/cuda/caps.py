@@ -10,6 +10,7 @@
 * ``opt_in_dynamic_smem(kernel, nbytes)`` lets a compiled kernel launch with ``nbytes`` of dynamic shared
   memory (``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``, needed past 48 KB), refusing with a
   ``KernelRuntimeError`` when the device's opt-in limit is lower.
+* ``tensor_cores_default()``: ``TILESIM_CUDA_TENSOR_CORES=1`` turns the tensor-core gemm on by default.
 * ``available()`` is true only with a real CUDA GPU and numba-cuda (the simulator does not count), so
   ``target="auto"`` picks the GPU only where one is present.
 """
@@ -57,6 +58,11 @@ def simulator() -> bool:
         return bool(getattr(getattr(numba, "config", None), "ENABLE_CUDASIM", False))
     except Exception:  # noqa: BLE001
         return False
+
+
+def tensor_cores_default() -> bool:
+    """Whether ``T.gemm`` uses tensor cores when not asked explicitly: ``TILESIM_CUDA_TENSOR_CORES=1`` (off)."""
+    return os.environ.get("TILESIM_CUDA_TENSOR_CORES", "0") not in ("", "0")
 
 
 def available() -> bool:

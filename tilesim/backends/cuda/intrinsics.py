@@ -19,6 +19,7 @@ import numpy as np
 
 from ...optional import require
 from .caps import cuda_module, numba_types
+from .mma_intrinsics import mma_namespace
 
 _MATH_F32 = {
     "exp": "expf", "exp2": "exp2f", "exp10": "exp10f", "log": "logf", "log2": "log2f", "log10": "log10f",
@@ -440,6 +441,7 @@ def gpu_namespace() -> dict:
     for name, fn in _MATH_F64.items():
         ns[f"_m_{name}_f64"] = getattr(libdevice, fn)
     ns.update(_vec)
+    ns.update(mma_namespace())
     ns["_aligned"] = _aligned
     ns.update(_f32_as_i32=libdevice.float_as_int, _i32_as_f32=libdevice.int_as_float,
               _f64_as_i64=libdevice.double_as_longlong, _i64_as_f64=libdevice.longlong_as_double)

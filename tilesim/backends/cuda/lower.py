@@ -17,7 +17,7 @@ dimensions and host-computed values they use. Inside a kernel:
   is found too).
 
 Module map: :mod:`.emitter` (generator state, emission, slot loops), :mod:`.memory` (placement
-queries, loads/stores), :mod:`.tile_copy` (copy/fill/atomics), :mod:`.tile_gemm`, :mod:`.tile_reduce`
+queries, loads/stores), :mod:`.tile_copy` (copy/fill/atomics), :mod:`.tile_gemm`, :mod:`.tile_mma` (tensor cores), :mod:`.tile_reduce`
 (reductions, cumsum), :mod:`.barriers` (barrier pass), :mod:`.simt` (per-thread code: thread indices,
 ``T.sync_threads``, atomics returning a value), :mod:`.codestr` (code-string helpers); this
 module assembles :class:`KernelGen` from them, generates each launch and the host :class:`Program`.
@@ -43,6 +43,7 @@ from .emitter import Emitter, ParCtx
 from .memory import MemoryAccess
 from .tile_copy import CopyLowering
 from .tile_gemm import GemmLowering
+from .tile_mma import MmaLowering
 from .tile_reduce import ReduceLowering
 
 __all__ = ["KernelGen", "KernelSource", "ParCtx", "Program", "generate_launch", "lower_program"]
@@ -61,7 +62,7 @@ class KernelSource:
     dyn_smem: int = 0
 
 
-class KernelGen(CopyLowering, GemmLowering, ReduceLowering, BarrierPlanner, MemoryAccess, Emitter):
+class KernelGen(CopyLowering, GemmLowering, MmaLowering, ReduceLowering, BarrierPlanner, MemoryAccess, Emitter):
     """Generates the source of one launch (see the module docstring)."""
 
     # ----------------------------------------------------------------------------------- driver
@@ -100,6 +101,11 @@ class KernelGen(CopyLowering, GemmLowering, ReduceLowering, BarrierPlanner, Memo
                         b.loc, hint="views that keep the dtype (T.reshape) are supported")
         self._shared = shared
         self._aliased = aliased
+        # operands of tensor-core gemms: ldmatrix reads 16-byte rows (aligned, padded by 16 bytes)
+        self.mma_operands = set()
+        for s in walk_stmts(self.launch.body):
+            if isinstance(s, N.Gemm) and id(s) in self.placement.mma:
+                self.mma_operands |= {s.a.buffer.uid, s.b.buffer.uid}
 
     def _smem_layout(self, pad: bool):
         total = 0
@@ -107,7 +113,14 @@ class KernelGen(CopyLowering, GemmLowering, ReduceLowering, BarrierPlanner, Memo
         for b in self._shared:
             shape = b.shape
             strides = [_prod(shape[d + 1:]) for d in range(len(shape))]
-            if pad and len(shape) >= 2 and shape[-1] > 1 and b.uid not in self._aliased:
+            if b.uid in self.mma_operands:
+                # rows of 16-byte multiples; when 8 rows would share banks (row bytes % 32 == 0), pad by 16 B
+                if pad and (shape[-1] * dt.itemsize(b.dtype)) % 32 == 0:
+                    strides = [0] * len(shape)
+                    strides[-1], strides[-2] = 1, shape[-1] + 8
+                    for d in range(len(shape) - 3, -1, -1):
+                        strides[d] = strides[d + 1] * shape[d + 1]
+            elif pad and len(shape) >= 2 and shape[-1] > 1 and b.uid not in self._aliased:
                 item = max(1, int(dt.itemsize(b.dtype)))
                 row = shape[-1]
                 per_word = max(1, 4 // item)
@@ -170,11 +183,12 @@ class KernelGen(CopyLowering, GemmLowering, ReduceLowering, BarrierPlanner, Memo
             out.append(ind + f"{n} = {q} % {p}" if p * st < self.nt or st > 1 else ind + f"{n} = {q}")
         out.extend(ind + line for line in self.gprolog)
         arrays = [(self.arr(b), n, Rl.storage_np(b.dtype)) for b, _st, n, _ in items] + scratch
+        aligned = {self.arr(b) for b, _st, _n, _ in items if b.uid in self.mma_operands}
         if self.dynamic:
             out.extend(ind + line for line in _carve_dynamic(arrays, self.sim))
         else:
             for name, n, t in arrays:
-                out.append(ind + f"{name} = cuda.shared.array({n}, {t})")
+                out.append(ind + f"{name} = cuda.shared.array({n}, {t}{', alignment=16' if name in aligned else ''})")
         for b in self.allocs:
             if b.alias_of is None and self.where(b) == "reg":
                 lay = self.layout(b)
@@ -216,13 +230,14 @@ class _SmemOverflow(Exception):
         self.err = err
 
 
-def generate_launch(pf: N.PrimFunc, launch: N.Launch, index: int, outer_scalars: dict, sim: bool) -> KernelSource:
+def generate_launch(pf: N.PrimFunc, launch: N.Launch, index: int, outer_scalars: dict, sim: bool,
+                    tensor_cores: bool = False) -> KernelSource:
     """Source of one launch. Static shared arrays when they fit in 48 KB (padded rows, else unpadded);
     past that one dynamic allocation carved into the buffers (padded, else unpadded), up to
     :data:`~.caps.DYNAMIC_SMEM_LIMIT`; beyond it the error names every buffer."""
     modes = ((True, False), (False, False), (True, True), (False, True))
     for i, (pad, dynamic) in enumerate(modes):
-        g = KernelGen(pf, launch, index, outer_scalars, sim)
+        g = KernelGen(pf, launch, index, outer_scalars, sim, tensor_cores)
         try:
             return g.generate(pad, dynamic)
         except _SmemOverflow as e:
@@ -253,7 +268,7 @@ class Program:
         return "\n".join(parts)
 
 
-def lower_program(pf: N.PrimFunc, sim: bool = False) -> Program:
+def lower_program(pf: N.PrimFunc, sim: bool = False, tensor_cores: bool = False) -> Program:
     outer = {}
     for p in pf.params:
         if isinstance(p, N.Buffer) and p.dtype == "int4":
@@ -272,7 +287,7 @@ def lower_program(pf: N.PrimFunc, sim: bool = False) -> Program:
     steps, kernels = [], []
     for s in pf.body:
         if isinstance(s, N.Launch):
-            k = generate_launch(pf, s, len(kernels), outer, sim)
+            k = generate_launch(pf, s, len(kernels), outer, sim, tensor_cores)
             kernels.append(k)
             steps.append(("launch", k))
         elif isinstance(s, N.Alloc):

@@ -18,13 +18,17 @@ the row address of matrix ``L // 8``, row ``L % 8``): :func:`a_ldsm_coord` / :fu
 (M or N index, K index) of the first element of the 16-byte row lane ``L`` points at, for the plain
 (contiguous K) and the ``.trans`` (contiguous M / N) forms.
 
-Eligibility (:func:`mma_shape_ok`): A, B fp16 or bf16 (the same), C float32, ``M % (16*nw) == 0``,
-``N % 16 == 0``, ``K % 16 == 0``, the block a whole number of warps. Anything else uses the CUDA-core
-lowering.
+Eligibility (:func:`tensor_core_accumulator`, :func:`mma_shape_ok`): A, B fp16 or bf16 (the same), C float32, ``M % (16*nw) == 0``,
+``N % 16 == 0``, ``K % 16 == 0``, the block a whole number of warps; both operands whole
+shared-memory buffers (or regions of them: leading dimensions of extent 1) whose rows are a multiple of
+8 elements and whose region starts at a multiple of 8 along the row, so every ``ldmatrix`` row address
+is 16-byte aligned (operand rows get 8 elements of padding instead of the usual 1 word, see
+``lower._smem_layout``). Anything else uses the CUDA-core lowering.
 """
 
 from __future__ import annotations
 
+from ...ir import nodes as N
 from .layout import Layout
 
 #: (M, N, K) of one mma instruction
@@ -146,3 +150,29 @@ def c_slots(mi, q, slots_per_row: int):
     r0, r1 = mi * 2, mi * 2 + 1
     c0, c1 = q * 2, q * 2 + 1
     return (r0 * slots_per_row + c0, r0 * slots_per_row + c1, r1 * slots_per_row + c0, r1 * slots_per_row + c1)
+
+
+def operand_problem(r: N.Region, in_shared) -> str | None:
+    """``None`` when ``ldmatrix`` can read the gemm operand region ``r`` (see the module docstring)."""
+    b = r.buffer
+    if b.alias_of is not None or not in_shared(b):
+        return f"{b.name} is not a shared-memory buffer"
+    shape = b.static_shape()
+    if shape is None or len(shape) < 2 or any(e != 1 for e in r.extents[:-2]):
+        return f"{b.name}: not a 2-D tile of a static buffer"
+    if shape[-1] % 8:
+        return f"{b.name}: rows of {shape[-1]} elements (a multiple of 8 is needed for 16-byte rows)"
+    st = r.starts[-1]
+    if not (isinstance(st, N.Const) and int(st.value) % 8 == 0):
+        return f"{b.name}: the tile does not start at a multiple of 8 along its rows"
+    return None
+
+
+def tensor_core_accumulator(g: N.Gemm, M: int, N_: int, nthreads: int, in_shared) -> Layout | None:
+    """The accumulator layout when gemm ``g`` (C tile ``M x N_``) can run on tensor cores, else None."""
+    ka = g.a.extents[-2] if g.trans_a else g.a.extents[-1]
+    why = mma_shape_ok(M, N_, int(ka), nthreads, g.a.buffer.dtype, g.b.buffer.dtype, g.c.buffer.dtype)
+    why = why or operand_problem(g.a, in_shared) or operand_problem(g.b, in_shared)
+    if why is not None:
+        return None
+    return mma_layout(M, N_, nthreads)

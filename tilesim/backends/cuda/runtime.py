@@ -68,11 +68,12 @@ def _np_storage(dtype: str):
 class CudaProgram(_TargetProgram):
     """A lowered tilesim program for ``target="cuda"`` (see the module docstring)."""
 
-    def __init__(self, pf: N.PrimFunc, fastmath: bool = False, sim: bool | None = None):
+    def __init__(self, pf: N.PrimFunc, fastmath: bool = False, sim: bool | None = None, tensor_cores: bool = False):
         self.pf = pf
         self.fastmath = bool(fastmath)
         self.sim = simulator() if sim is None else bool(sim)
-        self.program: Program = lower_program(pf, sim=self.sim)
+        self.tensor_cores = bool(tensor_cores)
+        self.program: Program = lower_program(pf, sim=self.sim, tensor_cores=self.tensor_cores)
         self.written = B.written_globals(pf)
 
     @property
