@@ -2,9 +2,9 @@
 
 The lowering's choices live in ``tilesim/backends/cuda/mma_layout.py`` (accumulator layout, the row
 address each lane gives ``ldmatrix``, the accumulator slots of each mma's C fragment); the code generator
-calls the same functions with code strings. Here they are called with ints, and the *hardware* is
-modelled from the PTX ISA (written independently below): ``ldmatrix.sync.aligned.m8n8.x4[.trans].b16``
-and ``mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}``. A whole block's gemm is emulated (every warp,
+calls the same functions with code strings. Here they are called with ints, and the *hardware* is the
+PTX ISA model of ``tilesim/backends/cuda/mma_sim.py`` (``ldmatrix.sync.aligned.m8n8.x4[.trans].b16``,
+``mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}``; checked against hand-built fragments below). A whole block's gemm is emulated (every warp,
 every k16 step) on a flat shared-memory image with padded rows and an offset base, the accumulator is
 read back through the :class:`Layout` index formula, and compared with ``A @ B``.
 """
@@ -15,47 +15,7 @@ from hypothesis import strategies as st
 
 from tilesim.backends.cuda import mma_layout as ML
 from tilesim.backends.cuda.layout import Layout
-
-
-# ------------------------------------------------------------------------- hardware model (PTX ISA)
-def ldmatrix_x4(mem, addrs, trans):
-    """``addrs[lane]``: element address of the 16-byte row lane ``lane`` supplies (matrix lane//8, row
-    lane%8). Returns ``regs[lane][j] = (lo, hi)`` — the b16 pair register ``j`` of the lane holds."""
-    regs = [[None] * 4 for _ in range(32)]
-    for j in range(4):
-        rows = [addrs[8 * j + r] for r in range(8)]
-        for a in rows:
-            assert (a * 2) % 16 == 0, "ldmatrix row address not 16-byte aligned"
-        m = np.stack([mem[a:a + 8] for a in rows])  # 8x8 matrix j
-        if trans:
-            m = m.T
-        for lane in range(32):
-            g, t = lane // 4, lane % 4
-            regs[lane][j] = (m[g, 2 * t], m[g, 2 * t + 1])
-    return regs
-
-
-def mma_m16n8k16(a_regs, b_regs, c_regs):
-    """``a_regs[lane]``: 4 pairs, ``b_regs[lane]``: 2 pairs, ``c_regs[lane]``: 4 floats -> D per lane."""
-    A = np.zeros((16, 16))
-    B = np.zeros((16, 8))
-    C = np.zeros((16, 8))
-    for lane in range(32):
-        g, t = lane // 4, lane % 4
-        for i in range(4):
-            for h in range(2):
-                A[g + 8 * (i % 2), 2 * t + h + 8 * (i // 2)] = a_regs[lane][i][h]
-        for i in range(2):
-            for h in range(2):
-                B[2 * t + h + 8 * i, g] = b_regs[lane][i][h]
-        for i in range(4):
-            C[g + 8 * (i // 2), 2 * t + i % 2] = c_regs[lane][i]
-    D = A @ B + C
-    out = []
-    for lane in range(32):
-        g, t = lane // 4, lane % 4
-        out.append([D[g + 8 * (i // 2), 2 * t + i % 2] for i in range(4)])
-    return out
+from tilesim.backends.cuda.mma_sim import ldmatrix_x4, mma_m16n8k16
 
 
 # ------------------------------------------------------------------------- the block's gemm
@@ -128,6 +88,24 @@ def _read_back(lay: Layout, acc):
                 assert np.isnan(out[idx[0], idx[1]]), "two threads own one element"
                 out[idx[0], idx[1]] = acc[tid, s0 * S1 + s1]
     return out
+
+
+def test_hardware_model_against_hand_built_fragments():
+    # ldmatrix: lane 5 (g=1, t=1) gets row 1, columns 2..3 of each matrix; .trans the transposed pair
+    mem = np.arange(4 * 64, dtype=np.float64)
+    addrs = [8 * L for L in range(32)]  # matrix j row r at element 64*j + 8*r
+    regs = ldmatrix_x4(mem, addrs, trans=False)
+    assert regs[5][2] == (64 * 2 + 8 * 1 + 2, 64 * 2 + 8 * 1 + 3)
+    regs = ldmatrix_x4(mem, addrs, trans=True)
+    assert regs[5][2] == (64 * 2 + 8 * 2 + 1, 64 * 2 + 8 * 3 + 1)
+    # mma with A = I (16x16), B[k, n] = 100k + n, C = 0: D = B's first 16 rows; lane 6 (g=1, t=2) element 3
+    # is D[9, 5]
+    A, B = np.eye(16), np.add.outer(100 * np.arange(16), np.arange(8)).astype(float)
+    a = [[(A[L // 4 + 8 * (i % 2), 2 * (L % 4) + 8 * (i // 2)], A[L // 4 + 8 * (i % 2), 2 * (L % 4) + 8 * (i // 2) + 1])
+          for i in range(4)] for L in range(32)]
+    b = [[(B[2 * (L % 4) + 8 * i, L // 4], B[2 * (L % 4) + 8 * i + 1, L // 4]) for i in range(2)] for L in range(32)]
+    d = mma_m16n8k16(a, b, [[0.0] * 4 for _ in range(32)])
+    assert d[6][3] == 905.0 and d[0][0] == 0.0 and d[31][3] == 1507.0
 
 
 def test_layout_is_the_mma_c_fragment():

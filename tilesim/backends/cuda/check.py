@@ -59,9 +59,14 @@ def rel_err(out, ref) -> float:
     return float(d / nr) if nr > 0 else float(d)
 
 
-def cuda_twin(kernel, fastmath=False):
-    return JITKernel(kernel.prim_func, out_idx=kernel.out_idx, target="cuda",
-                     pass_configs={"tl.enable_fast_math": True} if fastmath else None)
+def cuda_twin(kernel, fastmath=False, tensor_cores=None):
+    """``kernel`` on ``target="cuda"``; ``tensor_cores`` True/False overrides the default (env, off)."""
+    cfg = {}
+    if fastmath:
+        cfg["tl.enable_fast_math"] = True
+    if tensor_cores is not None:
+        cfg["tilesim.cuda_tensor_cores"] = bool(tensor_cores)
+    return JITKernel(kernel.prim_func, out_idx=kernel.out_idx, target="cuda", pass_configs=cfg or None)
 
 
 def interp_twin(kernel):

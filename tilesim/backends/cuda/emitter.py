@@ -54,9 +54,8 @@ class Emitter:
         self.arg_arrays: list[N.Buffer] = []
         self.arg_scalars: list[N.Var] = []
         self.allocs: list[N.Buffer] = []
-        # tensor cores (mma.sync) only in GPU builds: the simulator has no warp-level matrix instructions
-        self.placement: Placement = place_buffers(
-            launch, accumulator=tensor_core_accumulator if tensor_cores and not sim else None)
+        # tensor cores (mma.sync): in simulator builds the warp-level instructions are modelled (mma_sim.py)
+        self.placement: Placement = place_buffers(launch, accumulator=tensor_core_accumulator if tensor_cores else None)
         self.sstride: dict[int, tuple] = {}
         self.smem_bytes = 0
         self.gprolog: list[str] = []

@@ -183,7 +183,8 @@ class KernelGen(CopyLowering, GemmLowering, MmaLowering, ReduceLowering, Barrier
             out.append(ind + f"{n} = {q} % {p}" if p * st < self.nt or st > 1 else ind + f"{n} = {q}")
         out.extend(ind + line for line in self.gprolog)
         arrays = [(self.arr(b), n, Rl.storage_np(b.dtype)) for b, _st, n, _ in items] + scratch
-        aligned = {self.arr(b) for b, _st, _n, _ in items if b.uid in self.mma_operands}
+        # (the simulator refuses the alignment argument; its model checks alignment by element index)
+        aligned = set() if self.sim else {self.arr(b) for b, _st, _n, _ in items if b.uid in self.mma_operands}
         if self.dynamic:
             out.extend(ind + line for line in _carve_dynamic(arrays, self.sim))
         else:

@@ -9,7 +9,7 @@
   {f16,bf16}.{f16,bf16}.f32``; returns the four fp32 accumulators ``(d0, d1, d2, d3)``.
 
 Fragment layouts are those of the PTX ISA (see :mod:`.mma_layout`). The simulator has no warp-level
-matrix instructions: tensor cores are never used in simulator builds.
+matrix instructions: its build of the same names is :func:`.mma_sim.sim_mma_namespace`.
 """
 
 from __future__ import annotations
