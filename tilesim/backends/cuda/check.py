@@ -130,7 +130,7 @@ def library_cases(specs, allow_dtypes=None, shape_index=0, overrides=None, check
             if check_smem:
                 _check_smem(k)
         except Exception as e:  # noqa: BLE001
-            # over the 48 KB static shared-memory limit: retry with smaller tiles (recorded in the case name)
+            # over the shared-memory limit (227 KB dynamic): retry with smaller tiles (recorded in the case name)
             small = {k2: v for k2, v in _SMALLER.items() if k2 in params and params[k2] > v}
             k = None
             if small and "shared memory" in str(e):
@@ -157,12 +157,12 @@ def library_cases(specs, allow_dtypes=None, shape_index=0, overrides=None, check
     return cases
 
 
-#: tile parameters tried when a library kernel's defaults exceed the 48 KB static shared-memory limit
+#: tile parameters tried when a library kernel's defaults exceed the shared-memory limit
 _SMALLER = {"block_M": 64, "block_N": 64, "block_K": 64, "num_stages": 1}
 
 
 def _check_smem(kernel):
-    CudaProgram(kernel.prim_func, sim=False)  # raises KernelTypeError over the 48 KB limit
+    CudaProgram(kernel.prim_func, sim=False)  # raises KernelTypeError over the shared-memory limit
 
 
 def _writes(pf, buf) -> bool:

@@ -32,7 +32,7 @@ Placement
 * A fragment whose requirements conflict, that is indexed in a way no register layout serves (writes
   at non-loop-variable indices, an operand ``A``/``B`` of a gemm, a view, a cumsum, a partial region
   in a tile op) is *demoted* to shared memory: correct for any access pattern, slower, and counted
-  against the 48 KB static limit.
+  against the shared-memory limit (48 KB static, up to 227 KB dynamic).
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@ dimensions and host-computed values they use. Inside a kernel:
   ``T.Kernel`` block variables in order (x fastest, as in the interpreter);
 * per-thread layout coordinates ``_t<P>_<stride> = (_tid // stride) % P`` are computed once;
 * register fragments are ``cuda.local.array(slots)``; shared buffers (and demoted fragments) are
-  1-D ``cuda.shared.array`` with padded row strides; ``T.alloc_var`` scalars are locals;
+  1-D ``cuda.shared.array`` with padded row strides — static up to 48 KB per block, past that slices of
+  one dynamic allocation (``KernelSource.dyn_smem`` bytes, passed at launch; :func:`_carve_dynamic`) up to
+  :data:`~.caps.DYNAMIC_SMEM_LIMIT`; ``T.alloc_var`` scalars are locals;
 * every access is a flat index through ``_ldx``/``_stx`` (no wrap-around checks); global accesses are
   guarded per dimension (reads out of range give 0, writes are skipped);
 * ``cuda.syncthreads()`` is placed before a block-level statement that reads shared/global memory
