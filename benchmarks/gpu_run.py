@@ -220,10 +220,10 @@ def bench_entry(name, shape, ours_s, ref_s, ref_name, err, extra=None, kc=None):
     return e
 
 
-def prepared(kernel, *args):
+def prepared(kernel, *args, tensor_cores=None):
     from tilesim.backends.cuda.check import cuda_twin
 
-    kc = cuda_twin(kernel)
+    kc = cuda_twin(kernel, tensor_cores=tensor_cores)
     run, outs = kc._cuda.prepare(kc, args)
     return kc, run, outs
 
@@ -314,6 +314,64 @@ def bench_gemm(quick):
     if best:
         RESULTS["best"] = RESULTS.get("best", {})
         RESULTS["best"]["gemm_fp32_4096"] = best
+
+
+def bench_tensor_cores(quick):
+    """bf16 GEMM 4096^3 and causal flash attention with ``tensor_cores=True`` (not in the default steps: run
+    ``--only tc`` after the gpu tests pass — a faulting kernel would poison the process's CUDA context)."""
+    import torch
+    import torch.nn.functional as F
+
+    from kernels import attention as A
+    from kernels import gemm as G
+
+    M = N = K = 4096
+    a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+    b = torch.randn(K, N, device="cuda").to(torch.bfloat16)
+    ref = a.double() @ b.double()
+    t_ref, _ = gpu_time(lambda: torch.matmul(a, b), reps=10)
+    err_t = relnorm(torch.matmul(a, b), ref)
+    flops = 2.0 * M * N * K
+    variants = [dict(block_M=128, block_N=128, block_K=32, num_stages=2, threads=128)]
+    if not quick:
+        variants += [dict(block_M=128, block_N=128, block_K=64, num_stages=2, threads=128),
+                     dict(block_M=128, block_N=256, block_K=32, num_stages=2, threads=256)]
+    for v in variants:
+        try:
+            k = G.matmul(M, N, K, dtype="bfloat16", out_dtype="float32", **v)
+            kc, run, c = prepared(k, a, b, tensor_cores=True)
+            run()
+            torch.cuda.synchronize()
+            err = relnorm(c, ref)
+            t, _ = gpu_time(run, reps=5)
+            bench_entry(f"gemm_bf16_4096_tc {v['block_M']}x{v['block_N']}x{v['block_K']}/{v['threads']}",
+                        [M, N, K], t, t_ref, "torch.matmul bf16", err,
+                        {"tflops_ours": flops / t / 1e12, "tflops_ref": flops / t_ref / 1e12, "ref_err": err_t,
+                         "config": v}, kc=kc)
+        except Exception as ex:  # noqa: BLE001
+            RESULTS["errors"].append(f"tc gemm {v}: {type(ex).__name__}: {ex}"[:2000])
+            log("tc gemm variant failed", v, repr(ex)[:500])
+    B, H, S, D = 2, 16, 2048, 128
+    q, k_, v_ = (torch.randn(B, S, H, D, device="cuda").to(torch.bfloat16) for _ in range(3))
+    qt, kt, vt = (t.transpose(1, 2) for t in (q, k_, v_))
+    t_ref, _ = gpu_time(lambda: F.scaled_dot_product_attention(qt, kt, vt, is_causal=True), reps=10)
+    ref = F.scaled_dot_product_attention(qt.double(), kt.double(), vt.double(), is_causal=True).transpose(1, 2)
+    fa_flops = 4.0 * B * H * S * S * D / 2
+    for v in [dict(block_M=64, block_N=64, threads=128)] + ([] if quick else [dict(block_M=128, block_N=64, threads=256)]):
+        try:
+            kern = A.flash_attention_fwd(B, H, S, D, is_causal=True, dtype="bfloat16", **v)
+            kc, run, (o, lse) = prepared(kern, q, k_, v_, tensor_cores=True)
+            run()
+            torch.cuda.synchronize()
+            err = relnorm(o, ref)
+            t, _ = gpu_time(run, reps=3, rounds=5)
+            bench_entry(f"flash_attn_fwd_bf16_causal_tc {v['block_M']}x{v['block_N']}/t{v['threads']}",
+                        [B, S, H, D], t, t_ref, "F.scaled_dot_product_attention", err,
+                        {"tflops_ours": fa_flops / t / 1e12, "tflops_ref": fa_flops / t_ref / 1e12, "config": v},
+                        kc=kc)
+        except Exception as ex:  # noqa: BLE001
+            RESULTS["errors"].append(f"tc attention {v}: {type(ex).__name__}: {ex}"[:2000])
+            log("tc attention variant failed", v, repr(ex)[:500])
 
 
 def _row_name(kind, v):
@@ -559,7 +617,8 @@ def main():
                     help="core: only the test kernels of tests/registry.py (a short re-check)")
     ap.add_argument("--sweep", action="store_true",
                     help="time more configurations per kernel (data for benchmarks/numba_profile_validation.py)")
-    ap.add_argument("--only", nargs="*", help="benchmarks to run: copy gemm rows fp8 attention")
+    ap.add_argument("--only", nargs="*", help="benchmarks to run: copy gemm rows fp8 attention overhead, and tc "
+                                              "(tensor cores; never by default)")
     ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(ROOT, "reports", "measurements"))
     a = ap.parse_args()
     OUT = a.out
@@ -584,7 +643,8 @@ def main():
         copy_bw = 4.2e12
         steps = [("copy", lambda: bench_copy()), ("gemm", lambda: bench_gemm(a.quick)),
                  ("rows", lambda: bench_rows(a.quick, copy_bw)), ("fp8", lambda: bench_fp8(copy_bw, a.quick)),
-                 ("attention", lambda: bench_attention(a.quick)), ("overhead", call_overhead)]
+                 ("attention", lambda: bench_attention(a.quick)), ("overhead", call_overhead),
+                 ("tc", lambda: bench_tensor_cores(a.quick))]
         for name, fn in steps:
             if name not in only:
                 continue

@@ -3,7 +3,9 @@
 ``available()`` — a real CUDA GPU and numba-cuda are usable (``target="auto"`` then picks ``cuda``).
 ``compile_cuda(pf, fastmath=False)`` — lower a ``PrimFunc`` (no GPU needed); the result's ``.source``
 is the generated Python source (``JITKernel.get_kernel_source()``), ``.compile_ptx(cc)`` compiles it
-for a compute capability without a GPU, ``.run``/``.call`` launch it.
+for a compute capability without a GPU, ``.run``/``.call`` launch it. ``tensor_cores=True`` (or the pass
+config ``"tilesim.cuda_tensor_cores": True``, or ``TILESIM_CUDA_TENSOR_CORES=1``) lowers eligible fp16/bf16
+``T.gemm`` to ``mma.sync`` — off by default: compiled and emulated here, not yet run on a GPU.
 
 Importing this package registers the target ``"cuda"`` (see :mod:`tilesim.backends`): chosen by
 ``target="auto"`` where ``available()``; it runs where ``available()`` or under numba's CUDA simulator.
@@ -16,17 +18,21 @@ path (:func:`caps.cuda_module`) restores it before importing ``numba.cuda``. See
 from __future__ import annotations
 
 from .. import Target, register
-from .caps import available, ensure_numpy_compat, simulator  # noqa: F401
+from .caps import available, ensure_numpy_compat, simulator, tensor_cores_default  # noqa: F401
 from .runtime import CudaProgram, reject_unsupported
 
 
-def compile_cuda(pf, fastmath: bool = False, sim: bool | None = None) -> CudaProgram:
+def compile_cuda(pf, fastmath: bool = False, sim: bool | None = None, tensor_cores: bool | None = None) -> CudaProgram:
+    """``tensor_cores=None`` reads :func:`caps.tensor_cores_default` (env ``TILESIM_CUDA_TENSOR_CORES``, off)."""
     reject_unsupported(pf)
-    return CudaProgram(pf, fastmath=fastmath, sim=sim)
+    tc = tensor_cores_default() if tensor_cores is None else bool(tensor_cores)
+    return CudaProgram(pf, fastmath=fastmath, sim=sim, tensor_cores=tc)
 
 
 def _compile_target(pf, pass_configs) -> CudaProgram:
-    return compile_cuda(pf, fastmath=bool(pass_configs.get("tl.enable_fast_math")))
+    tc = pass_configs.get("tilesim.cuda_tensor_cores")
+    return compile_cuda(pf, fastmath=bool(pass_configs.get("tl.enable_fast_math")),
+                        tensor_cores=None if tc is None else bool(tc))
 
 
 def _runs_here() -> bool:

@@ -7,6 +7,10 @@
   how to install it.
 * ``simulator()`` is true when ``NUMBA_ENABLE_CUDASIM=1`` (numba's CUDA simulator, set before the first
   import of ``numba.cuda``): kernels then run on the CPU, one Python thread per GPU thread.
+* ``opt_in_dynamic_smem(kernel, nbytes)`` lets a compiled kernel launch with ``nbytes`` of dynamic shared
+  memory (``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``, needed past 48 KB), refusing with a
+  ``KernelRuntimeError`` when the device's opt-in limit is lower.
+* ``tensor_cores_default()``: ``TILESIM_CUDA_TENSOR_CORES=1`` turns the tensor-core gemm on by default.
 * ``available()`` is true only with a real CUDA GPU and numba-cuda (the simulator does not count), so
   ``target="auto"`` picks the GPU only where one is present.
 """
@@ -17,6 +21,7 @@ import os
 
 import numpy as np
 
+from ...errors import KernelRuntimeError
 from ...optional import module, require
 
 _CUDA = None
@@ -55,6 +60,11 @@ def simulator() -> bool:
         return False
 
 
+def tensor_cores_default() -> bool:
+    """Whether ``T.gemm`` uses tensor cores when not asked explicitly: ``TILESIM_CUDA_TENSOR_CORES=1`` (off)."""
+    return os.environ.get("TILESIM_CUDA_TENSOR_CORES", "0") not in ("", "0")
+
+
 def available() -> bool:
     """A usable CUDA GPU and numba-cuda (the CUDA simulator does not count)."""
     if simulator():
@@ -82,7 +92,25 @@ def device_info() -> dict:
     return info
 
 
+def opt_in_dynamic_smem(dispatcher, nbytes: int, what: str) -> None:
+    """Allow every compiled overload of ``dispatcher`` to launch with ``nbytes`` of dynamic shared memory."""
+    cuda = cuda_module()
+    dev = cuda.get_current_device()
+    limit = int(dev.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+    if nbytes > limit:
+        raise KernelRuntimeError(f"{what} needs {nbytes} bytes of shared memory per block; this GPU allows "
+                                 f"{limit} B", hint="use smaller tiles or fewer pipeline stages")
+    drv = cuda.cudadrv.driver
+    attr = drv.binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    for kern in dispatcher.overloads.values():
+        cufunc = kern._codelibrary.get_cufunc()  # a library kernel: set per device, as numba's carveout is
+        drv.driver.cuKernelSetAttribute(attr, int(nbytes), cufunc.handle, dev.id)
+
+
 #: Static shared memory a block may declare (``cuda.shared.array``): 48 KB on every NVIDIA GPU.
 STATIC_SMEM_LIMIT = 48 * 1024
+#: Dynamic shared memory a block may opt into on sm_90 (H100/H200: 227 KB). Lowering refuses beyond it;
+#: at launch the device's own ``MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`` is checked too.
+DYNAMIC_SMEM_LIMIT = 227 * 1024
 #: Compute capability generated code is checked against without a GPU (the H200).
 DEFAULT_CC = (9, 0)

@@ -59,9 +59,14 @@ def rel_err(out, ref) -> float:
     return float(d / nr) if nr > 0 else float(d)
 
 
-def cuda_twin(kernel, fastmath=False):
-    return JITKernel(kernel.prim_func, out_idx=kernel.out_idx, target="cuda",
-                     pass_configs={"tl.enable_fast_math": True} if fastmath else None)
+def cuda_twin(kernel, fastmath=False, tensor_cores=None):
+    """``kernel`` on ``target="cuda"``; ``tensor_cores`` True/False overrides the default (env, off)."""
+    cfg = {}
+    if fastmath:
+        cfg["tl.enable_fast_math"] = True
+    if tensor_cores is not None:
+        cfg["tilesim.cuda_tensor_cores"] = bool(tensor_cores)
+    return JITKernel(kernel.prim_func, out_idx=kernel.out_idx, target="cuda", pass_configs=cfg or None)
 
 
 def interp_twin(kernel):
@@ -125,7 +130,7 @@ def library_cases(specs, allow_dtypes=None, shape_index=0, overrides=None, check
             if check_smem:
                 _check_smem(k)
         except Exception as e:  # noqa: BLE001
-            # over the 48 KB static shared-memory limit: retry with smaller tiles (recorded in the case name)
+            # over the shared-memory limit (227 KB dynamic): retry with smaller tiles (recorded in the case name)
             small = {k2: v for k2, v in _SMALLER.items() if k2 in params and params[k2] > v}
             k = None
             if small and "shared memory" in str(e):
@@ -152,12 +157,12 @@ def library_cases(specs, allow_dtypes=None, shape_index=0, overrides=None, check
     return cases
 
 
-#: tile parameters tried when a library kernel's defaults exceed the 48 KB static shared-memory limit
+#: tile parameters tried when a library kernel's defaults exceed the shared-memory limit
 _SMALLER = {"block_M": 64, "block_N": 64, "block_K": 64, "num_stages": 1}
 
 
 def _check_smem(kernel):
-    CudaProgram(kernel.prim_func, sim=False)  # raises KernelTypeError over the 48 KB limit
+    CudaProgram(kernel.prim_func, sim=False)  # raises KernelTypeError over the shared-memory limit
 
 
 def _writes(pf, buf) -> bool:

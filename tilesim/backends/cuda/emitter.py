@@ -19,6 +19,7 @@ from ...ir import nodes as N
 from . import rules as Rl
 from .codestr import _IDENT, _add, _c, _mul, _prod, _san
 from .layout import Layout, Placement, default_layout, place_buffers
+from .mma_layout import tensor_core_accumulator
 
 
 @dataclass
@@ -35,7 +36,8 @@ class ParCtx:
 class Emitter:
     """Per-launch state and the generic emission helpers (see the module docstring)."""
 
-    def __init__(self, pf: N.PrimFunc, launch: N.Launch, index: int, outer_scalars: dict, sim: bool):
+    def __init__(self, pf: N.PrimFunc, launch: N.Launch, index: int, outer_scalars: dict, sim: bool,
+                 tensor_cores: bool = False):
         self.pf = pf
         self.launch = launch
         self.nt = launch.num_threads
@@ -52,7 +54,8 @@ class Emitter:
         self.arg_arrays: list[N.Buffer] = []
         self.arg_scalars: list[N.Var] = []
         self.allocs: list[N.Buffer] = []
-        self.placement: Placement = place_buffers(launch)
+        # tensor cores (mma.sync): in simulator builds the warp-level instructions are modelled (mma_sim.py)
+        self.placement: Placement = place_buffers(launch, accumulator=tensor_core_accumulator if tensor_cores else None)
         self.sstride: dict[int, tuple] = {}
         self.smem_bytes = 0
         self.gprolog: list[str] = []

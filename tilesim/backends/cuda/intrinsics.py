@@ -19,6 +19,8 @@ import numpy as np
 
 from ...optional import require
 from .caps import cuda_module, numba_types
+from .mma_intrinsics import mma_namespace
+from .mma_sim import sim_mma_namespace
 
 _MATH_F32 = {
     "exp": "expf", "exp2": "exp2f", "exp10": "exp10f", "log": "logf", "log2": "log2f", "log10": "log10f",
@@ -154,6 +156,7 @@ def sim_namespace() -> dict:
     ns["_i64_as_f64"] = lambda x: _view(x, np.int64, np.float64)
     ns["_tdiv"] = lambda a, b: (abs(a) // abs(b)) * (1 if (a >= 0) == (b >= 0) else -1) if b != 0 else 0
     ns["_tmod"] = lambda a, b: a - ns["_tdiv"](a, b) * b if b != 0 else 0
+    ns.update(sim_mma_namespace())
     return ns
 
 
@@ -440,6 +443,7 @@ def gpu_namespace() -> dict:
     for name, fn in _MATH_F64.items():
         ns[f"_m_{name}_f64"] = getattr(libdevice, fn)
     ns.update(_vec)
+    ns.update(mma_namespace())
     ns["_aligned"] = _aligned
     ns.update(_f32_as_i32=libdevice.float_as_int, _i32_as_f32=libdevice.int_as_float,
               _f64_as_i64=libdevice.double_as_longlong, _i64_as_f64=libdevice.longlong_as_double)

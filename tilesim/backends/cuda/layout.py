@@ -32,7 +32,7 @@ Placement
 * A fragment whose requirements conflict, that is indexed in a way no register layout serves (writes
   at non-loop-variable indices, an operand ``A``/``B`` of a gemm, a view, a cumsum, a partial region
   in a tile op) is *demoted* to shared memory: correct for any access pattern, slower, and counted
-  against the 48 KB static limit.
+  against the shared-memory limit (48 KB static, up to 227 KB dynamic).
 """
 
 from __future__ import annotations
@@ -230,6 +230,7 @@ class Placement:
     reg: dict = field(default_factory=dict)  # uid -> Layout
     demoted: dict = field(default_factory=dict)  # uid -> reason
     loop_layouts: dict = field(default_factory=dict)  # id(Parallel) -> Layout
+    mma: set = field(default_factory=set)  # id(Gemm) of the gemms lowered to tensor cores
     notes: list = field(default_factory=list)
 
     def where(self, buf: N.Buffer) -> str:
@@ -288,8 +289,12 @@ def _parallel_accesses(p: N.Parallel, onchip):
     return acc
 
 
-def place_buffers(launch: N.Launch, gemm_rows_hint=None) -> Placement:
-    """Run the placement pass over one launch (see the module docstring)."""
+def place_buffers(launch: N.Launch, gemm_rows_hint=None, accumulator=None) -> Placement:
+    """Run the placement pass over one launch (see the module docstring).
+
+    ``accumulator(gemm, M, N, nthreads, in_shared)``, when given, may return the layout of a gemm's
+    register accumulator (tensor cores: :func:`~.mma_layout.tensor_core_accumulator`; ``in_shared(buf)``
+    tells whether an operand lives in shared memory); those gemms are recorded in ``Placement.mma``."""
     nt = launch.num_threads
     frags = {}
 
@@ -298,7 +303,7 @@ def place_buffers(launch: N.Launch, gemm_rows_hint=None) -> Placement:
             frags[s.buffer.uid] = s.buffer
     forced: dict[int, str] = {}
     while True:
-        pl = _place_once(launch, nt, frags, forced)
+        pl = _place_once(launch, nt, frags, forced, accumulator)
         bad = _validate(launch, pl, frags)
         if not bad:
             return pl
@@ -306,7 +311,7 @@ def place_buffers(launch: N.Launch, gemm_rows_hint=None) -> Placement:
             forced.setdefault(uid, why)
 
 
-def _place_once(launch, nt, frags, forced):
+def _place_once(launch, nt, frags, forced, accumulator=None):
     pl = Placement(nt)
     assign: dict[int, object] = {}  # uid -> Layout | SHARED
     for uid, why in forced.items():
@@ -405,8 +410,14 @@ def _place_once(launch, nt, frags, forced):
         if c.uid not in frags or assign.get(c.uid) is SHARED:
             continue
         m, n = _mat_shape(g.c)
-        lay = gemm_layout(m, n, nt, rows_for_m.get(m))
-        rows_for_m.setdefault(m, lay.tcount[0])
+        lay = None
+        if accumulator is not None and c.ndim == 2:
+            lay = accumulator(g, m, n, nt, lambda b: b.scope in ("shared", "shared.dyn") or assign.get(b.uid) is SHARED)
+        if lay is not None:
+            pl.mma.add(id(g))
+        else:
+            lay = gemm_layout(m, n, nt, rows_for_m.get(m))
+            rows_for_m.setdefault(m, lay.tcount[0])
         if c.ndim != 2:
             demote(c, "a gemm accumulator that is not 2-D")
             continue

@@ -8,7 +8,9 @@ dimensions and host-computed values they use. Inside a kernel:
   ``T.Kernel`` block variables in order (x fastest, as in the interpreter);
 * per-thread layout coordinates ``_t<P>_<stride> = (_tid // stride) % P`` are computed once;
 * register fragments are ``cuda.local.array(slots)``; shared buffers (and demoted fragments) are
-  1-D ``cuda.shared.array`` with padded row strides; ``T.alloc_var`` scalars are locals;
+  1-D ``cuda.shared.array`` with padded row strides — static up to 48 KB per block, past that slices of
+  one dynamic allocation (``KernelSource.dyn_smem`` bytes, passed at launch; :func:`_carve_dynamic`) up to
+  :data:`~.caps.DYNAMIC_SMEM_LIMIT`; ``T.alloc_var`` scalars are locals;
 * every access is a flat index through ``_ldx``/``_stx`` (no wrap-around checks); global accesses are
   guarded per dimension (reads out of range give 0, writes are skipped);
 * ``cuda.syncthreads()`` is placed before a block-level statement that reads shared/global memory
@@ -17,7 +19,7 @@ dimensions and host-computed values they use. Inside a kernel:
   is found too).
 
 Module map: :mod:`.emitter` (generator state, emission, slot loops), :mod:`.memory` (placement
-queries, loads/stores), :mod:`.tile_copy` (copy/fill/atomics), :mod:`.tile_gemm`, :mod:`.tile_reduce`
+queries, loads/stores), :mod:`.tile_copy` (copy/fill/atomics), :mod:`.tile_gemm`, :mod:`.tile_mma` (tensor cores), :mod:`.tile_reduce`
 (reductions, cumsum), :mod:`.barriers` (barrier pass), :mod:`.simt` (per-thread code: thread indices,
 ``T.sync_threads``, atomics returning a value), :mod:`.codestr` (code-string helpers); this
 module assembles :class:`KernelGen` from them, generates each launch and the host :class:`Program`.
@@ -37,12 +39,13 @@ from ...ir.traverse import walk_stmts
 from . import blackwell, simt, ws
 from . import rules as Rl
 from .barriers import BarrierPlanner
-from .caps import STATIC_SMEM_LIMIT
+from .caps import DYNAMIC_SMEM_LIMIT, STATIC_SMEM_LIMIT
 from .codestr import _prod, _san
 from .emitter import Emitter, ParCtx
 from .memory import MemoryAccess
 from .tile_copy import CopyLowering
 from .tile_gemm import GemmLowering
+from .tile_mma import MmaLowering
 from .tile_reduce import ReduceLowering
 
 __all__ = ["KernelGen", "KernelSource", "ParCtx", "Program", "generate_launch", "lower_program"]
@@ -57,14 +60,17 @@ class KernelSource:
     threads: int
     smem_bytes: int
     notes: list = field(default_factory=list)
+    #: bytes of dynamic shared memory the launch passes (0: every shared buffer is a static array)
+    dyn_smem: int = 0
 
 
-class KernelGen(CopyLowering, GemmLowering, ReduceLowering, BarrierPlanner, MemoryAccess, Emitter):
+class KernelGen(CopyLowering, GemmLowering, MmaLowering, ReduceLowering, BarrierPlanner, MemoryAccess, Emitter):
     """Generates the source of one launch (see the module docstring)."""
 
     # ----------------------------------------------------------------------------------- driver
-    def generate(self, pad: bool = True) -> KernelSource:
+    def generate(self, pad: bool = True, dynamic: bool = False) -> KernelSource:
         L = self.launch
+        self.dynamic = dynamic
         blackwell.refuse(self)
         self.local_arrays: list = []
         self._declare_onchip()
@@ -97,6 +103,11 @@ class KernelGen(CopyLowering, GemmLowering, ReduceLowering, BarrierPlanner, Memo
                         b.loc, hint="views that keep the dtype (T.reshape) are supported")
         self._shared = shared
         self._aliased = aliased
+        # operands of tensor-core gemms: ldmatrix reads 16-byte rows (aligned, padded by 16 bytes)
+        self.mma_operands = set()
+        for s in walk_stmts(self.launch.body):
+            if isinstance(s, N.Gemm) and id(s) in self.placement.mma:
+                self.mma_operands |= {s.a.buffer.uid, s.b.buffer.uid}
 
     def _smem_layout(self, pad: bool):
         total = 0
@@ -104,7 +115,14 @@ class KernelGen(CopyLowering, GemmLowering, ReduceLowering, BarrierPlanner, Memo
         for b in self._shared:
             shape = b.shape
             strides = [_prod(shape[d + 1:]) for d in range(len(shape))]
-            if pad and len(shape) >= 2 and shape[-1] > 1 and b.uid not in self._aliased:
+            if b.uid in self.mma_operands:
+                # rows of 16-byte multiples; when 8 rows would share banks (row bytes % 32 == 0), pad by 16 B
+                if pad and (shape[-1] * dt.itemsize(b.dtype)) % 32 == 0:
+                    strides = [0] * len(shape)
+                    strides[-1], strides[-2] = 1, shape[-1] + 8
+                    for d in range(len(shape) - 3, -1, -1):
+                        strides[d] = strides[d + 1] * shape[d + 1]
+            elif pad and len(shape) >= 2 and shape[-1] > 1 and b.uid not in self._aliased:
                 item = max(1, int(dt.itemsize(b.dtype)))
                 row = shape[-1]
                 per_word = max(1, 4 // item)
@@ -122,22 +140,36 @@ class KernelGen(CopyLowering, GemmLowering, ReduceLowering, BarrierPlanner, Memo
             total += -(-nbytes // 16) * 16
         return items, total
 
+    def _scratch_items(self):
+        """``[(array name, element count, numpy type)]`` of the reduction/relayout scratch arrays."""
+        out = []
+        for kind, n in sorted(self.scratch.items()):
+            out.append((f"_scr_{kind}", n, {"f32": "float32", "f64": "float64", "i64": "int64"}[kind[:3]]))
+        return out
+
     def _assemble(self) -> KernelSource:
-        scratch_bytes = sum(n * (4 if k == "f32" else 8) for k, n in self.scratch.items())
+        scratch = self._scratch_items()
+        scratch_bytes = sum(-(-n * _NP_BYTES[t] // 16) * 16 for _, n, t in scratch)
         items, total = self._smem_layout(pad=self.pad)
-        if total + scratch_bytes > STATIC_SMEM_LIMIT:
+        limit = DYNAMIC_SMEM_LIMIT if self.dynamic else STATIC_SMEM_LIMIT
+        if total + scratch_bytes > limit:
             parts = [f"{b.name} {tuple(b.shape)} {b.dtype}: {nb} B"
                      + (" (a fragment placed in shared memory: " + self.placement.demoted[b.uid] + ")"
                         if b.uid in self.placement.demoted else "") for b, _, _, nb in items]
             if scratch_bytes:
                 parts.append(f"reduction/relayout scratch: {scratch_bytes} B")
+            kind = ("dynamic shared-memory limit of sm_90 (opt-in)" if self.dynamic
+                    else "static limit of the CUDA backend")
             raise _SmemOverflow(KernelTypeError(
                 f"kernel {self.pf.name} needs {total + scratch_bytes} bytes of shared memory per block, over the "
-                f"{STATIC_SMEM_LIMIT} B static limit of the CUDA backend: " + "; ".join(parts), self.launch.loc,
+                f"{limit} B {kind}: " + "; ".join(parts), self.launch.loc,
                 hint="use smaller tiles (block_M/block_N/block_K), fewer pipeline stages or fewer shared buffers"))
         if not self.pad:
-            self.notes.append("shared rows not padded (48 KB limit)")
+            self.notes.append("shared rows not padded (shared-memory limit)")
         self.smem_bytes = total + scratch_bytes
+        dyn = self.smem_bytes if self.dynamic else 0
+        if self.dynamic:
+            self.notes.append(f"{dyn} B of dynamic shared memory")
         # argument list
         args = [f"{self.arr(b)}" for b in self.arg_arrays]
         args += [self.names[v.uid] for v in self.arg_scalars]
@@ -152,11 +184,14 @@ class KernelGen(CopyLowering, GemmLowering, ReduceLowering, BarrierPlanner, Memo
             q = "_tid" if st == 1 else f"(_tid // {st})"
             out.append(ind + f"{n} = {q} % {p}" if p * st < self.nt or st > 1 else ind + f"{n} = {q}")
         out.extend(ind + line for line in self.gprolog)
-        for b, _st, n, _ in items:
-            out.append(ind + f"{self.arr(b)} = cuda.shared.array({n}, {Rl.storage_np(b.dtype)})")
-        for kind, n in sorted(self.scratch.items()):
-            t = {"f32": "float32", "f64": "float64", "i64": "int64"}[kind[:3]]
-            out.append(ind + f"_scr_{kind} = cuda.shared.array({n}, {t})")
+        arrays = [(self.arr(b), n, Rl.storage_np(b.dtype)) for b, _st, n, _ in items] + scratch
+        # (the simulator refuses the alignment argument; its model checks alignment by element index)
+        aligned = set() if self.sim else {self.arr(b) for b, _st, _n, _ in items if b.uid in self.mma_operands}
+        if self.dynamic:
+            out.extend(ind + line for line in _carve_dynamic(arrays, self.sim))
+        else:
+            for name, n, t in arrays:
+                out.append(ind + f"{name} = cuda.shared.array({n}, {t}{', alignment=16' if name in aligned else ''})")
         for b in self.allocs:
             if b.alias_of is None and self.where(b) == "reg":
                 lay = self.layout(b)
@@ -169,7 +204,27 @@ class KernelGen(CopyLowering, GemmLowering, ReduceLowering, BarrierPlanner, Memo
             out.append(ind + "pass")
         kargs = [("array", b) for b in self.arg_arrays] + [("scalar", v) for v in self.arg_scalars]
         return KernelSource(self.name, "\n".join(out) + "\n", kargs, self.launch, self.nt, self.smem_bytes,
-                            self.notes)
+                            self.notes, dyn)
+
+
+_NP_BYTES = {"float16": 2, "float32": 4, "float64": 8, "int8": 1, "int16": 2, "int32": 4, "int64": 8,
+             "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8, "bool_": 1}
+
+
+def _carve_dynamic(arrays, sim: bool) -> list:
+    """Lines declaring one dynamic shared array per storage type (they all alias one allocation) and
+    carving ``arrays`` (name, element count, numpy type) out of it at 16-byte aligned byte offsets."""
+    lines, declared, off = [], set(), 0
+    for name, n, t in arrays:
+        size = _NP_BYTES[t]
+        if t not in declared:
+            declared.add(t)
+            # the simulator refuses the alignment argument and needs a dtype instance for size 0
+            ty = f"np.dtype({t})" if sim else f"{t}, alignment=16"
+            lines.append(f"_dsm_{t} = cuda.shared.array(0, {ty})")
+        lines.append(f"{name} = _dsm_{t}[{off // size}:{off // size + n}]")
+        off += -(-n * size // 16) * 16
+    return lines
 
 
 class _SmemOverflow(Exception):
@@ -178,14 +233,18 @@ class _SmemOverflow(Exception):
         self.err = err
 
 
-def generate_launch(pf: N.PrimFunc, launch: N.Launch, index: int, outer_scalars: dict, sim: bool) -> KernelSource:
-    """Source of one launch: with padded shared rows, or unpadded when padding would pass 48 KB."""
-    for pad in (True, False):
-        g = KernelGen(pf, launch, index, outer_scalars, sim)
+def generate_launch(pf: N.PrimFunc, launch: N.Launch, index: int, outer_scalars: dict, sim: bool,
+                    tensor_cores: bool = False) -> KernelSource:
+    """Source of one launch. Static shared arrays when they fit in 48 KB (padded rows, else unpadded);
+    past that one dynamic allocation carved into the buffers (padded, else unpadded), up to
+    :data:`~.caps.DYNAMIC_SMEM_LIMIT`; beyond it the error names every buffer."""
+    modes = ((True, False), (False, False), (True, True), (False, True))
+    for i, (pad, dynamic) in enumerate(modes):
+        g = KernelGen(pf, launch, index, outer_scalars, sim, tensor_cores)
         try:
-            return g.generate(pad)
+            return g.generate(pad, dynamic)
         except _SmemOverflow as e:
-            if not pad:
+            if i == len(modes) - 1:
                 raise e.err from None
     raise InternalError("unreachable")
 
@@ -212,7 +271,7 @@ class Program:
         return "\n".join(parts)
 
 
-def lower_program(pf: N.PrimFunc, sim: bool = False) -> Program:
+def lower_program(pf: N.PrimFunc, sim: bool = False, tensor_cores: bool = False) -> Program:
     outer = {}
     for p in pf.params:
         if isinstance(p, N.Buffer) and p.dtype == "int4":
@@ -231,7 +290,7 @@ def lower_program(pf: N.PrimFunc, sim: bool = False) -> Program:
     steps, kernels = [], []
     for s in pf.body:
         if isinstance(s, N.Launch):
-            k = generate_launch(pf, s, len(kernels), outer, sim)
+            k = generate_launch(pf, s, len(kernels), outer, sim, tensor_cores)
             kernels.append(k)
             steps.append(("launch", k))
         elif isinstance(s, N.Alloc):

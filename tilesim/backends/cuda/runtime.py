@@ -29,7 +29,7 @@ from ...ir import nodes as N
 from ...optional import loaded
 from .. import Program as _TargetProgram
 from . import rules as Rl
-from .caps import DEFAULT_CC, cuda_module, numba_types, simulator
+from .caps import DEFAULT_CC, STATIC_SMEM_LIMIT, cuda_module, numba_types, opt_in_dynamic_smem, simulator
 from .intrinsics import gpu_namespace, sim_namespace
 from .lower import Program, lower_program
 
@@ -68,11 +68,12 @@ def _np_storage(dtype: str):
 class CudaProgram(_TargetProgram):
     """A lowered tilesim program for ``target="cuda"`` (see the module docstring)."""
 
-    def __init__(self, pf: N.PrimFunc, fastmath: bool = False, sim: bool | None = None):
+    def __init__(self, pf: N.PrimFunc, fastmath: bool = False, sim: bool | None = None, tensor_cores: bool = False):
         self.pf = pf
         self.fastmath = bool(fastmath)
         self.sim = simulator() if sim is None else bool(sim)
-        self.program: Program = lower_program(pf, sim=self.sim)
+        self.tensor_cores = bool(tensor_cores)
+        self.program: Program = lower_program(pf, sim=self.sim, tensor_cores=self.tensor_cores)
         self.written = B.written_globals(pf)
 
     @property
@@ -120,6 +121,8 @@ class CudaProgram(_TargetProgram):
                 d = cuda.jit(fn)
             else:
                 d = cuda.jit(self.signature(k), fastmath=self.fastmath)(fn)
+                if k.dyn_smem > STATIC_SMEM_LIMIT:
+                    opt_in_dynamic_smem(d, k.dyn_smem, f"kernel {k.name}")
             _DISPATCH_CACHE[key] = d
         return d
 
@@ -166,7 +169,7 @@ class CudaProgram(_TargetProgram):
                             raise KernelRuntimeError(f"value of {a.name} is unknown at launch", k.launch.loc)
                         args.append(_scalar_value(scalars[a.uid], a.dtype))
                 d = self.dispatcher(k)
-                d[tuple(grid), k.threads](*args)
+                d[tuple(grid), k.threads, 0, k.dyn_smem](*args)
 
     def launcher(self, dev: dict, scalars: dict):
         """A closure replaying the program's launches on fixed device arrays (for timing loops).
@@ -192,7 +195,7 @@ class CudaProgram(_TargetProgram):
                     continue
                 args = [self._array_arg(a, dev) if k2 == "array" else _scalar_value(scalars[a.uid], a.dtype)
                         for k2, a in x.args]
-                plan.append((self.dispatcher(x)[grid, x.threads], args))
+                plan.append((self.dispatcher(x)[grid, x.threads, 0, x.dyn_smem], args))
 
         def run():
             for fn, args in plan:

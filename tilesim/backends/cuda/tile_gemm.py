@@ -3,7 +3,8 @@
 Contract: :class:`GemmLowering` emits ``C (+)= A @ B`` with both operands in shared memory as a
 per-thread register micro-tile over the accumulator's layout (``_gemm_core``); a register
 accumulator is updated in place, a shared one (a demoted fragment) through a temporary register
-accumulator in :func:`~.layout.gemm_layout`.
+accumulator in :func:`~.layout.gemm_layout`. Gemms the placement put on tensor cores go to
+:meth:`~.tile_mma.MmaLowering.gemm_mma`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ class GemmLowering:
             if s.clear_accum:
                 self.emit(f"for _g in range({lay.nslots}):")
                 self.emit(f"    {C}[_g] = {Rl.zero(c.dtype)}")
+            if id(s) in self.placement.mma:
+                self.gemm_mma(s, lay, C)  # tensor cores (tile_mma.py)
+                return
             self._gemm_core(s, lay, C)
             if c.dtype in dt.NARROW_FLOATS:
                 self.emit(f"for _g in range({lay.nslots}):")

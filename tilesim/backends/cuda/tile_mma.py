@@ -1,0 +1,64 @@
+"""Lowering of ``T.gemm`` on tensor cores: a mixin of :class:`~.lower.KernelGen`.
+
+Contract: :meth:`MmaLowering.gemm_mma` emits ``C += A @ B`` for a gemm the placement recorded in
+``Placement.mma`` (its register accumulator has :func:`~.mma_layout.mma_layout`). Per k16 step each warp
+loads its m16 tiles of A and all n8 tiles of B with ``ldmatrix.x4`` (``.trans`` where the operand is
+contiguous along M/N) into ``uint32`` registers and issues one ``mma.sync.m16n8k16`` per (m16, n8)
+tile pair on the accumulator slots :func:`~.mma_layout.c_slots` names. Lane addresses come from
+:mod:`.mma_layout` (the functions the NumPy emulation test checks), called with code strings; their
+lane-dependent parts are computed once before the K loop. Everything is unrolled in the source except
+the K loop.
+"""
+
+from __future__ import annotations
+
+from . import mma_layout as ML
+from .mma_layout import Code
+
+
+def _c(x):
+    """An int for a literal, else a :class:`Code`."""
+    x = str(x)
+    return int(x) if x.lstrip("-").isdigit() else Code(x)
+
+
+class MmaLowering:
+    """``T.gemm`` on tensor cores (see the module docstring)."""
+
+    def gemm_mma(self, s, lay, C: str):
+        M, Nn = lay.shape
+        nw = self.nt // 32
+        MT, NT = ML.tiles(M, Nn, self.nt)
+        S1 = lay.slots[1]
+        K = int(s.a.extents[-2] if s.trans_a else s.a.extents[-1])
+        abase, a_rs, a_ks, a_arr, a_dt = self._operand(s.a, s.trans_a, rows=True)
+        bbase, b_cs, b_ks, b_arr, _ = self._operand(s.b, s.trans_b, rows=False)
+        lane = Code(self.coord(32, 1))
+        w = self.coord(nw, 32)
+        warp = 0 if w == "0" else Code(w)
+        mma = "_mma_bf16" if a_dt == "bfloat16" else "_mma_f16"
+        # per-lane row addresses at k = 0, hoisted out of the K loop
+        a_off = []
+        for mi in range(MT):
+            m, k = ML.a_ldsm_coord(lane, warp, mi, nw, s.trans_a)
+            a_off.append(self.hoist(str(_c(abase) + m * _c(a_rs) + k * _c(a_ks))))
+        b_off = []
+        for q2 in range(NT // 2):
+            n, k = ML.b_ldsm_coord(lane, q2, not s.trans_b)
+            b_off.append(self.hoist(str(_c(bbase) + n * _c(b_cs) + k * _c(b_ks))))
+        kk = self.fresh("_k")
+        fa = [[self.fresh(f"_fa{mi}_") for _ in range(4)] for mi in range(MT)]
+        fb = [[self.fresh(f"_fb{q}_") for _ in range(2)] for q in range(NT)]
+        self.emit(f"for {kk} in range(0, {K}, {ML.MMA_K}):")
+        with self.indent():
+            lda = "_ldsm4t" if s.trans_a else "_ldsm4"
+            ldb = "_ldsm4" if s.trans_b else "_ldsm4t"
+            for mi in range(MT):
+                self.emit(f"{', '.join(fa[mi])} = {lda}({a_arr}, {a_off[mi]} + {_c(a_ks) * Code(kk)})")
+            for q2 in range(NT // 2):
+                regs = fb[2 * q2] + fb[2 * q2 + 1]
+                self.emit(f"{', '.join(regs)} = {ldb}({b_arr}, {b_off[q2]} + {_c(b_ks) * Code(kk)})")
+            for mi in range(MT):
+                for q in range(NT):
+                    cs = ", ".join(f"{C}[{i}]" for i in ML.c_slots(mi, q, S1))
+                    self.emit(f"{cs} = {mma}({', '.join(fa[mi] + fb[q])}, {cs})")
