@@ -17,8 +17,12 @@ class InterpOptions:
             definition; tests hold the two equal).
         uninit: what uninitialised outputs and allocations hold: ``"nan"`` (floats NaN, integers a
             sentinel, the default: a kernel that reads memory it never wrote shows it), ``"zero"``, ``"one"``
-            (the sanitizer compares runs under three fills), or ``"empty"`` (whatever ``numpy.empty``
-            returns, like ``torch.empty``).
+            (the sanitizer's fallback compares runs under three fills), ``"empty"`` (whatever
+            ``numpy.empty`` returns, like ``torch.empty``), or ``"check"``: memory is filled as with
+            ``"nan"`` and every on-chip buffer and tilesim-allocated output carries a per-element
+            "initialised" mask; the first read of an element nobody wrote raises
+            ``KernelRuntimeError`` at the reading statement (``interp/shadow.py``), and so does an
+            ``out_idx`` output left partly unwritten.
         oob: out-of-range **global** accesses: ``"zero"`` (TileLang: reads give 0, writes are skipped),
             ``"error"`` (raise ``KernelRuntimeError`` at the access's source line, tile copies at
             tensor edges included), or ``"check"`` (the sanitizer's rule: tile copies and ``T.Parallel``
@@ -49,12 +53,14 @@ class InterpOptions:
     chunk_bytes: int = 256 * 2**20
     threads: int = 0
     fuse_gemm_loops: bool = True
+    fresh: frozenset = frozenset()  # set by JITKernel.run: uids of the outputs tilesim allocated (uninit="check")
 
     def __post_init__(self):
         if self.mode not in ("batched", "serial"):
             raise KernelTypeError(f"InterpOptions.mode must be 'batched' or 'serial', got {self.mode!r}")
-        if self.uninit not in ("nan", "zero", "one", "empty"):
-            raise KernelTypeError(f"InterpOptions.uninit must be 'nan', 'zero', 'one' or 'empty', got {self.uninit!r}")
+        if self.uninit not in ("nan", "zero", "one", "empty", "check"):
+            raise KernelTypeError(f"InterpOptions.uninit must be 'nan', 'zero', 'one', 'empty' or 'check', "
+                                  f"got {self.uninit!r}")
         if self.oob not in ("zero", "error", "check"):
             raise KernelTypeError(f"InterpOptions.oob must be 'zero', 'error' or 'check', got {self.oob!r}")
         if isinstance(self.chunk_bytes, bool) or not isinstance(self.chunk_bytes, int) or self.chunk_bytes <= 0:

@@ -52,7 +52,7 @@ from ... import dtypes as dt
 from ...errors import KernelRuntimeError, KernelTypeError
 from ...ir import nodes as N
 from ...ir.traverse import binds, map_expr, map_exprs_in, map_stmts, regions, regions_of, walk, walk_stmts
-from . import checks, memory
+from . import checks, memory, shadow
 from .exprs import ev
 from .state import Ctx
 from .tables import EXPR_RULES, STMT_RULES
@@ -318,7 +318,7 @@ def _block_level(s, ctx: Ctx):
             env[uid] = _collapse(v, mask, f"an operand of {name}", s.loc, ctx.nb)
     ctx.env, ctx.rank, ctx.mask, ctx.rules, ctx.loops = env, 0, bm, None, []
     try:
-        STMT_RULES.rules[type(s)](s, ctx)
+        _plain_rule(s, ctx)
     finally:
         ctx.env, ctx.rank, ctx.mask, ctx.rules, ctx.loops = saved
 
@@ -326,7 +326,15 @@ def _block_level(s, ctx: Ctx):
 def _maybe_block_level(s, ctx: Ctx):
     if id(s) in ctx.simt.block:
         return _block_level(s, ctx)
-    return STMT_RULES.rules[type(s)](s, ctx)
+    return _plain_rule(s, ctx)
+
+
+def _plain_rule(s, ctx: Ctx):
+    """The tile-level rule of ``s`` (through the initialised-mask checks when ``uninit="check"``)."""
+    fn = STMT_RULES.rules[type(s)]
+    if ctx.shadow is None:
+        return fn(s, ctx)
+    return shadow.tile_op(fn, s, ctx, (ev, memory.region_starts))
 
 
 def simt_rules() -> dict:
