@@ -158,9 +158,9 @@ def mark_elements(buf, idx, ctx, valid=None) -> None:
 
 
 # ------------------------------------------------------------------------------------------ tile operations
-def _region_cells(r: N.Region, sh, ctx, ev):
-    """(index tuple into ``sh``, (block, *offset) of each) of region ``r``'s in-range elements for the
-    chunk's active blocks (``ev`` is ``(expression evaluator, memory.region_starts)``)."""
+def _region_index(r: N.Region, dims, ctx, ev):
+    """(per-element indices into an array of shape ``dims``, in-range mask, extents) of region ``r``
+    for every block of the chunk (``ev`` is ``(expression evaluator, memory.region_starts)``)."""
     starts, exts = ev[1](r, ctx, ev[0])
     nb = ctx.nb
     grids = np.meshgrid(*[np.arange(e) for e in exts], indexing="ij")
@@ -170,18 +170,43 @@ def _region_cells(r: N.Region, sh, ctx, ev):
         idx = [np.broadcast_to(np.arange(nb).reshape((-1,) + (1,) * len(exts)), (nb,) + exts)] + idx
     ok = np.ones((nb,) + exts, dtype=bool)
     for d, i in enumerate(idx):
-        ok &= (i >= 0) & (i < sh.shape[d])
-    bm = block_mask(ctx.mask, nb)
+        ok &= (i >= 0) & (i < dims[d])
+    return idx, ok, exts
+
+
+def _region_cells(r: N.Region, sh, ctx, ev, keep=None):
+    """(index tuple into ``sh``, (block, *offset) of each) of region ``r``'s in-range elements for the
+    chunk's active blocks; ``keep`` (``(nb, *extents)``) narrows them further."""
+    idx, ok, exts = _region_index(r, sh.shape, ctx, ev)
+    bm = block_mask(ctx.mask, ctx.nb)
     if bm is not None:
-        ok &= bm.reshape((nb,) + (1,) * len(exts))
+        ok &= bm.reshape((ctx.nb,) + (1,) * len(exts))
+    if keep is not None:
+        ok &= keep
     return tuple(i[ok] for i in idx), np.argwhere(ok)
 
 
-def _check_region(r: N.Region, ctx, ev, loc) -> None:
+def _copy_source_kept(s: N.Copy, ctx, ev):
+    """A tile copy into a global tensor reads only the source elements whose destination is inside the
+    tensor (the rest is masked off at the edge): that mask over the source region, or None (all)."""
+    src, dst = s.src, s.dst
+    if dst.buffer.scope != "global" or src.buffer.scope == "global":
+        return None
+    dims = ctx.storage[dst.buffer.uid].shape
+    _, ok, dexts = _region_index(dst, dims, ctx, ev)
+    if ok.all():
+        return None
+    sexts = ev[1](src, ctx, ev[0])[1]
+    if tuple(e for e in sexts if e != 1) != tuple(e for e in dexts if e != 1):
+        return None  # a broadcasting copy: every source element feeds some destination
+    return ok.reshape((ctx.nb,) + tuple(sexts))
+
+
+def _check_region(r: N.Region, ctx, ev, loc, keep=None) -> None:
     sh = ctx.shadow.get(r.buffer.uid)
     if sh is None:
         return
-    cells, where = _region_cells(r, sh, ctx, ev)
+    cells, where = _region_cells(r, sh, ctx, ev, keep)
     vals = sh[cells]
     if not vals.all():
         k = int(np.argmax(~vals))
@@ -220,7 +245,8 @@ def tile_op(fn, s, ctx, ev) -> None:
     reads, writes = regions(s)
     for r in reads:
         if isinstance(r, N.Region) and r.buffer.uid in ctx.shadow:
-            _check_region(r, ctx, ev, r.loc or s.loc)
+            keep = _copy_source_kept(s, ctx, ev) if isinstance(s, N.Copy) else None
+            _check_region(r, ctx, ev, s.loc or r.loc, keep)
     fn(s, ctx)
     for r in writes:
         if isinstance(r, N.Region) and r.buffer.uid in ctx.shadow:
