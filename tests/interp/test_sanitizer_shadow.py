@@ -17,9 +17,11 @@ from hypothesis import strategies as st
 import tilesim
 import tilesim.language as T
 from tilesim import InterpOptions, KernelRuntimeError
+from tilesim.errors import KernelSyntaxError
+from tilesim.ir.printer import format_ir
 from tilesim.sanitize import check_kernel, untracked_views
 
-from ..sanitizer_cases import CASES
+from ..sanitizer_cases import CASES, atomic_total
 
 F32 = "float32"
 CHECK = InterpOptions(uninit="check")
@@ -229,7 +231,6 @@ def test_outputs_never_written_and_inputs_initialised():
 
 
 def test_atomic_into_unzeroed_output_names_the_atomic():
-    from ..sanitizer_cases import atomic_total
     with pytest.raises(KernelRuntimeError, match=r"atomic update of uninitialised global buffer O at index \(0,\)"):
         atomic_total(50, zero=False).run(np.ones(50, np.float32), options=CHECK)
     np.testing.assert_allclose(atomic_total(50).run(np.ones(50, np.float32), options=CHECK), [50.0])
@@ -252,3 +253,56 @@ def test_planted_uninit_bug_is_named_at_its_read(name, build, inputs):
     buf = f.split("buffer ")[1].split()[0] if "buffer " in f else f.split("output ")[1].split(":")[0]
     path, line = f.rsplit("(at ", 1)[1].rstrip(")").rsplit(":", 2)[:2]
     assert buf in linecache.getline(path, int(line)), (f, linecache.getline(path, int(line)))
+
+
+# ------------------------------------------------------------------ T.sync_grid: one race record per phase
+def _grid_phases(G, where):
+    """Blocks write W[bx], then read a neighbour's entry: after the grid barrier (ordered, no race), or
+    before it (a race within the phase); ``"rewrite"``: after the barrier every block writes W[0]."""
+    @tilesim.jit(out_idx=[-1])
+    def k():
+        @T.prim_func
+        def main(X: T.Tensor((G,), F32), W: T.Tensor((G,), F32), Y: T.Tensor((G,), F32)):
+            with T.Kernel(G, threads=32) as bx:
+                W[bx] = X[bx] * 2
+                if where == "before":
+                    Y[bx] = W[(bx + 1) % G]
+                T.sync_grid()
+                if where == "after":
+                    Y[bx] = W[(bx + 1) % G]
+                if where == "rewrite":
+                    W[0] = X[bx]
+                    Y[bx] = X[bx]
+        return main
+    return k()
+
+
+@pytest.mark.parametrize("mode", ["batched", "serial"])
+@settings(max_examples=4, deadline=None)
+@given(G=st.integers(2, 9))
+def test_grid_barrier_phases(G, mode):
+    x = np.arange(G, dtype=np.float32) + 1
+    w = np.zeros(G, np.float32)
+    rep = check_kernel(_grid_phases(G, "after"), [x, w], modes=(mode,))
+    assert rep.ok, rep.findings
+    rep = check_kernel(_grid_phases(G, "before"), [x, w], modes=(mode,))
+    assert not rep.ok and "W(" in rep.findings[0] and "(a race" in rep.findings[0], rep.findings
+    rep = check_kernel(_grid_phases(G, "rewrite"), [x, w], modes=(mode,))
+    assert not rep.ok and "both write W(0,)" in rep.findings[0], rep.findings
+
+
+def test_grid_barrier_is_in_the_ir_where_it_was_written():
+    text = format_ir(_grid_phases(4, "after").prim_func)
+    assert text.index("W[bx] =") < text.index("T.sync_grid()") < text.index("Y[bx] =")
+
+    @tilesim.jit(out_idx=[-1])
+    def k():
+        @T.prim_func
+        def main(X: T.Tensor((4,), F32), Y: T.Tensor((4,), F32)):
+            with T.Kernel(4, threads=32) as bx:
+                for i in T.Parallel(4):
+                    T.sync_grid()
+                    Y[i] = X[i] + bx
+        return main
+    with pytest.raises(KernelSyntaxError, match="T.sync_grid inside T.Parallel"):
+        k()

@@ -348,6 +348,8 @@ def simt_rules() -> dict:
 # ------------------------------------------------------------------------------------------ rules
 @rule(N.SyncThreads)
 def _sync_threads(s: N.SyncThreads, ctx: Ctx):
+    if s.grid and ctx.options.races:
+        checks.new_phase(ctx)  # a grid barrier orders every access before it against every one after it
     if ctx.simt is None or ctx.rules is None:
         return  # tile level: one logical thread per block, nothing to wait for
     want = ctx.simt.nthreads if s.count is None else s.count
