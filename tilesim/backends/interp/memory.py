@@ -23,6 +23,7 @@ from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from ... import dtypes as dt
 from ...ir import nodes as N
+from . import shadow
 from .checks import (
     _note_region_read,
     _race_check,
@@ -31,7 +32,6 @@ from .checks import (
     check_explicit,
     note_read_elements,
 )
-from . import shadow
 from .checks import oob_error as _oob_error
 from .state import Ctx, Storage, block_mask, is_deferred, lift, new_array
 
