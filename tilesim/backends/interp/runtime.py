@@ -125,7 +125,7 @@ def _launch(s: N.Launch, top: Ctx, options: InterpOptions, progress=None, index=
         ctx.gemm_loops = gemm_plans
         ctx.runs = runs
         if top.shadow is not None:
-            ctx.shadow = dict(top.shadow)  # global masks shared, on-chip ones per chunk
+            ctx.shadow = shadow.chunk_shadow(top.shadow)  # global masks shared, on-chip ones per chunk
         ctx.rules = rules
         if prep is not None:
             simt.enter(ctx, prep, rules)

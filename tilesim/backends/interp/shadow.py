@@ -39,6 +39,14 @@ from ...ir.traverse import regions
 from .state import block_mask
 
 UNTRACKED = "untracked"  # key of the list of buffer names whose views make them untracked
+FULL = "full"  # key of the set of on-chip uids known to be wholly set in this chunk (checks skipped)
+
+
+def chunk_shadow(run_shadow: dict) -> dict:
+    """A chunk's shadow: the run's global masks (shared) plus room for its own on-chip ones."""
+    sh = dict(run_shadow)
+    sh[FULL] = set()
+    return sh
 
 _HINT = ("write every element before it is read (T.clear / T.fill an accumulator, copy the tile in first), "
          "or keep the read out of lanes that were never written (an `if` or T.if_then_else)")
@@ -54,7 +62,7 @@ def _uninit_error(buf, index, block, loc, what="read"):
 # ------------------------------------------------------------------------------------------ run / allocation
 def start_run(arrays: dict, fresh) -> dict:
     """The run-wide shadow: a ``False`` mask for every global tensor tilesim allocated (uids ``fresh``)."""
-    sh = {UNTRACKED: []}
+    sh = {UNTRACKED: [], FULL: set()}
     for uid in fresh:
         if uid in arrays:
             sh[uid] = np.zeros(np.shape(arrays[uid]), dtype=bool)
@@ -76,6 +84,7 @@ def on_alloc(s: N.Alloc, storage_shape: tuple, ctx) -> None:
     """A (re-)executed allocation: fresh memory is unset, an initial value sets it; views share the root's."""
     b = s.buffer
     sh = ctx.shadow
+    sh[FULL].clear()  # (views share masks: forget every "wholly set" fact rather than track which)
     if b.alias_of is not None:
         root = sh.get(b.alias_of.uid)
         if root is None:
@@ -89,7 +98,11 @@ def on_alloc(s: N.Alloc, storage_shape: tuple, ctx) -> None:
         else:
             sh[b.uid] = root.reshape(root.shape[0], -1).reshape((root.shape[0],) + tuple(b.shape))
         return
-    sh[b.uid] = np.full(storage_shape, s.init is not None, dtype=bool)
+    old = sh.get(b.uid)
+    if old is not None and old.shape == tuple(storage_shape):
+        old[...] = s.init is not None  # in place: views made of it stay views of it
+    else:
+        sh[b.uid] = np.full(storage_shape, s.init is not None, dtype=bool)
 
 
 # ------------------------------------------------------------------------------------------ elements
@@ -121,7 +134,7 @@ def _block_level(buf, idx, ctx) -> bool:
 def check_elements(buf, idx, ctx, loc, what="read") -> None:
     """Raise if an active element of ``buf`` at indices ``idx`` (evaluated, broadcastable) is unset."""
     sh = ctx.shadow.get(buf.uid)
-    if sh is None or ctx.mask is False:
+    if sh is None or ctx.mask is False or buf.uid in ctx.shadow[FULL]:
         return
     if _block_level(buf, idx, ctx):
         per = sh.reshape(sh.shape[0], -1).all(axis=1)
@@ -144,7 +157,7 @@ def check_elements(buf, idx, ctx, loc, what="read") -> None:
 def mark_elements(buf, idx, ctx, valid=None) -> None:
     """Set the mask of the active elements of ``buf`` at ``idx`` (``valid``: also in range, global)."""
     sh = ctx.shadow.get(buf.uid)
-    if sh is None or ctx.mask is False or valid is False:
+    if sh is None or ctx.mask is False or valid is False or buf.uid in ctx.shadow[FULL]:
         return
     if _block_level(buf, idx, ctx):
         bm = block_mask(ctx.mask, ctx.nb)
@@ -202,10 +215,33 @@ def _copy_source_kept(s: N.Copy, ctx, ev):
     return ok.reshape((ctx.nb,) + tuple(sexts))
 
 
+def _onchip_window(r: N.Region, sh, ctx, ev):
+    """``(view of sh over region r for every block, whole buffer?)`` when ``r`` is on-chip with starts
+    the same in every block and inside the buffer; else None (the index path)."""
+    if r.buffer.scope == "global":
+        return None
+    starts, exts = ev[1](r, ctx, ev[0])
+    if not all(type(s) is int for s in starts):
+        return None
+    if any(s < 0 or s + e > n for s, e, n in zip(starts, exts, sh.shape[1:])):
+        return None
+    view = sh[(slice(None),) + tuple(slice(s, s + e) for s, e in zip(starts, exts))]
+    return view, all(s == 0 for s in starts) and tuple(exts) == sh.shape[1:]
+
+
 def _check_region(r: N.Region, ctx, ev, loc, keep=None) -> None:
-    sh = ctx.shadow.get(r.buffer.uid)
-    if sh is None:
+    uid = r.buffer.uid
+    sh = ctx.shadow.get(uid)
+    if sh is None or uid in ctx.shadow[FULL]:
         return
+    win = _onchip_window(r, sh, ctx, ev) if keep is None else None
+    if win is not None:
+        view, whole = win
+        bm = block_mask(ctx.mask, ctx.nb)
+        if (view.all() if bm is None else view[bm].all()):
+            if whole and bm is None:
+                ctx.shadow[FULL].add(uid)
+            return
     cells, where = _region_cells(r, sh, ctx, ev, keep)
     vals = sh[cells]
     if not vals.all():
@@ -216,8 +252,20 @@ def _check_region(r: N.Region, ctx, ev, loc, keep=None) -> None:
 
 
 def _mark_region(r: N.Region, ctx, ev) -> None:
-    sh = ctx.shadow.get(r.buffer.uid)
-    if sh is None:
+    uid = r.buffer.uid
+    sh = ctx.shadow.get(uid)
+    if sh is None or uid in ctx.shadow[FULL]:
+        return
+    win = _onchip_window(r, sh, ctx, ev)
+    if win is not None:
+        view, whole = win
+        bm = block_mask(ctx.mask, ctx.nb)
+        if bm is None:
+            view[...] = True
+            if whole:
+                ctx.shadow[FULL].add(uid)
+        else:
+            view[bm] = True
         return
     cells, _ = _region_cells(r, sh, ctx, ev)
     sh[cells] = True
