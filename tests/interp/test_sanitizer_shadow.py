@@ -306,3 +306,30 @@ def test_grid_barrier_is_in_the_ir_where_it_was_written():
         return main
     with pytest.raises(KernelSyntaxError, match="T.sync_grid inside T.Parallel"):
         k()
+
+
+@tilesim.jit
+def _eager_add(A, B, block=64, skip=1):
+    M, N = T.const("M, N")
+    A: T.Tensor((M, N), F32)
+    B: T.Tensor((M, N), F32)
+    C = T.empty((M, N), F32)
+    with T.Kernel(T.ceildiv(M * N, block), threads=128) as bx:
+        for i in T.Parallel(block):
+            idx = bx * block + i
+            if idx < M * N - skip:
+                C[idx // N, idx % N] = A[idx // N, idx % N] + B[idx // N, idx % N]
+    return C
+
+
+@settings(max_examples=6, deadline=None)
+@given(M=st.integers(1, 20), N=st.integers(1, 20), skip=st.integers(0, 3))
+def test_eager_empty_output_is_tracked(M, N, skip):
+    a = np.ones((M, N), np.float32)
+    rep = check_kernel(_eager_add.compile(M=M, N=N, skip=skip), [a, a])
+    missing = min(skip, M * N)
+    if missing == 0:
+        assert rep.ok, rep.findings
+    else:
+        want = f"output C: {missing} of {M * N} element(s) are never written, first at {divmod(M * N - missing, N)}"
+        assert len(rep.findings) == 1 and rep.findings[0].startswith(want), rep.findings

@@ -532,15 +532,13 @@ def region_indices(r: N.Region, ctx: Ctx, ev):
     return idx, valid, exts
 
 
-def allocate_onchip(s: N.Alloc, ctx: Ctx, ev):
+def allocate_onchip(s: N.Alloc, ctx: Ctx, ev, checked: bool = False):
     """Make the storage of ``T.alloc_*`` ``s`` (a view of its root for ``T.view``; deferred when uninitialised)."""
-    _allocate(s, ctx, ev)
-    if ctx.shadow is not None:
+    if ctx.shadow is not None and not checked:
+        allocate_onchip(s, ctx, ev, True)
         shadow.on_alloc(s, ctx.storage[s.buffer.uid].shape if not is_deferred(ctx.storage, s.buffer.uid)
                         else ctx.storage.deferred[s.buffer.uid][0], ctx)
-
-
-def _allocate(s: N.Alloc, ctx: Ctx, ev):
+        return
     b = s.buffer
     if b.alias_of is not None:
         root = ctx.storage[b.alias_of.uid]

@@ -318,7 +318,10 @@ def _block_level(s, ctx: Ctx):
             env[uid] = _collapse(v, mask, f"an operand of {name}", s.loc, ctx.nb)
     ctx.env, ctx.rank, ctx.mask, ctx.rules, ctx.loops = env, 0, bm, None, []
     try:
-        _plain_rule(s, ctx)
+        if ctx.shadow is None:
+            STMT_RULES.rules[type(s)](s, ctx)
+        else:  # the initialised-mask checks of the tile operation
+            shadow.tile_op(STMT_RULES.rules[type(s)], s, ctx, (ev, memory.region_starts))
     finally:
         ctx.env, ctx.rank, ctx.mask, ctx.rules, ctx.loops = saved
 
@@ -326,15 +329,9 @@ def _block_level(s, ctx: Ctx):
 def _maybe_block_level(s, ctx: Ctx):
     if id(s) in ctx.simt.block:
         return _block_level(s, ctx)
-    return _plain_rule(s, ctx)
-
-
-def _plain_rule(s, ctx: Ctx):
-    """The tile-level rule of ``s`` (through the initialised-mask checks when ``uninit="check"``)."""
-    fn = STMT_RULES.rules[type(s)]
     if ctx.shadow is None:
-        return fn(s, ctx)
-    return shadow.tile_op(fn, s, ctx, (ev, memory.region_starts))
+        return STMT_RULES.rules[type(s)](s, ctx)
+    return shadow.tile_op(STMT_RULES.rules[type(s)], s, ctx, (ev, memory.region_starts))
 
 
 def simt_rules() -> dict:
