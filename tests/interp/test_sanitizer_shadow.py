@@ -333,3 +333,30 @@ def test_eager_empty_output_is_tracked(M, N, skip):
     else:
         want = f"output C: {missing} of {M * N} element(s) are never written, first at {divmod(M * N - missing, N)}"
         assert len(rep.findings) == 1 and rep.findings[0].startswith(want), rep.findings
+
+
+def _grid_neighbour(target):
+    G = 8
+
+    @tilesim.jit(out_idx=[-1], target=target)
+    def k():
+        @T.prim_func
+        def main(X: T.Tensor((G,), F32), W: T.Tensor((G,), F32), Y: T.Tensor((G,), F32)):
+            with T.Kernel(G, threads=32) as bx:
+                W[bx] = X[bx] * 2
+                T.sync_grid()
+                Y[bx] = W[(bx + 1) % G]
+        return main
+    return k
+
+
+def test_grid_barrier_on_the_cpu_and_cuda_targets():
+    """The compiled CPU target runs a grid-barrier launch on the interpreter (it ran blocks one after
+    another, past the barrier: wrong values); the CUDA backend refuses it at the barrier's line."""
+    x = np.arange(8, dtype=np.float32) + 1
+    k = _grid_neighbour("cpu")()
+    assert "grid barrier" in k.program.fallback
+    assert np.array_equal(k(x, np.zeros(8, np.float32)), np.roll(x * 2, -1))
+    with pytest.raises(tilesim.KernelTypeError, match="T.sync_grid .* not supported by the CUDA backend") as e:
+        _grid_neighbour("cuda")()
+    assert "T.sync_grid()" in linecache.getline(e.value.loc.file, e.value.loc.line)
