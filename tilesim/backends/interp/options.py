@@ -43,6 +43,9 @@ class InterpOptions:
         fuse_gemm_loops: run the canonical tiled-GEMM K loop (copy A tile, copy B tile, gemm) as one
             product per group of blocks over the whole K range (``interp/gemm_loop.py``): the same
             values up to the BLAS summation order, several times faster. ``False``: step by step.
+        fresh: uids of the global tensors tilesim allocated for this run (``JITKernel.run`` sets it to the
+            ``out_idx`` outputs when ``uninit="check"``): they start unset in the initialised mask, while
+            tensors the caller passed are initialised by definition. Users leave it empty.
     """
 
     mode: str = "batched"
@@ -53,7 +56,7 @@ class InterpOptions:
     chunk_bytes: int = 256 * 2**20
     threads: int = 0
     fuse_gemm_loops: bool = True
-    fresh: frozenset = frozenset()  # set by JITKernel.run: uids of the outputs tilesim allocated (uninit="check")
+    fresh: frozenset = frozenset()
 
     def __post_init__(self):
         if self.mode not in ("batched", "serial"):
