@@ -31,6 +31,7 @@ Contract
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from ... import dtypes as dt
 from ...errors import KernelRuntimeError
@@ -196,7 +197,28 @@ def _region_cells(r: N.Region, sh, ctx, ev, keep=None):
         ok &= bm.reshape((ctx.nb,) + (1,) * len(exts))
     if keep is not None:
         ok &= keep
-    return tuple(i[ok] for i in idx), np.argwhere(ok)
+    return tuple(i[ok] for i in idx), ok
+
+
+def _global_windows(r: N.Region, sh, ctx, ev):
+    """``(windows, starts)`` when every active block's window of global region ``r`` lies inside the tensor
+    (the common case): ``windows`` is a writable sliding-window view of ``sh`` and ``windows[starts]``
+    the active blocks' windows, ``(n, *extents)`` — one gather or scatter, no index arrays. Else None."""
+    if r.buffer.scope != "global":
+        return None
+    starts, exts = ev[1](r, ctx, ev[0])
+    if any(e > n for e, n in zip(exts, sh.shape)):
+        return None
+    nb = ctx.nb
+    sts = [np.broadcast_to(np.asarray(s, dtype=np.int64).reshape(-1), (nb,)) for s in starts]
+    bm = block_mask(ctx.mask, nb)
+    if bm is not None:
+        sts = [s[bm] for s in sts]
+    if any(len(s) and (s.min() < 0 or s.max() + e > n) for s, e, n in zip(sts, exts, sh.shape)):
+        return None
+    win = as_strided(sh, shape=tuple(n - e + 1 for n, e in zip(sh.shape, exts)) + tuple(exts),
+                     strides=sh.strides + sh.strides, writeable=True)
+    return win, tuple(sts)
 
 
 def _copy_source_kept(s: N.Copy, ctx, ev):
@@ -242,12 +264,15 @@ def _check_region(r: N.Region, ctx, ev, loc, keep=None) -> None:
             if whole and bm is None:
                 ctx.shadow[FULL].add(uid)
             return
-    cells, where = _region_cells(r, sh, ctx, ev, keep)
+    gw = _global_windows(r, sh, ctx, ev) if keep is None else None
+    if gw is not None and gw[0][gw[1]].all():
+        return
+    cells, ok = _region_cells(r, sh, ctx, ev, keep)
     vals = sh[cells]
     if not vals.all():
         k = int(np.argmax(~vals))
         el = [int(c[k]) for c in cells]
-        b = int(where[k][0])
+        b = int(np.argwhere(ok)[k][0])
         raise _uninit_error(r.buffer, el[1:] if r.buffer.scope != "global" else el, ctx.block_ids[b], loc)
 
 
@@ -266,6 +291,10 @@ def _mark_region(r: N.Region, ctx, ev) -> None:
                 ctx.shadow[FULL].add(uid)
         else:
             view[bm] = True
+        return
+    gw = _global_windows(r, sh, ctx, ev)
+    if gw is not None:
+        gw[0][gw[1]] = True  # overlapping windows of one array: NumPy writes them all
         return
     cells, _ = _region_cells(r, sh, ctx, ev)
     sh[cells] = True
