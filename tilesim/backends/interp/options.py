@@ -38,8 +38,8 @@ class InterpOptions:
             gain (chunks of several MiB of tiles: NumPy and BLAS release the GIL in their large
             calls, while small chunks lose more to GIL hand-offs than they gain). ``1``: chunks run
             one after another. ``n >= 2``: up to ``n`` threads on every launch that allows them.
-            Results are bitwise the same either way. Launches with atomics, ``races=True`` and
-            ``mode="serial"`` always run on one thread. See ``interp/chunks.py``.
+            Results are bitwise the same either way. Launches with atomics, ``races=True``,
+            ``uninit="check"`` and ``mode="serial"`` always run on one thread. See ``interp/chunks.py``.
         fuse_gemm_loops: run the canonical tiled-GEMM K loop (copy A tile, copy B tile, gemm) as one
             product per group of blocks over the whole K range (``interp/gemm_loop.py``): the same
             values up to the BLAS summation order, several times faster. ``False``: step by step.

@@ -49,6 +49,7 @@ def chunk_shadow(run_shadow: dict) -> dict:
     sh[FULL] = set()
     return sh
 
+
 _HINT = ("write every element before it is read (T.clear / T.fill an accumulator, copy the tile in first), "
          "or keep the read out of lanes that were never written (an `if` or T.if_then_else)")
 
