@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 import tilesim
 import tilesim.language as T
 from tilesim import InterpOptions, KernelRuntimeError
+from tilesim.backends.interp import chunks
 from tilesim.errors import KernelSyntaxError
+from tilesim.ir import nodes as N
 from tilesim.ir.printer import format_ir
 from tilesim.sanitize import check_kernel, untracked_views
 
@@ -360,3 +362,36 @@ def test_grid_barrier_on_the_cpu_and_cuda_targets():
     with pytest.raises(tilesim.KernelTypeError, match="T.sync_grid .* not supported by the CUDA backend") as e:
         _grid_neighbour("cuda")()
     assert "T.sync_grid()" in linecache.getline(e.value.loc.file, e.value.loc.line)
+
+
+def _wide_view(N, part, bs=8):
+    """An fp32 fragment written through an fp16 view of twice the elements (``part`` of them)."""
+    @tilesim.jit(out_idx=[-1])
+    def k():
+        @T.prim_func
+        def main(A: T.Tensor((2 * N,), "float16"), O: T.Tensor((N,), F32)):
+            with T.Kernel(T.ceildiv(N, bs), threads=128) as bx:
+                t = T.alloc_fragment((bs,), F32)
+                v = T.view(t, (2 * bs,), "float16")
+                for i in T.Parallel(part):
+                    v[i] = A[2 * bx * bs + i]
+                T.copy(t, O[bx * bs])
+        return main
+    return k()
+
+
+def test_views_of_another_width_fall_back_to_the_differential():
+    a = np.random.default_rng(5).standard_normal(48).astype(np.float16)
+    k = _wide_view(24, 16)
+    assert untracked_views(k.prim_func) == ["v"]
+    rep = check_kernel(k, [a])
+    assert rep.ok, rep.findings
+    np.testing.assert_array_equal(k.run(a, options=CHECK), a.view(np.float32))
+    rep = check_kernel(_wide_view(24, 10), [a])  # elements 5.. of t are never written
+    assert not rep.ok and "O: 9 of 24 element(s) depend on uninitialised memory" in rep.findings[0], rep.findings
+
+
+def test_checking_runs_use_one_thread():
+    launch = next(s for s in _rows(8, 16, 8).prim_func.body if isinstance(s, N.Launch))
+    assert chunks.parallel_safe(launch, InterpOptions())
+    assert not chunks.parallel_safe(launch, CHECK)
