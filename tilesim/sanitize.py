@@ -19,7 +19,9 @@ Contract
     range, is a finding naming the buffer, the index and the source line. Tile copies and
     ``T.Parallel`` accesses that overhang a tensor edge are TileLang's masked edges, not findings.
   - **races**: two blocks writing one global element in one launch, whatever the kinds of store
-    (plain, tile copy, atomic), unless all writes are atomics of one kind.
+    (plain, tile copy, atomic), unless all writes are atomics of one kind; a block reading an element
+    another block writes. In a launch with grid barriers (``T.sync_grid``) only accesses between the
+    same two barriers can race.
   - **uninitialised memory** (the shadow mask, ``interp/shadow.py``): the first read of an element of
     an on-chip buffer or of an output tilesim allocated that no statement wrote — by an element load,
     a tile copy, a gemm operand or accumulator, a reduction, an atomic — names the buffer, the
