@@ -125,6 +125,8 @@ class JITKernel:
         if res is not NotImplemented:
             return res
         opts = options or self.options
+        if opts.uninit == "check":  # the outputs allocated here start uninitialised in the shadow mask
+            opts = replace(opts, fresh=frozenset(pf.params[i].uid for i in self.out_idx))
         bound = B.bind_host(pf, self.out_idx, values, lambda shape, dtype: new_array(shape, dtype, opts.uninit))
         self.program.run(pf, bound.arrays, bound.scalars, opts, progress=progress)
         return bound.finish()

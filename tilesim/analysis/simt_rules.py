@@ -58,7 +58,8 @@ def thread_factor(a: Analyzer) -> float:
 
 @COST_RULES.register(N.SyncThreads)
 def _sync_threads(a: Analyzer, s: N.SyncThreads):
-    op = a.new_op("compute", s, "vector", label="T.sync_threads" + ("" if s.count is None else f"({s.count})"))
+    op = a.new_op("compute", s, "vector", label="T.sync_grid" if s.grid else
+                  "T.sync_threads" + ("" if s.count is None else f"({s.count})"))
     op.syncs = 1.0
     return [op]
 

@@ -126,7 +126,7 @@ def _b_tvm_thread_allreduce(tr, loc, args, dtype):
     tr._alloc(buf)
     t = S.linear_thread(tr, loc)
     tr.emit(N.Store(buf, (X.index_expr(t, loc),), X.cast_to(X.to_expr(value, loc), acc, loc), loc))
-    tr.emit(N.SyncThreads(None, None, loc))
+    tr.emit(N.SyncThreads(None, None, loc=loc))
     dst = X.make_load(out.buffer, out.items, loc)
     tr.emit(N.Store(dst.buffer, dst.indices, X.cast_to(X.to_expr(red.identity, loc, like=acc), dst.dtype, loc), loc))
     rvars = [N.Var(f"r{d}", "int32", kind="loop", loc=loc) for d in dims]
@@ -144,4 +144,4 @@ def _b_tvm_thread_allreduce(tr, loc, args, dtype):
     for d, r in reversed(list(zip(dims, rvars))):
         body = (N.For(r, N.Const(0, "int32", loc), N.Const(threads[d], "int32", loc), 1, "serial", body, (), loc),)
     tr.emit(body[0])
-    tr.emit(N.SyncThreads(None, None, loc))
+    tr.emit(N.SyncThreads(None, None, loc=loc))

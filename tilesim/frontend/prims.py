@@ -564,8 +564,11 @@ def _b_sync_grid(tr, loc):
     (``interp/chunks.py``), so every block's writes before the barrier are seen after it."""
     if not tr.in_launch():
         raise KernelSyntaxError("T.sync_grid outside `with T.Kernel(...)`", loc)
+    if tr.parallel_depth:
+        raise KernelSyntaxError("T.sync_grid inside T.Parallel", loc, hint="put the grid barrier between loops")
     if ("sync_grid", True) not in tr.launch["annotations"]:
         tr.launch["annotations"].append(("sync_grid", True))
+    tr.emit(N.SyncThreads(grid=True, loc=loc))  # its place: the race checker's phases (interp/checks.py)
 
 
 @builder("annotate_safe_value")

@@ -186,7 +186,7 @@ def _b_sync_threads(tr, loc, barrier_id, arrive_count):
     if barrier_id is not None and barrier_id > 15:
         raise KernelTypeError(f"T.sync_threads: barrier_id {barrier_id} (a block has 16 named barriers, 0-15)", loc)
     count = None if arrive_count is None or arrive_count == nt else arrive_count
-    tr.emit(N.SyncThreads(barrier_id, count, loc))
+    tr.emit(N.SyncThreads(barrier_id, count, loc=loc))
 
 
 @builder("device_assert")

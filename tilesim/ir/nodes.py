@@ -349,10 +349,13 @@ class AtomicFetch(Stmt):
 class SyncThreads(Stmt):
     """``T.sync_threads()`` (every thread of the block) or ``T.sync_threads(barrier_id, count)`` (a named
     barrier of ``count`` threads): every participating thread waits there until all have arrived; the
-    shared-memory writes made before it are visible to every participant after it."""
+    shared-memory writes made before it are visible to every participant after it. ``grid=True`` is
+    ``T.sync_grid()``: every thread of every block of the launch (annotated ``("sync_grid", True)``)
+    waits there, and every global write before it is visible to every block after it."""
 
     barrier_id: int | None = None
     count: int | None = None
+    grid: bool = False
     loc: Loc | None = field(default=None, compare=False)
 
 

@@ -205,6 +205,9 @@ def _atomic_fetch(p, s, d):
 
 @STMTS.register(N.SyncThreads)
 def _sync_threads(p, s, d):
+    if s.grid:
+        p.w(d, "T.sync_grid()")
+        return
     args = ", ".join(str(a) for a in (s.barrier_id, s.count) if a is not None)
     p.w(d, f"T.sync_threads({args})")
 

@@ -291,10 +291,11 @@ def _atomic_fetch(v, s, scope, ctx):
 
 @STMTS.register(N.SyncThreads)
 def _sync_threads(v, s, scope, ctx):
+    what = "T.sync_grid" if s.grid else "T.sync_threads"
     if not ctx.get("launch"):
-        v.bad("T.sync_threads outside a launch", s.loc, user=True)
+        v.bad(f"{what} outside a launch", s.loc, user=True)
     elif ctx.get("parallel"):
-        v.bad("T.sync_threads inside T.Parallel", s.loc, user=True)
+        v.bad(f"{what} inside T.Parallel", s.loc, user=True)
     elif s.count is not None and not 0 < s.count <= ctx["threads"]:
         v.bad(f"T.sync_threads: {s.count} threads, but the block has {ctx['threads']}", s.loc, user=True)
 

@@ -239,7 +239,10 @@ def _continue(g: _Gen, s) -> None:
 
 @stmt_rule(N.SyncThreads)
 def _sync(g: _Gen, s) -> None:
-    """At tile level a barrier has nothing to do (per-thread launches split at it: codegen_simt.py)."""
+    """At tile level a block barrier has nothing to do (per-thread launches split at it: codegen_simt.py); a
+    grid barrier needs every block to reach it first (the interpreter runs such a launch in lockstep)."""
+    if s.grid:
+        raise Unsupported("a grid barrier (T.sync_grid)", s.loc)
 
 
 @stmt_rule(N.Launch, N.MBarrier, N.WarpSpec)

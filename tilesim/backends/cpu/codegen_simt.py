@@ -70,6 +70,8 @@ class _Simt:
     def block_stmt(self, s) -> None:
         g = self.g
         if isinstance(s, N.SyncThreads):
+            if s.grid:
+                raise Unsupported("a grid barrier (T.sync_grid)", s.loc)
             if s.count is not None and s.count != self.p.nthreads:
                 raise Unsupported("a named barrier of part of the block", s.loc)
             return

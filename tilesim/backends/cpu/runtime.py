@@ -146,7 +146,7 @@ class CpuProgram(Program):
 
     def run(self, pf, arrays, scalars, options, progress=None):
         options = options or InterpOptions()
-        if self.fallback or options.oob != "zero" or options.races:
+        if self.fallback or options.oob != "zero" or options.races or options.uninit == "check":
             return interp_run(pf, arrays, scalars, options, progress=progress)
         key = (options.uninit, options.tf32)
         if key != self._key:  # code generated for other options

@@ -100,6 +100,10 @@ def top_level_barriers(g) -> None:
 
 @STMT_RULES.register(N.SyncThreads)
 def _sync_threads(g, s):
+    if s.grid:
+        raise KernelTypeError("T.sync_grid (a grid-wide barrier: a cooperative launch) is not supported by the CUDA "
+                              "backend", s.loc, hint="split the kernel into two launches at the barrier, or run it on "
+                                                     "the interpreter (target='interp')")
     if s.count is not None:
         raise KernelTypeError(f"T.sync_threads({s.barrier_id}, {s.count}) (a named barrier of {s.count} of the "
                               f"{g.nt} threads) is not supported by the CUDA backend", s.loc,

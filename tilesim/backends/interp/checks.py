@@ -10,7 +10,8 @@ race record (``races=True``), used by :mod:`.memory`, :mod:`.tile_copy` and :mod
   several), and under ``"written"`` the buffers the launch writes (reads of others are not recorded).
   Two blocks writing one element raise unless all writes are atomics of one kind; a block
   reading an element another block writes raises, whichever comes first, so batched and serial runs
-  report the same races.
+  report the same races. A grid barrier (``T.sync_grid``) starts a new record (:func:`new_phase`):
+  accesses in different phases are ordered, only those of one phase can race.
 """
 
 from __future__ import annotations
@@ -21,6 +22,15 @@ from ...errors import KernelRuntimeError
 from ...ir import nodes as N
 from ...ir.traverse import regions, walk_exprs, walk_stmts
 from .state import block_mask
+
+
+def new_phase(ctx) -> None:
+    """A grid barrier (``T.sync_grid``): the launch's race record starts over. Its blocks run as one chunk
+    in lockstep (``chunks.plan``), so every block has made the accesses before the barrier."""
+    written = ctx.writers.get("written")
+    ctx.writers.clear()
+    if written is not None:
+        ctx.writers["written"] = written
 
 
 def oob_error(buf, loc, what="access", index=None, shape_now=None):

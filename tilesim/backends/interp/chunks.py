@@ -21,7 +21,8 @@ time. ``per_block`` is the on-chip bytes estimate of one block.
   gains (on a 2-core VM a 512³ GEMM, 6 MiB of tiles, ran ~20% slower in two threads, a 2048³ one
   ~1.6x faster). An explicit ``threads >= 2`` threads every safe launch.
 * Safe to run concurrently: not ``mode="serial"``, not ``races=True`` (the race record is shared by
-  the chunks), no atomic operation in the body (concurrent float adds would make results depend on
+  the chunks), not ``uninit="check"`` (nor are the global initialised masks; one thread also makes the
+  first finding reported the same every run), no atomic operation in the body (concurrent float adds would make results depend on
   timing).
 
 ``run_chunks(starts, fn, done, workers)`` calls ``fn(start)`` for every chunk start and
@@ -86,7 +87,8 @@ def _has_atomic(stmts) -> bool:
 
 def parallel_safe(launch: N.Launch, options) -> bool:
     """Whether the chunks of ``launch`` may run concurrently (see the module docstring)."""
-    return options.mode != "serial" and not options.races and not _has_atomic(launch.body)
+    return (options.mode != "serial" and not options.races and options.uninit != "check"
+            and not _has_atomic(launch.body))
 
 
 def plan(launch: N.Launch, total: int, per_block: int, options) -> tuple[int, int]:

@@ -152,7 +152,16 @@ def _logical(e, ctx):
         if e.op == "or" and a:
             return True
         return ev(e.b, ctx)
-    b = ev(e.b, ctx)
+    if ctx.shadow is None:
+        b = ev(e.b, ctx)
+    else:  # uninit="check": the right side is read only where it decides, as CUDA's && and || do
+        saved = ctx.mask
+        take = a if e.op == "and" else np.logical_not(a)
+        ctx.mask = take if saved is None else (False if saved is False else np.logical_and(saved, take))
+        try:
+            b = ev(e.b, ctx) if np.any(take) else False
+        finally:
+            ctx.mask = saved
     return np.logical_and(a, b) if e.op == "and" else np.logical_or(a, b)
 
 

@@ -35,7 +35,8 @@ block's values depend only on its group (one BLAS call of a fixed shape on fixed
 which blocks share its chunk, so batched, serial and threaded runs agree bit for bit (a chunk computes
 its groups whole: in ``mode="serial"`` each block pays its group's product). The plain path runs when
 ``InterpOptions.fuse_gemm_loops`` is False, ``oob="error"`` (so the failing access is reported) or
-``races=True`` (so every block's reads are recorded).
+``races=True`` (so every block's reads are recorded) or ``uninit="check"`` (so every step's tiles are
+marked initialised).
 """
 
 from __future__ import annotations
@@ -279,7 +280,8 @@ def _operand(cp: N.Copy, trans: bool, ctx: Ctx, env: dict, nk: int, nw: int, k_a
 
 def run(plan: GemmLoopPlan, ctx: Ctx) -> bool:
     """Run the loop fused (see the module docstring); False: the caller runs the plain path."""
-    if not ctx.options.fuse_gemm_loops or ctx.options.oob == "error" or ctx.options.races or ctx.mask is not None:
+    if (not ctx.options.fuse_gemm_loops or ctx.options.oob == "error" or ctx.options.races or ctx.mask is not None
+            or ctx.shadow is not None):
         return False
     loop, g = plan.loop, plan.gemm
     start, stop = ev(loop.start, ctx), ev(loop.stop, ctx)

@@ -23,6 +23,7 @@ from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from ... import dtypes as dt
 from ...ir import nodes as N
+from . import shadow
 from .checks import (
     _note_region_read,
     _race_check,
@@ -32,7 +33,7 @@ from .checks import (
     note_read_elements,
 )
 from .checks import oob_error as _oob_error
-from .state import Ctx, Storage, block_mask, lift, new_array
+from .state import Ctx, Storage, block_mask, is_deferred, lift, new_array
 
 
 def to_compute(arr, dtype: str):
@@ -84,7 +85,11 @@ def _arrange(storage, axes, rank):
     return arr.reshape(shape)
 
 
-def load(e: N.Load, idx, ctx: Ctx):
+def load(e: N.Load, idx, ctx: Ctx, checked: bool = False):
+    if ctx.shadow is not None and not checked and e.buffer.uid in ctx.shadow:
+        v = load(e, idx, ctx, True)  # raises first if the access is out of range
+        shadow.check_elements(e.buffer, idx, ctx, e.loc)
+        return v
     buf = e.buffer
     st = ctx.storage[buf.uid]
     if buf.scope == "global":
@@ -182,7 +187,11 @@ def _load_global(e, buf, st, idx, ctx):
 
 
 # ---------------------------------------------------------------------------------------- element stores
-def store(s: N.Store, idx, value, ctx: Ctx):
+def store(s: N.Store, idx, value, ctx: Ctx, checked: bool = False):
+    if ctx.shadow is not None and not checked and s.buffer.uid in ctx.shadow:
+        store(s, idx, value, ctx, True)
+        shadow.mark_elements(s.buffer, idx, ctx)
+        return
     buf = s.buffer
     st = ctx.storage[buf.uid]
     mask = ctx.mask
@@ -523,8 +532,13 @@ def region_indices(r: N.Region, ctx: Ctx, ev):
     return idx, valid, exts
 
 
-def allocate_onchip(s: N.Alloc, ctx: Ctx, ev):
+def allocate_onchip(s: N.Alloc, ctx: Ctx, ev, checked: bool = False):
     """Make the storage of ``T.alloc_*`` ``s`` (a view of its root for ``T.view``; deferred when uninitialised)."""
+    if ctx.shadow is not None and not checked:
+        allocate_onchip(s, ctx, ev, True)
+        shadow.on_alloc(s, ctx.storage[s.buffer.uid].shape if not is_deferred(ctx.storage, s.buffer.uid)
+                        else ctx.storage.deferred[s.buffer.uid][0], ctx)
+        return
     b = s.buffer
     if b.alias_of is not None:
         root = ctx.storage[b.alias_of.uid]

@@ -17,8 +17,12 @@ class InterpOptions:
             definition; tests hold the two equal).
         uninit: what uninitialised outputs and allocations hold: ``"nan"`` (floats NaN, integers a
             sentinel, the default: a kernel that reads memory it never wrote shows it), ``"zero"``, ``"one"``
-            (the sanitizer compares runs under three fills), or ``"empty"`` (whatever ``numpy.empty``
-            returns, like ``torch.empty``).
+            (the sanitizer's fallback compares runs under three fills), ``"empty"`` (whatever
+            ``numpy.empty`` returns, like ``torch.empty``), or ``"check"``: memory is filled as with
+            ``"nan"`` and every on-chip buffer and tilesim-allocated output carries a per-element
+            "initialised" mask; the first read of an element nobody wrote raises
+            ``KernelRuntimeError`` at the reading statement (``interp/shadow.py``), and so does an
+            ``out_idx`` output left partly unwritten.
         oob: out-of-range **global** accesses: ``"zero"`` (TileLang: reads give 0, writes are skipped),
             ``"error"`` (raise ``KernelRuntimeError`` at the access's source line, tile copies at
             tensor edges included), or ``"check"`` (the sanitizer's rule: tile copies and ``T.Parallel``
@@ -34,11 +38,14 @@ class InterpOptions:
             gain (chunks of several MiB of tiles: NumPy and BLAS release the GIL in their large
             calls, while small chunks lose more to GIL hand-offs than they gain). ``1``: chunks run
             one after another. ``n >= 2``: up to ``n`` threads on every launch that allows them.
-            Results are bitwise the same either way. Launches with atomics, ``races=True`` and
-            ``mode="serial"`` always run on one thread. See ``interp/chunks.py``.
+            Results are bitwise the same either way. Launches with atomics, ``races=True``,
+            ``uninit="check"`` and ``mode="serial"`` always run on one thread. See ``interp/chunks.py``.
         fuse_gemm_loops: run the canonical tiled-GEMM K loop (copy A tile, copy B tile, gemm) as one
             product per group of blocks over the whole K range (``interp/gemm_loop.py``): the same
             values up to the BLAS summation order, several times faster. ``False``: step by step.
+        fresh: uids of the global tensors tilesim allocated for this run (``JITKernel.run`` sets it to the
+            ``out_idx`` outputs when ``uninit="check"``): they start unset in the initialised mask, while
+            tensors the caller passed are initialised by definition. Users leave it empty.
     """
 
     mode: str = "batched"
@@ -49,12 +56,14 @@ class InterpOptions:
     chunk_bytes: int = 256 * 2**20
     threads: int = 0
     fuse_gemm_loops: bool = True
+    fresh: frozenset = frozenset()
 
     def __post_init__(self):
         if self.mode not in ("batched", "serial"):
             raise KernelTypeError(f"InterpOptions.mode must be 'batched' or 'serial', got {self.mode!r}")
-        if self.uninit not in ("nan", "zero", "one", "empty"):
-            raise KernelTypeError(f"InterpOptions.uninit must be 'nan', 'zero', 'one' or 'empty', got {self.uninit!r}")
+        if self.uninit not in ("nan", "zero", "one", "empty", "check"):
+            raise KernelTypeError(f"InterpOptions.uninit must be 'nan', 'zero', 'one', 'empty' or 'check', "
+                                  f"got {self.uninit!r}")
         if self.oob not in ("zero", "error", "check"):
             raise KernelTypeError(f"InterpOptions.oob must be 'zero', 'error' or 'check', got {self.oob!r}")
         if isinstance(self.chunk_bytes, bool) or not isinstance(self.chunk_bytes, int) or self.chunk_bytes <= 0:

@@ -30,7 +30,7 @@ from ... import dtypes as dt
 from ...errors import KernelRuntimeError
 from ...ir import nodes as N
 from ...ir.traverse import walk_stmts
-from . import checks, chunks, coroutines, gemm_loop, simt
+from . import checks, chunks, coroutines, gemm_loop, memory, shadow, simt
 from . import ws as _ws  # noqa: F401 - registers the WarpSpec / MBarrier rules
 from .exprs import ev
 from .options import InterpOptions
@@ -68,6 +68,8 @@ def run(pf: N.PrimFunc, arrays: dict, scalars: dict, options: InterpOptions, pro
     env = dict(scalars)
     storage = dict(arrays)
     top = Ctx(1, options, env, storage, np.zeros(1, dtype=np.int64))
+    if options.uninit == "check":
+        top.shadow = shadow.start_run(arrays, options.fresh)
     n_launch = 0
     for s in pf.body:
         if isinstance(s, N.Launch):
@@ -75,6 +77,8 @@ def run(pf: N.PrimFunc, arrays: dict, scalars: dict, options: InterpOptions, pro
             n_launch += 1
         else:
             STMT_RULES(s)(s, top)
+    if top.shadow is not None:
+        shadow.finish_run(pf, top.shadow, options.fresh)
 
 
 def _launch(s: N.Launch, top: Ctx, options: InterpOptions, progress=None, index=0):
@@ -95,6 +99,8 @@ def _launch(s: N.Launch, top: Ctx, options: InterpOptions, progress=None, index=
     if prep is not None:
         per_block += prep.nthreads * 256  # per-thread values are (blocks, threads) arrays
     rules = None if prep is None else simt.simt_rules()
+    if top.shadow is not None:  # tile operations check and set the initialised mask
+        rules = shadow.wrap(rules or STMT_RULES.rules, STMT_RULES.rules, (ev, memory.region_starts))
     chunk, workers = chunks.plan(s, total, per_block, options)
     gemm_plans = gemm_loop.plan_launch(s, grid, top.env) if prep is None else {}
     runs = coroutines.plan(body)
@@ -118,6 +124,9 @@ def _launch(s: N.Launch, top: Ctx, options: InterpOptions, progress=None, index=
         ctx.safe = safe
         ctx.gemm_loops = gemm_plans
         ctx.runs = runs
+        if top.shadow is not None:
+            ctx.shadow = shadow.chunk_shadow(top.shadow)  # global masks shared, on-chip ones per chunk
+        ctx.rules = rules
         if prep is not None:
             simt.enter(ctx, prep, rules)
         run_body(body, ctx)

@@ -52,7 +52,7 @@ from ... import dtypes as dt
 from ...errors import KernelRuntimeError, KernelTypeError
 from ...ir import nodes as N
 from ...ir.traverse import binds, map_expr, map_exprs_in, map_stmts, regions, regions_of, walk, walk_stmts
-from . import checks, memory
+from . import checks, memory, shadow
 from .exprs import ev
 from .state import Ctx
 from .tables import EXPR_RULES, STMT_RULES
@@ -318,7 +318,10 @@ def _block_level(s, ctx: Ctx):
             env[uid] = _collapse(v, mask, f"an operand of {name}", s.loc, ctx.nb)
     ctx.env, ctx.rank, ctx.mask, ctx.rules, ctx.loops = env, 0, bm, None, []
     try:
-        STMT_RULES.rules[type(s)](s, ctx)
+        if ctx.shadow is None:
+            STMT_RULES.rules[type(s)](s, ctx)
+        else:  # the initialised-mask checks of the tile operation
+            shadow.tile_op(STMT_RULES.rules[type(s)], s, ctx, (ev, memory.region_starts))
     finally:
         ctx.env, ctx.rank, ctx.mask, ctx.rules, ctx.loops = saved
 
@@ -326,7 +329,9 @@ def _block_level(s, ctx: Ctx):
 def _maybe_block_level(s, ctx: Ctx):
     if id(s) in ctx.simt.block:
         return _block_level(s, ctx)
-    return STMT_RULES.rules[type(s)](s, ctx)
+    if ctx.shadow is None:
+        return STMT_RULES.rules[type(s)](s, ctx)
+    return shadow.tile_op(STMT_RULES.rules[type(s)], s, ctx, (ev, memory.region_starts))
 
 
 def simt_rules() -> dict:
@@ -340,6 +345,8 @@ def simt_rules() -> dict:
 # ------------------------------------------------------------------------------------------ rules
 @rule(N.SyncThreads)
 def _sync_threads(s: N.SyncThreads, ctx: Ctx):
+    if s.grid and ctx.options.races:
+        checks.new_phase(ctx)  # a grid barrier orders every access before it against every one after it
     if ctx.simt is None or ctx.rules is None:
         return  # tile level: one logical thread per block, nothing to wait for
     want = ctx.simt.nthreads if s.count is None else s.count

@@ -38,7 +38,7 @@ def _fill_uninit(arr: np.ndarray, dtype: str, how: str):
         return
     if how == "one":  # the sanitizer's third fill: differs from NaN and 0 through comparisons and casts
         arr[...] = 1
-    elif how == "zero" or dtype == "bool":
+    elif how == "zero" or dtype == "bool":  # (bool memory under "nan"/"check" holds False)
         arr[...] = 0
     elif dt.is_float(dtype):
         arr[...] = np.nan
@@ -135,6 +135,7 @@ class Ctx:
         self.gemm_loops: dict = {}  # id(For) -> gemm_loop.GemmLoopPlan (loops run fused)
         self.safe: dict = {}  # global buffer uid -> value out-of-range reads give (T.annotate_safe_value)
         self.simt = None  # simt.Prepared of a per-thread launch
+        self.shadow: dict | None = None  # uninit="check": buffer uid -> initialised mask (shadow.py)
         self.rules: dict | None = None  # statement rules in force (None: STMT_RULES; per-thread: simt's)
         self.runs: dict = {}  # coroutines.plan of the launch body: id(stmt) -> warp-group run members
         self.sched = None  # coroutines scheduler while warp groups run as tasks (shared by their Ctx copies)
