@@ -38,7 +38,9 @@ Contract
   loaded unchanged and ``main()`` called with that function's size arguments overridden. The shim's
   ``torch.cuda.get_device_capability()`` reports 9.0, or the architecture
   the program's path targets (:data:`CAPABILITY`: ``sm120`` -> 12.0, ``sm100``/``tcgen05`` -> 10.0), as
-  tilesim interprets the program's meaning rather than a chip.
+  tilesim interprets the program's meaning rather than a chip. A program that compiles with an explicit
+  ``target="cuda"`` (:func:`asks_cuda_target`) runs tilesim's Numba CUDA backend under numba's CUDA simulator
+  (``NUMBA_ENABLE_CUDASIM=1``), the GPU it asks for.
 * **Verdicts.** ``pass`` (exit 0); ``timeout``; ``wrong`` (the program's reference check failed: the last
   exception is an ``AssertionError`` (or ``*Mismatch*``) raised outside tilesim or by tilesim's
   profiler/testing helpers, whose message ('not close', 'Mismatch', tolerances, ...), asserting line
@@ -225,6 +227,18 @@ CAPABILITY = ((re.compile(r"sm_?120"), "12.0"), (re.compile(r"sm_?100|tcgen05"),
 def capability_of(rel: str) -> str:
     """The ``major.minor`` capability the shim reports to program ``rel`` (see :data:`CAPABILITY`)."""
     return next((cc for pat, cc in CAPABILITY if pat.search(rel)), "9.0")
+
+
+def asks_cuda_target(path: Path) -> bool:
+    """Whether the program passes ``target="cuda"`` to a call (``tilelang.compile(..., target="cuda")``): such a
+    program runs tilesim's Numba CUDA backend, which needs a GPU, so the harness gives it numba's CUDA simulator
+    (``NUMBA_ENABLE_CUDASIM=1``) as the GPU it expects; every other program keeps tilesim's ``auto`` target."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except SyntaxError:
+        return False
+    return any(isinstance(n, ast.keyword) and n.arg == "target" and isinstance(n.value, ast.Constant)
+               and n.value.value == "cuda" for n in ast.walk(tree))
 
 
 # Programs whose main() takes no arguments and calls FUNCTION(**sizes, ...) with GPU-sized values: the unchanged
@@ -451,6 +465,8 @@ def run_one(rel: str, staging: Path, work: Path, env: dict, timeout: float) -> d
         cmd = [sys.executable, "-c", small_call_command(script.name, function, sizes)]
     start = time.perf_counter()
     env = dict(env, TILESIM_SHIM_CAPABILITY=capability_of(rel))
+    if asks_cuda_target(script):
+        env["NUMBA_ENABLE_CUDASIM"] = "1"
     proc = subprocess.Popen(cmd, cwd=script.parent, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:

@@ -1,3 +1,3 @@
-"""``tilelang.tools.cuda``: CUDA-only tooling (:mod:`.iket`, refused with the reason)."""
+"""``tilelang.tools.cuda``: CUDA-only tooling (:mod:`.iket`: IKET instrumentation events and its session/registry API)."""
 
 from . import iket  # noqa: F401
