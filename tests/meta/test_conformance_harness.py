@@ -77,3 +77,17 @@ def test_expected_errors_count_as_run_not_passed():
             {"program": "autodd/tilelang_buggy.py", "verdict": "expected-error", "seconds": 1.0}]
     s = te.summarise(rows)
     assert s["programs_run"] == 2 and s["pass_pct"] == 50.0
+
+
+def test_only_programs_that_ask_for_target_cuda_get_the_cuda_simulator(tmp_path):
+    cases = {
+        "compile.py": ('kernel = tilelang.compile(program, out_idx=-1, target="cuda", execution_backend="cython")\n',
+                       True),
+        "jit.py": ('@tilelang.jit(target="cuda")\ndef f():\n    pass\n', True),
+        "auto.py": ('kernel = tilelang.compile(program, out_idx=-1)\n', False),
+        "comment.py": ('# @tilelang.jit(target="cuda")\nx = "target=cuda"\n', False),
+        "other.py": ('kernel = tilelang.compile(program, target="hip")\n', False),
+    }
+    for name, (src, want) in cases.items():
+        (tmp_path / name).write_text(src)
+        assert te.asks_cuda_target(tmp_path / name) is want, name
