@@ -219,3 +219,35 @@ def test_path_helpers(tmp_path):
     assert iket.output_path("k.cu", directory=tmp_path / "sub") == tmp_path / "sub" / "k.cu"
     cmd = iket.profile_command(["python", "my prog.py"], directory=tmp_path)
     assert cmd.startswith("python -m iket.cli.main --output-dir") and "'my prog.py'" in cmd and "--clobber" in cmd
+
+
+@T.prim_func
+def _per_thread(A: T.Tensor((300,), T.float32), C: T.Tensor((300,), T.float32)):
+    with T.Kernel(3, threads=128) as bx:
+        tx = T.get_thread_binding()
+        s = T.alloc_shared((128,), T.float32)
+        with iket.range("load"):
+            if bx * 100 + tx < 300 and tx < 100:
+                s[tx] = A[bx * 100 + tx]
+        T.sync_threads()
+        iket.mark("synced", payload=tx)
+        if tx < 100:
+            if bx * 100 + tx < 300:
+                iket.mark("w")  # the only statement before the store: generated code keeps the block valid
+                C[bx * 100 + tx] = s[99 - tx] * 2
+
+
+@pytest.mark.parametrize("target, mode", [("interp", "batched"), ("interp", "serial"), ("cpu", None)])
+def test_events_in_per_thread_code_around_a_barrier(target, mode):
+    a = np.arange(300, dtype=np.float32)
+    ref = np.concatenate([a[i * 100:(i + 1) * 100][::-1] * 2 for i in range(3)])
+    opts = {"options": tilelang.InterpOptions(mode=mode)} if mode else {}
+    kern = tilelang.compile(_per_thread, out_idx=-1, target=target, **opts)
+    np.testing.assert_array_equal(kern(a), ref)
+
+
+def test_sanitizer_finds_nothing_in_events():
+    from tilesim.sanitize import check_kernel
+
+    rep = check_kernel(tilelang.compile(_per_thread, out_idx=-1))
+    assert rep.ok, rep.findings
