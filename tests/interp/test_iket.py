@@ -82,6 +82,9 @@ def test_ir_printer_and_cuda_lowering():
     assert "iket.range_pop('block_total')" in src
     cuda_src = tilelang.compile(pf, target="cuda").get_kernel_source()
     assert cuda_src.count("# iket ") == len(ev)
+    from tilesim.backends.cuda import compile_cuda
+
+    assert compile_cuda(pf).compile_ptx((9, 0))  # the lowered kernel compiles for sm_90 (no GPU needed)
 
 
 def test_cost_model_charges_nothing_for_events():
