@@ -137,6 +137,7 @@ _MISUSE = [
     (tilelang.KernelSyntaxError, "without a matching"),
     (tilelang.KernelSyntaxError, "does not match"),
     (tilelang.KernelSyntaxError, "with iket.range"),
+    (tilelang.KernelTypeError, "iket.mark: missing a required argument: 'name'"),
 ]
 
 
@@ -159,6 +160,8 @@ def _misuse(case):
                 iket.range_pop("b")
             if case == 6:
                 iket.range("r")
+            if case == 7:
+                iket.mark()
             A[0] = 1
     return k
 

@@ -152,6 +152,7 @@ def _kernel_only(prim: str, sig):
     outside.__doc__ = sig.__doc__
     outside.__tilesim_prim__ = "iket_" + prim
     outside.__tilesim_sig__ = sig
+    outside.__tilesim_display__ = f"iket.{prim}"  # how the frontend names it in argument errors
     return outside
 
 
