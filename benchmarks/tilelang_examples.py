@@ -3,15 +3,26 @@
 Usage::
 
     python benchmarks/tilelang_examples.py --mirror DIR [--only SUBSTR ...] [--timeout S] [--jobs N]
-                                           [--update PREV.json]
+                                           [--update PREV.json] [--fla-mirror FLA_DIR]
 
 ``DIR`` is a bare git directory of TileLang's repository (``examples/`` of ``HEAD`` is extracted to a
 temp dir) or a checkout containing ``examples/``. Nothing of TileLang is copied into this repository.
 
 What to install to run the check: tilesim, a torch build (the CPU one is enough; never pulled in by this
-repository's extras) and ``pip install '.[conformance]'`` (triton, fla-core, einops, tqdm): the programs'
-references and sibling kernels import them. The run starts by naming those of :data:`OPTIONAL` that are
-missing (the programs that import them fail).
+repository's extras) and ``pip install '.[conformance]'`` (triton, fla-core 0.6.0, transformers 4.52.4, einops,
+tqdm): the programs' references and sibling kernels import them. The run starts by naming those of
+:data:`OPTIONAL` that are missing (the programs that import them fail).
+
+Which fla (flash-linear-attention): the programs need two. linear_attention's references call fla >= 0.3's API
+(``l2norm_fwd`` returning ``(y, rstd)``): the installed fla-core 0.6.0. The gdn programs' references call fla at
+the commit they cite (f03cb3ae, 2025-06-09, between releases 0.2.2 and 0.3.0; their comment asks for that
+checkout on ``sys.path``): fla 0.3+ reordered those functions' positional parameters, so under fla-core 0.6.0 the
+arguments land in the wrong parameters (Triton's interpreter stops on 'Unsupported ptr type' / 'Both operands must
+be same dtype', or the reference returns other dtypes). No release takes all seven calls (0.2.2 takes five:
+``recompute_w_u_fwd`` / ``bwd_prepare_wy_repr`` differ). ``--fla-mirror`` (a bare git dir of
+fla-org/flash-linear-attention) stages that commit's ``fla/`` and puts it first on the PYTHONPATH of the programs
+of :data:`FLA_AT` only, as the programs set up; its ``import fla`` imports transformers' model classes, hence
+transformers 4.52.4 (of the same months) in the extra. deepseek_nsa, the other fla user, passes with either.
 
 Contract
 --------
@@ -38,7 +49,9 @@ Contract
   loaded unchanged and ``main()`` called with that function's size arguments overridden. The shim's
   ``torch.cuda.get_device_capability()`` reports 9.0, or the architecture
   the program's path targets (:data:`CAPABILITY`: ``sm120`` -> 12.0, ``sm100``/``tcgen05`` -> 10.0), as
-  tilesim interprets the program's meaning rather than a chip.
+  tilesim interprets the program's meaning rather than a chip. A program that compiles with an explicit
+  ``target="cuda"`` (:func:`asks_cuda_target`) runs tilesim's Numba CUDA backend under numba's CUDA simulator
+  (``NUMBA_ENABLE_CUDASIM=1``), the GPU it asks for.
 * **Verdicts.** ``pass`` (exit 0); ``timeout``; ``wrong`` (the program's reference check failed: the last
   exception is an ``AssertionError`` (or ``*Mismatch*``) raised outside tilesim or by tilesim's
   profiler/testing helpers, whose message ('not close', 'Mismatch', tolerances, ...), asserting line
@@ -80,8 +93,9 @@ WRAPPER_PREFIXES = ("test_", "regression_")
 
 #: what the programs import besides tilesim (module -> what it is); flash_attn has no CPU build on PyPI
 OPTIONAL = {"torch": "references (CPU build)", "triton": "Triton kernels (TRITON_INTERPRET=1 runs them)",
-            "fla": "fla-core (flash-linear-attention kernels)", "einops": "einops", "tqdm": "tqdm",
-            "flash_attn": "flash-attn (CUDA only: its programs fail here)"}
+            "fla": "fla-core (flash-linear-attention kernels)",
+            "transformers": "transformers 4.52.4 (`import fla` at the commit the gdn programs cite imports it)",
+            "einops": "einops", "tqdm": "tqdm", "flash_attn": "flash-attn (CUDA only: its programs fail here)"}
 
 
 def missing_optional() -> list[str]:
@@ -222,9 +236,49 @@ SMALL_MAIN: dict[str, dict | tuple[str, dict]] = {
 CAPABILITY = ((re.compile(r"sm_?120"), "12.0"), (re.compile(r"sm_?100|tcgen05"), "10.0"))
 
 
+#: Programs (path prefix) whose references import flash-linear-attention (``fla``) at the commit they cite ("we use
+#: the fla repository from the flash-linear-attention project at commit id f03cb3ae", with a commented
+#: ``sys.path.insert`` of that checkout): with ``--fla-mirror`` that commit's ``fla/`` is staged and put first on
+#: their PYTHONPATH, as the programs set up. No release has those call signatures (see the module docstring).
+FLA_AT = {"gdn/": "f03cb3ae6a6a4dc0c3a7792ae1dcb6c42de2d2d2"}
+
+
+def stage_fla(mirror: Path | None, work: Path) -> dict[str, Path]:
+    """Prefix of :data:`FLA_AT` -> a directory holding ``fla/`` at its commit (none without a mirror)."""
+    if mirror is None:
+        return {}
+    out = {}
+    for prefix, commit in FLA_AT.items():
+        dest = work / f"fla-{commit[:8]}"
+        dest.mkdir(exist_ok=True)
+        archive = subprocess.run(["git", "--git-dir", str(mirror), "archive", commit, "fla"], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+        out[prefix] = dest
+    return out
+
+
+def env_for(rel: str, env: dict, fla_dirs: dict[str, Path]) -> dict:
+    """``env`` with the staged fla checkout first on PYTHONPATH when ``rel`` is under a :data:`FLA_AT` prefix."""
+    d = next((p for prefix, p in fla_dirs.items() if rel.startswith(prefix)), None)
+    return env if d is None else dict(env, PYTHONPATH=os.pathsep.join([str(d), env.get("PYTHONPATH", "")]))
+
+
 def capability_of(rel: str) -> str:
     """The ``major.minor`` capability the shim reports to program ``rel`` (see :data:`CAPABILITY`)."""
     return next((cc for pat, cc in CAPABILITY if pat.search(rel)), "9.0")
+
+
+def asks_cuda_target(path: Path) -> bool:
+    """Whether the program passes ``target="cuda"`` to a call (``tilelang.compile(..., target="cuda")``): such a
+    program runs tilesim's Numba CUDA backend, which needs a GPU, so the harness gives it numba's CUDA simulator
+    (``NUMBA_ENABLE_CUDASIM=1``) as the GPU it expects; every other program keeps tilesim's ``auto`` target."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except SyntaxError:
+        return False
+    return any(isinstance(n, ast.keyword) and n.arg == "target" and isinstance(n.value, ast.Constant)
+               and n.value.value == "cuda" for n in ast.walk(tree))
 
 
 # Programs whose main() takes no arguments and calls FUNCTION(**sizes, ...) with GPU-sized values: the unchanged
@@ -451,6 +505,8 @@ def run_one(rel: str, staging: Path, work: Path, env: dict, timeout: float) -> d
         cmd = [sys.executable, "-c", small_call_command(script.name, function, sizes)]
     start = time.perf_counter()
     env = dict(env, TILESIM_SHIM_CAPABILITY=capability_of(rel))
+    if asks_cuda_target(script):
+        env["NUMBA_ENABLE_CUDASIM"] = "1"
     proc = subprocess.Popen(cmd, cwd=script.parent, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
@@ -551,6 +607,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per program")
     ap.add_argument("--jobs", type=int, default=2, help="programs run in parallel")
     ap.add_argument("--update", type=Path, help="previous JSON: keep its rows for programs not re-run")
+    ap.add_argument("--fla-mirror", type=Path, help="bare git dir of fla-org/flash-linear-attention: the programs "
+                                                    "of FLA_AT import fla at the commit they cite")
     args = ap.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="tilelang_examples_") as tmp:
@@ -568,6 +626,7 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg", TRITON_INTERPRET="1",
                    OMP_NUM_THREADS=str(max(1, (os.cpu_count() or 1) // args.jobs)),
                    PYTHONPATH=os.pathsep.join([str(work / "shim"), str(REPO), os.environ.get("PYTHONPATH", "")]))
+        fla_dirs = stage_fla(args.fla_mirror.resolve() if args.fla_mirror else None, work)
         missing = missing_optional()
         if missing:
             print("missing optional packages: " + "; ".join(f"{m} ({OPTIONAL[m]})" for m in missing), flush=True)
@@ -578,7 +637,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.update({rel: {"program": rel, "verdict": "wrapper", "seconds": 0.0, "error": ""} for rel in files
                      if kinds[rel] == "wrapper" and (not args.only or any(s in rel for s in args.only))})
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-            futures = [pool.submit(run_one, rel, work / "staged", work, env, args.timeout) for rel in to_run]
+            futures = [pool.submit(run_one, rel, work / "staged", work, env_for(rel, env, fla_dirs), args.timeout)
+                       for rel in to_run]
             for fut in concurrent.futures.as_completed(futures):
                 row = fut.result()
                 rows[row["program"]] = row
@@ -594,7 +654,8 @@ def main(argv: list[str] | None = None) -> int:
     print_report(rows_list, summary, hist)
     report = {"mirror": str(args.mirror), "mirror_commit": commit,
               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-              **versions(), "timeout_s": args.timeout, "jobs": args.jobs, "only": args.only,
+              **versions(), "fla_mirror": str(args.fla_mirror) if args.fla_mirror else None, "fla_at": FLA_AT,
+              "timeout_s": args.timeout, "jobs": args.jobs, "only": args.only,
               "summary": summary, "rows": rows_list,
               "helpers": [rel for rel in files if kinds[rel] == "helper"],
               "blockers": [{"count": n, "error": e, "programs": p} for n, e, p in hist]}

@@ -14,7 +14,9 @@ Contract
   naming the output, the count and the first mismatch.
 * ``do_bench(func=None, warmup=25, rep=100, n_warmup=1, n_repeat=1, input_tensors=None, ...)`` and the
   module-level ``do_bench(fn, warmup=25, rep=100, _n_warmup=0, _n_repeat=0, quantiles=None,
-  return_mode="mean")`` return milliseconds. As in TileLang, ``warmup``/``rep`` are time budgets in ms:
+  return_mode="mean", device=None, cache_size=256, early_stop_baseline=None)`` return milliseconds; ``fn`` is
+  called with no arguments and any other keyword is a ``TypeError``, as in TileLang (a program that passes
+  ``fn``'s own arguments to ``do_bench`` fails there too). As in TileLang, ``warmup``/``rep`` are time budgets in ms:
   one call is timed, then ``warmup/t`` warm-up calls and ``rep/t`` timed calls run (at least one each, at
   most ``MAX_CALLS``); explicit call counts (``n_warmup``/``n_repeat`` > 1 on the profiler,
   ``_n_warmup``/``_n_repeat`` > 0 on the function) override. On the interpreter the times are the
@@ -49,7 +51,8 @@ def _timed(fn) -> float:
 
 
 def do_bench(fn, warmup=25, rep=100, _n_warmup=0, _n_repeat=0, quantiles=None, fast_flush=True,
-             backend="event", return_mode="mean", grad_to_none=None, **_ignored):
+             backend="event", return_mode="mean", grad_to_none=None, device=None, cache_size=256,
+             early_stop_baseline=None):
     """Time ``fn()`` in milliseconds (see the module docstring)."""
     if return_mode not in _RETURN_MODES:
         raise KernelTypeError(f"do_bench: return_mode must be one of {_RETURN_MODES}, got {return_mode!r}")

@@ -143,6 +143,17 @@ def test_do_bench_budgets_are_milliseconds():
         do_bench(lambda: None, return_mode="p99")
 
 
+def test_do_bench_keywords_are_tilelangs():
+    calls = []
+    do_bench(lambda *a, **k: calls.append((a, k)), warmup=0, rep=0, device=None, cache_size=16,
+             early_stop_baseline=None)
+    assert calls and all(c == ((), {}) for c in calls)  # fn is called with no arguments
+    # TileLang's do_bench(fn, ...) does not forward arguments: a call passing fn's own keywords is a TypeError
+    # there (examples/gdn/example_chunk_delta_h.py), never fn() called silently without them
+    with pytest.raises(TypeError, match="unexpected keyword argument 'k'"):
+        do_bench(lambda k=None: calls.append(k), k=1)
+
+
 def test_torch_assert_close_mismatch_allowance():
     a = np.zeros(1000)
     b = a.copy()

@@ -174,12 +174,3 @@ def test_matmul_template_equivalent_function_computes_the_product(M, N, K, trans
     else:
         out = k(a, b)
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
-
-
-def test_iket_profiler_api_is_refused_with_the_reason():
-    from tilesim.tools.cuda import iket
-
-    for call in (lambda: iket.session(output_dir="/tmp/x"), lambda: iket.mark("m"), lambda: iket.range("r"),
-                 iket.event_table, iket.trace_files):
-        with pytest.raises(tilelang.KernelError, match="IKET GPU profiler"):
-            call()

@@ -3,9 +3,12 @@
 A failed check inside a program's own comparison helper (``assert_tensors_similar``: ``assert False``) is
 ``wrong`` (so a listed program bug reads ``program-bug``), other assertions stay ``fail``; a ``SMALL_MAIN``
 entry ``(name, kwargs)`` calls that entry function of the unchanged program, a plain dict calls ``main``; a program written to fail is
-``expected-error`` only when its error line matches the recorded one, and never a pass.
+``expected-error`` only when its error line matches the recorded one, and never a pass; a program passing
+``target="cuda"`` gets numba's CUDA simulator; programs of ``FLA_AT`` get the fla checkout they cite first on
+their PYTHONPATH (staged from a git mirror), every other program the installed fla.
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -77,3 +80,38 @@ def test_expected_errors_count_as_run_not_passed():
             {"program": "autodd/tilelang_buggy.py", "verdict": "expected-error", "seconds": 1.0}]
     s = te.summarise(rows)
     assert s["programs_run"] == 2 and s["pass_pct"] == 50.0
+
+
+def test_only_programs_that_ask_for_target_cuda_get_the_cuda_simulator(tmp_path):
+    cases = {
+        "compile.py": ('kernel = tilelang.compile(program, out_idx=-1, target="cuda", execution_backend="cython")\n',
+                       True),
+        "jit.py": ('@tilelang.jit(target="cuda")\ndef f():\n    pass\n', True),
+        "auto.py": ('kernel = tilelang.compile(program, out_idx=-1)\n', False),
+        "comment.py": ('# @tilelang.jit(target="cuda")\nx = "target=cuda"\n', False),
+        "other.py": ('kernel = tilelang.compile(program, target="hip")\n', False),
+    }
+    for name, (src, want) in cases.items():
+        (tmp_path / name).write_text(src)
+        assert te.asks_cuda_target(tmp_path / name) is want, name
+
+
+def test_programs_citing_an_fla_commit_get_that_checkout_first_on_their_path(tmp_path, monkeypatch):
+    import subprocess
+
+    repo = tmp_path / "fla-repo"
+    (repo / "fla").mkdir(parents=True)
+    (repo / "fla" / "__init__.py").write_text("CITED = True\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(git + ["add", "fla"], check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "fla"], check=True)
+    commit = subprocess.run(git + ["rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    monkeypatch.setattr(te, "FLA_AT", {"gdn/": commit})
+    assert te.stage_fla(None, tmp_path) == {}  # no mirror: every program keeps the installed fla
+    dirs = te.stage_fla(repo / ".git", tmp_path)
+    assert (dirs["gdn/"] / "fla" / "__init__.py").read_text() == "CITED = True\n"
+    env = {"PYTHONPATH": "shim:repo", "X": "1"}
+    got = te.env_for("gdn/example_cumsum.py", env, dirs)
+    assert got["PYTHONPATH"] == os.pathsep.join([str(dirs["gdn/"]), "shim:repo"]) and got["X"] == "1"
+    assert te.env_for("linear_attention/example_linear_attn_fwd.py", env, dirs) is env

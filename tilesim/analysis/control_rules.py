@@ -40,6 +40,12 @@ def _let(a: Analyzer, s: N.Let):
     return []
 
 
+@COST_RULES.register(N.Event)
+def _event(a: Analyzer, s: N.Event):
+    # an iket event is a timestamp store for an external profiler: not modelled (no work, no traffic)
+    return []
+
+
 @COST_RULES.register(N.Break, N.Continue)
 def _break(a: Analyzer, s):
     # The loop's trip count stays the upper bound (early exits are not modelled).

@@ -149,7 +149,7 @@ def _el_atomic(a: Analyzer, st: N.Atomic, acc: _Acc, f: float):
     acc.merge(sub.scaled(f) if f != 1.0 else sub)
 
 
-@ELEMENT_RULES.register(N.Break, N.Continue, N.Alloc)
+@ELEMENT_RULES.register(N.Break, N.Continue, N.Alloc, N.Event)
 def _el_nothing(a: Analyzer, st, acc: _Acc, f: float):
     return
 

@@ -53,11 +53,11 @@ def call(tr, node, name, fn, args, kwargs):
             raise KernelSyntaxError(f"T.{name} can only be used as `for ... in T.{name}(...)`"
                                     if name != "Kernel" else "T.Kernel is used as `with T.Kernel(...) as ...:`", loc)
         raise KernelSyntaxError(f"T.{name} cannot be used here", loc)
-    sig_fn = getattr(fn, "__tilesim_sig__", fn)
+    sig_fn, shown = getattr(fn, "__tilesim_sig__", fn), getattr(fn, "__tilesim_display__", f"T.{name}")
     try:
         ba = inspect.signature(sig_fn).bind(*args, **kwargs)
     except TypeError as e:
-        raise KernelTypeError(f"T.{name}: {e}", loc, hint=f"signature: T.{name}{inspect.signature(sig_fn)}") from None
+        raise KernelTypeError(f"{shown}: {e}", loc, hint=f"signature: {shown}{inspect.signature(sig_fn)}") from None
     ba.apply_defaults()
     try:
         return b(tr, loc, **ba.arguments)

@@ -24,7 +24,7 @@ from .. import dtypes as dt
 from ..errors import InternalError, KernelError, KernelRuntimeError, KernelSyntaxError, KernelTypeError
 from ..ir import nodes as N
 from ..language.types import TensorSpec
-from . import blackwell, blockscaled, helpers, prims, prims_compat, simplify  # noqa: F401 (builder modules)
+from . import blackwell, blockscaled, helpers, iket, prims, prims_compat, simplify  # noqa: F401 (builder modules)
 from . import exprs as X
 from .source import Source, get_source, python_env
 from .tracer_exprs import _BINOPS, ExprVisitor
@@ -443,11 +443,14 @@ class Tracer(ExprVisitor):
             raise self.error(KernelTypeError, f"kernel assertion failed: {msg}", node)
 
     def stmt_With(self, node):
-        if len(node.items) != 1:
-            raise self.error(KernelSyntaxError, "only `with T.Kernel(...) as ...:` is allowed", node)
+        if len(node.items) > 1:  # `with A, B: body` is `with A: with B: body`
+            inner = ast.copy_location(ast.With(items=node.items[1:], body=node.body), node.items[1].context_expr)
+            node = ast.copy_location(ast.With(items=node.items[:1], body=[inner]), node)
         item = node.items[0]
         call = item.context_expr
         fn = self.ev(call.func) if isinstance(call, ast.Call) else None
+        if getattr(fn, "__tilesim_prim__", None) == "iket_range":
+            return iket.with_range(self, node, call)
         if getattr(fn, "__tilesim_prim__", None) == "ws":
             return prims.W.with_ws(self, node, call)
         if getattr(fn, "__tilesim_unsupported__", None):  # e.g. T.ClusterKernel: the reason, at the with

@@ -12,8 +12,8 @@ EXPRS = frozenset({N.Const, N.Var, N.Binary, N.Compare, N.Logical, N.Unary, N.Ca
 TILE_OPS = frozenset({N.Copy, N.Gemm, N.Reduce, N.Fill, N.Atomic, N.Cumsum})
 #: Loops.
 LOOPS = frozenset({N.For, N.Parallel, N.While})
-#: Control flow and bindings.
-CONTROL = frozenset({N.If, N.Break, N.Continue, N.Let, N.Launch, N.DeviceAssert})
+#: Control flow, bindings, run-time checks and instrumentation events (``N.Event``: no effect on values).
+CONTROL = frozenset({N.If, N.Break, N.Continue, N.Let, N.Launch, N.DeviceAssert, N.Event})
 #: Memory declarations and element stores.
 MEMORY = frozenset({N.Alloc, N.Store})
 #: Per-thread (SIMT) statements: a barrier and an atomic that returns the previous value.

@@ -479,6 +479,22 @@ class DeviceAssert(Stmt):
 
 
 @dataclass(frozen=True, slots=True)
+class Event(Stmt):
+    """An instrumentation event of ``tilelang.tools.cuda.iket`` (:mod:`tilesim.tools.cuda.iket`): ``kind``
+    ``"mark"`` (``iket.mark``), ``"range_start"`` or ``"range_end"`` (``iket.range`` / ``range_push`` /
+    ``range_pop``) named ``name``, registered as ``event_id``, with an optional 32-bit scalar ``payload`` of
+    ``payload_dtype`` (int32, uint32 or float32; ``"NoPayload"`` without one). It changes no value: on a GPU
+    it is a timestamp store that only the external IKET profiler reads."""
+
+    name: str
+    kind: str
+    event_id: int
+    payload: Expr | None = None
+    payload_dtype: str = "NoPayload"
+    loc: Loc | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Break(Stmt):
     loc: Loc | None = field(default=None, compare=False)
 

@@ -271,6 +271,16 @@ def _device_assert(p, s, d):
     p.w(d, f"T.device_assert({p.e(s.cond)}, {s.message!r})")
 
 
+@STMTS.register(N.Event)
+def _event(p, s, d):
+    if s.kind == "range_end":
+        p.w(d, f"iket.range_pop({s.name!r})")
+        return
+    fn = "iket.mark" if s.kind == "mark" else "iket.range_push"
+    pay = "" if s.payload is None else f", payload=iket.payload({p.e(s.payload)}, dtype={s.payload_dtype!r})"
+    p.w(d, f"{fn}({s.name!r}{pay})")
+
+
 @STMTS.register(N.Break)
 def _break(p, s, d):
     p.w(d, "break")

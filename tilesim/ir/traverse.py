@@ -85,6 +85,7 @@ DECLS: dict[type, dict[str, str]] = {
     N.If: {"cond": EXPR, "then": BODY, "orelse": BODY},
     N.Break: {},
     N.DeviceAssert: {"cond": EXPR},
+    N.Event: {"payload": EXPR},
     N.Continue: {},
     N.Let: {"var": BIND, "value": EXPR},
     N.Launch: {"grid": EXPR, "block_vars": BIND, "body": BODY, "thread_vars": BIND},

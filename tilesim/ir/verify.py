@@ -249,6 +249,19 @@ def _device_assert(v, s, scope, ctx):
     v.expr(s.cond, scope)
 
 
+@STMTS.register(N.Event)
+def _event(v, s, scope, ctx):
+    if s.kind not in ("mark", "range_start", "range_end"):
+        v.bad(f"iket event {s.name!r} of unknown kind {s.kind!r}", s.loc)
+    if s.payload is None:
+        if s.payload_dtype != "NoPayload":
+            v.bad(f"iket event {s.name!r} declares payload type {s.payload_dtype} without a payload", s.loc)
+        return
+    if s.payload_dtype not in ("int32", "uint32", "float32"):
+        v.bad(f"iket event {s.name!r}: payload type {s.payload_dtype} is not int32, uint32 or float32", s.loc)
+    v.expr(s.payload, scope)
+
+
 @STMTS.register(N.Break, N.Continue)
 def _break(v, s, scope, ctx):
     if not ctx.get("loop"):

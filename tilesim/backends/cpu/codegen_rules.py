@@ -227,6 +227,12 @@ def _device_assert(g: _Gen, s: N.DeviceAssert) -> None:
     g.emit(f"    raise AssertionError({code})")
 
 
+@stmt_rule(N.Event)
+def _event(g: _Gen, s: N.Event) -> None:
+    """An iket event changes no value: a statement that does nothing (keeps an otherwise empty block valid)."""
+    g.emit(f"pass  # iket {s.kind} {s.name!r}")
+
+
 @stmt_rule(N.Break)
 def _break(g: _Gen, s) -> None:
     g.emit("break")

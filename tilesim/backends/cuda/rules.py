@@ -408,6 +408,11 @@ def _device_assert(g, s):
     g.emit(f"# T.device_assert({s.message!r}): not checked by the CUDA backend (run target='interp' to check)")
 
 
+@STMT_RULES.register(N.Event)
+def _event(g, s):
+    g.emit(f"pass  # iket {s.kind} {s.name!r} (event {s.event_id}): no effect on values; not instrumented here")
+
+
 @STMT_RULES.register(N.Break)
 def _break(g, s):
     g.emit("break")
@@ -503,7 +508,7 @@ def _ev_alloc(g, s):
     return _expr_reads(g, [s.init]) if s.init is not None else []
 
 
-@EVENT_RULES.register(N.Break, N.Continue, N.Launch, N.DeviceAssert)
+@EVENT_RULES.register(N.Break, N.Continue, N.Launch, N.DeviceAssert, N.Event)
 def _ev_break(g, s):
     return []
 

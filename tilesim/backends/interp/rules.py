@@ -120,6 +120,12 @@ def _device_assert(s, ctx):
                                  hint="the program's own check on its data failed (a GPU would trap here)")
 
 
+@rule(N.Event)
+def _event(s, ctx):
+    """An iket event changes no value (its payload is read only by the external IKET profiler on a GPU)."""
+    return
+
+
 @rule(N.Break)
 def _break(s, ctx):
     f = ctx.loops[-1]
