@@ -50,7 +50,7 @@ def _records(name: str) -> dict:
     return out
 
 
-def simulate_point(point: dict, rec: dict, hw, th):
+def simulate_point(point: dict, rec: dict, hw, th, profile="tensorcore"):
     """(simulated seconds or None, refusal text or None, registers per thread or None)."""
     from tilesim.errors import KernelError
     from tilesim.sim import simulate
@@ -65,13 +65,13 @@ def simulate_point(point: dict, rec: dict, hw, th):
             cfg = next(c for c in th.ALL_CONFIGS if c["id"] == point["id"])
             kern = th.build(cfg, "tilesim")
             hints = th.sim_shapes(cfg)
-        rep = simulate(kern.prim_func, hw, "tensorcore", name=point["id"], **hints)
+        rep = simulate(kern.prim_func, hw, profile, name=point["id"], **hints)
         return rep.time_s, None, max((x["registers_per_thread"] or 0) for x in rep.launches) or None
     except KernelError as exc:
         return None, str(exc).splitlines()[0][:200], None
 
 
-def evaluate(split_file=DEFAULT_SPLIT, hw="h200_sxm_141gb") -> list[dict]:
+def evaluate(split_file=DEFAULT_SPLIT, hw="h200_sxm_141gb", profile="tensorcore", only=None) -> list[dict]:
     import hwmodels
     th = _tilelang_h200()
     model = hwmodels.load(hw)
@@ -79,10 +79,12 @@ def evaluate(split_file=DEFAULT_SPLIT, hw="h200_sxm_141gb") -> list[dict]:
     cache: dict = {}
     rows = []
     for p in split["points"]:
+        if only and p["split"] != only:
+            continue
         recs = cache.setdefault(p["source"], _records(p["source"]))
         rec = recs[p.get("kernel", p["id"])]
         t0 = time.perf_counter()
-        sim, refused, regs = simulate_point(p, rec, model, th)
+        sim, refused, regs = simulate_point(p, rec, model, th, profile)
         meas = rec["median_ms"] * 1e-3
         ratio = sim / meas if sim else None
         rows.append({**p, "measured_s": meas, "simulated_s": sim, "ratio": ratio,
@@ -105,8 +107,16 @@ def main(argv=None):
     ap.add_argument("--hw", default="h200_sxm_141gb")
     ap.add_argument("--only", choices=["train", "test"])
     ap.add_argument("--json", help="write the rows and summaries here")
+    ap.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",
+                    help="override fields of the tensorcore profile (a what-if; fitting uses --only train)")
     a = ap.parse_args(argv)
-    rows = evaluate(a.split_file, a.hw)
+    import dataclasses
+
+    from tilesim.analysis import get_profile
+    prof = get_profile("tensorcore")
+    if a.set:
+        prof = dataclasses.replace(prof, **{k: type(getattr(prof, k))(v) for k, v in (x.split("=", 1) for x in a.set)})
+    rows = evaluate(a.split_file, a.hw, prof, a.only)
     print(f"{'id':46s} {'kind':22s} {'split':5s} {'meas us':>9s} {'sim us':>9s} {'ratio':>6s} regs")
     for r in rows:
         if a.only and r["split"] != a.only:
@@ -115,7 +125,7 @@ def main(argv=None):
         rat = f"{r['ratio']:6.2f}" if r["ratio"] else "     -"
         print(f"{r['id']:46s} {r['kind']:22s} {r['split']:5s} {r['measured_s'] * 1e6:9.1f} {sim} {rat} "
               f"{r['registers'] or '-'}")
-    sums = [summarise(rows, s) for s in ("train", "test")]
+    sums = [summarise(rows, s) for s in ("train", "test") if not a.only or s == a.only]
     for s in sums:
         print(f"{s['split']:5s}: {s['points']} points, {s['kinds']} kinds, median {s['median_error'] * 100:.1f}%, "
               f"p90 {s['p90_error'] * 100:.1f}%, worst {s['worst_error'] * 100:.1f}%, refused {s['refused']}")

@@ -18,12 +18,13 @@ Contract
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..analysis.program import Loop
+from ..analysis.program import Loop, Op
 from ..errors import KernelError
 from .engine import BlockModel, Timeline, block_time, busy, sfu_funcs
 
@@ -117,32 +118,10 @@ def occupancy(prog, machine) -> tuple[int, str, dict]:
                 prog.launch.loc, hint="reduce the tile sizes or num_stages")
         limits["shared memory"] = int(sbuf.bytes // shared)
     if occ is not None:
-        live = prog.register_peak_bytes if prog.register_peak_bytes is not None else frag
-        regs_per_thread = live / 4.0 / max(1, prog.threads) + p.register_overhead_per_thread
-        unit = getattr(occ, "register_alloc_unit_count", None)
-        if unit:  # registers are granted per thread in multiples of the allocation unit
-            regs_per_thread = math.ceil(regs_per_thread / unit - 1e-9) * unit
-        if producer and p.consumer_registers_per_thread:
-            regs_per_thread = max(regs_per_thread, p.consumer_registers_per_thread)
-        details["registers_per_thread"] = regs_per_thread
-        cap = getattr(occ, "max_registers_per_thread_count", None)
-        if cap and regs_per_thread > cap:
-            # a thread cannot address more registers: the compiler spills fragments to local memory,
-            # which this model does not cost; treat it as not fitting (the tuner then skips it)
-            raise KernelError(
-                f"each thread needs about {regs_per_thread:.0f} registers for its fragments "
-                f"{_largest(prog.fragment_bytes)}, over the {cap} a thread can address on {hw.name}: "
-                "the fragments would spill to local memory", prog.launch.loc,
-                hint="use more threads per block or smaller fragment tiles")
+        regs_per_thread, spill = _registers(prog, machine, producer, details)
         if occ.registers_count:
             need = regs_per_thread * prog.threads + producer * p.producer_registers_per_thread
-            if need > occ.registers_count:
-                raise KernelError(
-                    f"one block needs about {need:,.0f} registers ({regs_per_thread:.0f} per thread × {threads} "
-                    f"threads for fragments {_largest(prog.fragment_bytes)}), over the {occ.registers_count:,} "
-                    f"registers of a {core.name}", prog.launch.loc,
-                    hint="use smaller fragments (tile sizes) or more threads")
-            limits["registers"] = int(occ.registers_count // need)
+            limits["registers"] = max(1, int(occ.registers_count // need))
         if occ.max_threads_count:
             limits["threads"] = int(occ.max_threads_count // threads)
         if occ.max_warps_count and occ.warp_size_count:
@@ -156,6 +135,75 @@ def occupancy(prog, machine) -> tuple[int, str, dict]:
         raise KernelError(f"a block does not fit on a {core.name} ({name})", prog.launch.loc)
     details["limits"] = limits
     return k, name, details
+
+
+def _registers(prog, machine, producer: int, details: dict) -> tuple[float, float]:
+    """(registers per thread granted, registers per thread spilled in the hot loop).
+
+    Demand: live fragment registers per thread (``prog.register_peak_bytes`` under a liveness profile,
+    else every fragment) plus the profile's overhead, rounded up to the allocation unit. Cap: the
+    hardware's per-thread limit (255 on NVIDIA), the register file shared by one block's threads, and
+    in warp-specialised kernels the consumer's ``setmaxnreg`` value. Demand over the cap is spilled
+    (never refused): the spilled registers that the hot loop needs are fragment registers beyond
+    ``cap - register_min_overhead_per_thread``; the rest of the overhead is spilled or rematerialised
+    outside it at no modelled cost.
+    """
+    p, occ = machine.profile, machine.core.occupancy
+    live = prog.register_peak_bytes if prog.register_peak_bytes is not None else \
+        sum(prog.fragment_bytes.values()) + sum(prog.local_bytes.values())
+    frag_regs = live / 4.0 / max(1, prog.threads)
+    unit = getattr(occ, "register_alloc_unit_count", None) or 1
+    demand = math.ceil((frag_regs + p.register_overhead_per_thread) / unit - 1e-9) * unit
+    cap = float(getattr(occ, "max_registers_per_thread_count", None) or math.inf)
+    if occ.registers_count:  # one block's threads share the register file (launch bounds)
+        avail = occ.registers_count - producer * p.producer_registers_per_thread
+        cap = min(cap, math.floor(avail / max(1, prog.threads) / unit) * unit)
+    if producer and p.consumer_registers_per_thread:
+        cap = min(cap, p.consumer_registers_per_thread)
+        regs = cap  # setmaxnreg grants the consumers this many whatever they use
+    else:
+        regs = min(demand, cap)
+    spill = max(0.0, frag_regs + p.register_min_overhead_per_thread - cap)
+    details["registers_per_thread"] = regs
+    details["registers_demand"] = demand
+    details["spill_registers_per_thread"] = spill
+    return regs, spill
+
+
+def _hot_path(body, mult=1.0, path=()):
+    """(executions, path of loop indices) of the innermost loop executed most often."""
+    best = (0.0, None)
+    for i, n in enumerate(body):
+        if isinstance(n, Loop):
+            m = mult * float(np.max(n.trip)) * float(np.max(n.weight))
+            inner = _hot_path(n.body, m, path + (i,))
+            cand = inner if inner[1] is not None and inner[0] >= m else (m, path + (i,))
+            if cand[0] > best[0]:
+                best = cand
+    return best
+
+
+def _with_spills(prog, machine, spill: float):
+    """``prog.body`` with the spilled registers' local-memory traffic added to its hot loop.
+
+    Each hot-loop iteration stores and reloads the spilled registers of every thread
+    (``2 × spill × 4 B × threads × spill_traffic_factor``); local memory goes through L1 to L2, so the
+    bytes are costed as L2 requests (never DRAM: the lines stay on chip). ``prog`` is not modified.
+    """
+    if spill <= 0:
+        return prog.body
+    nbytes = 2.0 * spill * 4.0 * prog.threads * machine.profile.spill_traffic_factor
+    _, path = _hot_path(prog.body)
+    op = Op(kind="compute", label="register spills", node="Spill", loc=prog.launch.loc, side="matrix",
+            reads=frozenset(), writes=frozenset(), work={"global": nbytes}, xfer={"registers<->local": nbytes})
+
+    def rebuild(nodes, rest):
+        if not rest:
+            return list(nodes) + [op]
+        out = list(nodes)
+        out[rest[0]] = dataclasses.replace(out[rest[0]], body=rebuild(out[rest[0]].body, rest[1:]))
+        return out
+    return rebuild(prog.body, path or ())
 
 
 def _largest(table):
@@ -327,6 +375,7 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
     k × busiest per-core resource)``.
     """
     k, limit, details = occupancy(prog, machine)
+    body = _with_spills(prog, machine, details.get("spill_registers_per_thread", 0.0))
     C = machine.n_cores
     n = prog.num_blocks
     slots = C * k
@@ -338,8 +387,8 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
         ca = min(C, n)
         ke = max(1, math.ceil(n / ca))
     bm = BlockModel(machine, machine.l2_bw / ca, machine.dram_bw_for(ke * prog.threads, ca, prog.sync_load_bytes_per_thread) / ca, prog.threads)
-    cp = block_time(bm, prog.body)
-    bz = busy(bm, prog.body)
+    cp = block_time(bm, body)
+    bz = busy(bm, body)
     per_slot = _sum_classes(cp, counts) / (ca * ke)
     res_terms = {r: _sum_classes(v, counts) / ca for r, v in bz.items()}
     core_busy = np.zeros(counts.shape)
@@ -366,12 +415,12 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
                 return v[cls]
             return v
         rec = Timeline(pick)
-        block_time(bm, prog.body, rec)
+        block_time(bm, body, rec)
         events = rec.events
     flops: dict = {}
     xfer: dict = {}
     l2 = 0.0
-    for op, mult in _walk_mult(prog.body):
+    for op, mult in _walk_mult(body):
         for kkey, v in op.flops.items():
             flops[kkey] = flops.get(kkey, 0.0) + _sum_classes(v * mult, counts)
         for kkey, v in op.xfer.items():
@@ -382,9 +431,14 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
     dram_write = sum(e["DRAM"] for (uid, w), e in per.items() if w)
     compulsory = sum(e["F"] for e in per.values())
     sfu = {}
-    for kkey, v in sfu_funcs(prog.body).items():
+    for kkey, v in sfu_funcs(body).items():
         sfu[kkey] = _sum_classes(v, counts)
     notes = list(prog.notes)
+    if details.get("spill_registers_per_thread"):
+        notes.append(f"registers: about {details['registers_demand']:.0f} per thread wanted, "
+                     f"{details['registers_per_thread']:.0f} granted; "
+                     f"{details['spill_registers_per_thread']:.0f} per thread spilled in the hot loop "
+                     "(costed as local-memory traffic)")
     return LaunchResult(
         name=name, time_s=machine.launch_s + body_s, launch_s=machine.launch_s, fluid_s=fluid_s,
         quantisation_s=quant_s, blocks=n, blocks_per_core=k, occupancy_limit=limit, waves=n / slots, slots=slots,
