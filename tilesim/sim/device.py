@@ -92,7 +92,7 @@ def occupancy(prog, machine) -> tuple[int, str, dict]:
                         f"{buf.name}, which holds {cap:,.0f} (largest: '{big[0]}', {big[1]:,.0f} bytes)",
                         prog.launch.loc, hint="use smaller tiles or fewer pipeline stages")
         return 1, "one block per core", details
-    producer = p.producer_threads if prog.has_async_copies else 0
+    producer = p.producer_threads if prog.has_async_copies and prog.warp_specialized else 0
     threads = prog.threads + producer
     details["threads"] = threads
     limits = {}
