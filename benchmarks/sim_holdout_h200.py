@@ -13,6 +13,10 @@ Contract
   real TileLang ran them). ``--json PATH`` writes the rows.
 * ``--split-file`` picks another split; ``--only test`` restricts the table.
 
+* ``--fit OUT.json`` runs ``tilesim.sim.validation.calibrate`` on the ``train`` points only and writes
+  the fitted hardware-model values; ``--calibration OUT.json`` evaluates with them (the data file's
+  values otherwise).
+
 Run: ``python benchmarks/sim_holdout_h200.py [--json out.json]`` (no GPU needed).
 """
 
@@ -50,31 +54,49 @@ def _records(name: str) -> dict:
     return out
 
 
+def build_point(point: dict, rec: dict, th):
+    """(kernel, simulator keywords) of one point, built by tilesim from the measured source."""
+    if point["source"].startswith("registry_"):
+        import kernels.registry as reg
+        spec = reg.get(point.get("kernel", point["id"]))
+        params = spec.params({}, **rec["params"])
+        return spec.build(**params), (spec.data_hints(**params) if spec.data_hints else {})
+    cfg = next(c for c in th.ALL_CONFIGS if c["id"] == point["id"])
+    return th.build(cfg, "tilesim"), th.sim_shapes(cfg)
+
+
+def measurements(split_file=DEFAULT_SPLIT) -> list:
+    """Every point as a ``tilesim.sim.validation.Measurement`` (for ``calibrate``)."""
+    from tilesim.sim.validation import Measurement
+    th = _tilelang_h200()
+    cache: dict = {}
+    out = []
+    for p in json.loads(Path(split_file).read_text())["points"]:
+        rec = cache.setdefault(p["source"], _records(p["source"]))[p.get("kernel", p["id"])]
+        kern, kw = build_point(p, rec, th)
+        out.append(Measurement(id=p["id"], family=p["kind"], split=p["split"], kernel=kern, shapes=kw,
+                               measured_s=rec["median_ms"] * 1e-3))
+    return out
+
+
 def simulate_point(point: dict, rec: dict, hw, th, profile="tensorcore"):
     """(simulated seconds or None, refusal text or None, registers per thread or None)."""
     from tilesim.errors import KernelError
     from tilesim.sim import simulate
     try:
-        if point["source"].startswith("registry_"):
-            import kernels.registry as reg
-            spec = reg.get(point.get("kernel", point["id"]))
-            params = spec.params({}, **rec["params"])
-            kern = spec.build(**params)
-            hints = spec.data_hints(**params) if spec.data_hints else {}
-        else:
-            cfg = next(c for c in th.ALL_CONFIGS if c["id"] == point["id"])
-            kern = th.build(cfg, "tilesim")
-            hints = th.sim_shapes(cfg)
+        kern, hints = build_point(point, rec, th)
         rep = simulate(kern.prim_func, hw, profile, name=point["id"], **hints)
         return rep.time_s, None, max((x["registers_per_thread"] or 0) for x in rep.launches) or None
     except KernelError as exc:
         return None, str(exc).splitlines()[0][:200], None
 
 
-def evaluate(split_file=DEFAULT_SPLIT, hw="h200_sxm_141gb", profile="tensorcore", only=None) -> list[dict]:
+def evaluate(split_file=DEFAULT_SPLIT, hw="h200_sxm_141gb", profile="tensorcore", only=None,
+             overrides=None) -> list[dict]:
     import hwmodels
+    from tilesim.sim.validation import apply_overrides
     th = _tilelang_h200()
-    model = hwmodels.load(hw)
+    model = apply_overrides(hwmodels.load(hw), overrides or {})
     split = json.loads(Path(split_file).read_text())
     cache: dict = {}
     rows = []
@@ -109,14 +131,29 @@ def main(argv=None):
     ap.add_argument("--json", help="write the rows and summaries here")
     ap.add_argument("--set", nargs="*", default=[], metavar="FIELD=VALUE",
                     help="override fields of the tensorcore profile (a what-if; fitting uses --only train)")
+    ap.add_argument("--fit", metavar="JSON", help="calibrate on the train split (tilesim.sim.validation.calibrate) "
+                    "and write the fitted values here")
+    ap.add_argument("--calibration", metavar="JSON", help="evaluate with these fitted values (a --fit output)")
     a = ap.parse_args(argv)
     import dataclasses
+    if a.fit:
+        import hwmodels
+        from tilesim.sim.validation import calibrate
+        t0 = time.perf_counter()
+        cal = calibrate(measurements(a.split_file), hwmodels.load(a.hw))
+        Path(a.fit).write_text(json.dumps({"kind": "sim_calibration_h200", "split_file": Path(a.split_file).name,
+                                           "calibration": cal, "fit_wall_s": time.perf_counter() - t0,
+                                           "command": "python benchmarks/sim_holdout_h200.py --fit " + a.fit},
+                                          indent=1) + "\n")
+        print(json.dumps(cal, indent=1))
+        return 0
+    overrides = json.loads(Path(a.calibration).read_text())["calibration"] if a.calibration else None
 
     from tilesim.analysis import get_profile
     prof = get_profile("tensorcore")
     if a.set:
         prof = dataclasses.replace(prof, **{k: type(getattr(prof, k))(v) for k, v in (x.split("=", 1) for x in a.set)})
-    rows = evaluate(a.split_file, a.hw, prof, a.only)
+    rows = evaluate(a.split_file, a.hw, prof, a.only, overrides)
     print(f"{'id':46s} {'kind':22s} {'split':5s} {'meas us':>9s} {'sim us':>9s} {'ratio':>6s} regs")
     for r in rows:
         if a.only and r["split"] != a.only:

@@ -386,7 +386,8 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
     else:
         ca = min(C, n)
         ke = max(1, math.ceil(n / ca))
-    bm = BlockModel(machine, machine.l2_bw / ca, machine.dram_bw_for(ke * prog.threads, ca, prog.sync_load_bytes_per_thread) / ca, prog.threads)
+    bm = BlockModel(machine, machine.l2_bw / ca, machine.dram_bw_for(ke * prog.threads, ca, prog.sync_load_bytes_per_thread,
+                                                                     prog.has_async_copies) / ca, prog.threads)
     cp = block_time(bm, body)
     bz = busy(bm, body)
     per_slot = _sum_classes(cp, counts) / (ca * ke)

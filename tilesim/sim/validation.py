@@ -6,7 +6,8 @@ Contract
   its shapes, the measured median time, its family and its split (``"train"`` / ``"test"``).
 * ``calibrate(measurements, hw, profile="tensorcore") -> dict`` fits, on the ``train`` split only,
   the hardware model's efficiency fields and the two numbers of the GPU's bulk-copy data path the
-  data files leave unknown. Keys are dotted hardware-model keys (``"efficiency.l2_fraction"``,
+  data files leave unknown, the memory's loaded latency and an event-timed launch's fixed overhead.
+  Keys are dotted hardware-model keys (``"efficiency.l2_fraction"``,
   ``"efficiency.matrix_fraction.float16"``, ``"core_kinds.sm.data_paths.tma.latency_cycles"``...);
   values are what the data file should say. The fit is a coordinate descent on a log grid that
   minimises the mean squared log error of simulated vs measured time.
@@ -123,7 +124,20 @@ def parameters(hw) -> list[tuple[str, float, float, float]]:
         bpc0 = dp.bytes_per_cycle or 64.0
         out.append((f"{path}.latency_cycles", lat0, 100.0, 4000.0))
         out.append((f"{path}.bytes_per_cycle", bpc0, 4.0, 512.0))
+    # issue 15: the loaded DRAM latency of synchronous loads (Little's law) and the fixed cost of an
+    # event-timed launch beyond the back-to-back launch latency
+    lat = hw.memory_latency_cycles or 600.0
+    out.append(("memory.loaded_latency_cycles", hw.memory.loaded_latency_cycles or lat, lat, 8 * lat))
+    out.append(("overheads.timed_launch_overhead_s", hw.overheads.timed_launch_overhead_s or 1e-6, 1e-7, 2e-5))
     return out
+
+
+def _round(key: str, v: float) -> float:
+    if "fraction" in key:
+        return round(v, 3)
+    if key.endswith("_s"):
+        return float(f"{v:.3g}")
+    return round(v, 1)
 
 
 PARAMETERS = parameters
@@ -188,7 +202,7 @@ def calibrate(measurements, hw, profile: str = "tensorcore", *, sweeps: int = 3,
                 if loss < best - 1e-12:
                     best, values = loss, trial
     out = _expand(values)
-    return {k: (round(v, 3) if "fraction" in k else round(v, 1)) for k, v in out.items()}
+    return {k: _round(k, v) for k, v in out.items()}
 
 
 def validate(measurements, hw, calibration: Mapping | None = None, profile: str = "tensorcore",
