@@ -22,7 +22,8 @@ fragment written by an element-wise statement (``T.Parallel``, ``T.copy``, ``T.f
 the next one (a ``T.Parallel``, ``T.copy`` or ``T.reduce_*``) is a streamed temporary and takes no
 registers of its own (``x*x`` feeding a row sum); and in an element-wise statement the fragments read
 for the last time and those first written there count as the larger of the two sets, not their sum
-(``T.copy(acc_s, acc_s_cast)``). Operands and accumulators of a ``T.gemm`` are never streamed. With
+(``T.copy(acc_s, acc_s_cast)``, even though both are ``T.gemm`` fragments). Operands and accumulators
+of a ``T.gemm`` are never streamed temporaries: the instruction needs them whole. With
 ``row_stat_layout="mma"`` a row statistic holds ``max(2, 4 · rows / threads)`` values per thread (each
 lane owns two rows of a 16-row MMA tile and the warps split the rows), instead of the square layout.
 """
@@ -163,8 +164,8 @@ def peak_live_bytes(a: Analyzer, launch: N.Launch) -> float:
             elif streamed and type(st) in _ELEMENTWISE:
                 # element by element, a fragment read here for the last time frees its registers while
                 # the fragments first written here fill theirs: the larger of the two sets, not the sum
-                dying = {u for u in live if u not in carried and last[u] == i and first[u] < i and u not in pinned}
-                born = {u for u in live if u not in carried and first[u] == i and last[u] > i and u not in pinned}
+                dying = {u for u in live if u not in carried and last[u] == i and first[u] < i}
+                born = {u for u in live if u not in carried and first[u] == i and last[u] > i}
                 rest = live - dying - born
                 val = (sum(size[u] for u in rest) + max(sum(size[u] for u in dying), sum(size[u] for u in born))
                        + extra(st))
