@@ -10,6 +10,9 @@ Contract
   data. Walking the dispatch order (row-major ``bx`` fastest, or TileLang's ``T.use_swizzle`` panels)
   a re-read at distance ``D`` blocks hits L2 when ``D`` is within one wave (the blocks run together)
   or when the data touched in between fits in L2; otherwise a fraction ``1 - L2 / footprint`` misses.
+  A tensor every block reads its own part of (its addresses use every block axis) and reads more of
+  than that part (a second pass over a row) misses on the re-read the fraction ``1 - L2 / (resident
+  blocks × bytes each block streams)``.
 * :func:`simulate_launch`: the largest of a fluid bound (critical paths over ``cores × k`` slots;
   each resource's busy time over the cores, DRAM/L2 shared device-wide) and a wave-quantisation
   bound (per block class, ``ceil(blocks at least that slow / slots)`` rounds of its per-core time),
@@ -320,6 +323,13 @@ def reuse(prog, machine, slots: int) -> dict:
             fp += ent["F"] * min(1.0, distinct / max(1, ent["T"]))
         return fp
 
+    # intra-block re-reads (a block reading its own rows again in a second pass): between the two reads
+    # the resident blocks stream their own data through L2; a re-read misses the fraction of that
+    # footprint L2 cannot hold
+    resident = min(n, slots) if n else 0
+    stream = sum(e["F"] / max(1, e["T"]) for e in per.values())
+    intra_fp = resident * stream
+    intra_miss = max(0.0, 1.0 - machine.l2_bytes / intra_fp) if intra_fp > 0 and machine.l2_bytes else 0.0
     ratio = {}
     for key, ent in per.items():
         if key[1]:
@@ -339,6 +349,8 @@ def reuse(prog, machine, slots: int) -> dict:
                     miss = max(0.0, 1.0 - machine.l2_bytes / fp) if fp > 0 else 0.0
                 reload *= 1.0 + (ext - 1) * miss
             dram = min(ent["R"], ent["F"] * reload)
+            if n and ent["T"] >= n:  # every block reads its own data: what is read beyond it is re-read
+                dram = min(ent["R"], dram + max(0.0, ent["R"] - ent["F"]) * intra_miss)
         ent["DRAM"] = dram
         ratio[key] = dram / ent["R"] if ent["R"] > 0 else 0.0
     for op, _ in _walk_mult(prog.body):
