@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -195,3 +196,40 @@ def test_validation_runner_dry_run_builds_simulates_and_writes_json(tmp_path):
                              env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}).stdout
     n, kinds = (int(x) for x in listing.strip().splitlines()[-1].split()[::2][:2])
     assert n >= 40 and kinds >= 8
+
+
+# ------------------------------------------------------------------ memory-bound terms
+
+
+def test_independent_synchronous_loads_overlap_their_latency():
+    from tilesim.analysis.program import Op
+    from tilesim.sim.engine import BlockModel, block_time
+    from tilesim.sim.machine import Machine
+    m = Machine(hwmodels.load(H200), TC)
+    bm = BlockModel(m, m.l2_bw / 132, m.dram_bw / 132, 128)
+
+    def load(reads, writes):
+        op = Op(kind="load", label="ld", node="Copy", loc=None, side="vector", reads=frozenset(reads),
+                writes=frozenset(writes), work={"global": 4096.0}, latency="global")
+        op.dram = 4096.0
+        return op
+
+    one = block_time(bm, [load((), (1,))])
+    both = block_time(bm, [load((), (1,)), load((), (2,))])
+    chained = block_time(bm, [load((), (1,)), load((1,), (2,))])  # the second reads what the first wrote
+    assert both < chained
+    assert both == pytest.approx(2 * one - m.dram_lat_s - m.block_launch_s, rel=1e-6)
+
+
+def test_a_second_pass_over_rows_misses_l2_when_the_resident_rows_do_not_fit():
+    import kernels.norms as nm
+    from tilesim.sim.validation import apply_overrides
+    big = nm.layer_norm_gelu(4096, 7168, block_M=4, block_N=512, threads=128)  # ~59 MB of rows resident
+    small = nm.layer_norm_gelu(1024, 7168, block_M=4, block_N=512, threads=128)  # ~15 MB: fits
+    x_big, x_small = 4096 * 7168 * 2, 1024 * 7168 * 2
+    rb = simulate_kernel(big, hw=H200)
+    rs = simulate_kernel(small, hw=H200)
+    assert rb.bytes["dram read"] > 1.05 * x_big
+    assert rs.bytes["dram read"] < 1.01 * x_small + 2 * 7168 * 4
+    huge_l2 = apply_overrides(hwmodels.load(H200), {"caches.l2.bytes": 1e12})
+    assert simulate_kernel(big, hw=huge_l2).bytes["dram read"] < 1.01 * x_big + 2 * 7168 * 4

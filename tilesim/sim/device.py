@@ -11,8 +11,8 @@ Contract
   a re-read at distance ``D`` blocks hits L2 when ``D`` is within one wave (the blocks run together)
   or when the data touched in between fits in L2; otherwise a fraction ``1 - L2 / footprint`` misses.
   A tensor every block reads its own part of (its addresses use every block axis) and reads more of
-  than that part (a second pass over a row) misses on the re-read the fraction ``1 - L2 / (resident
-  blocks × bytes each block streams)``.
+  than that part (a second pass over a row) misses on the re-read the fraction ``1 - L2 / F``, ``F``
+  the resident blocks' parts of every tensor they touch (reads and writes; a shared tensor once).
 * :func:`simulate_launch`: the largest of a fluid bound (critical paths over ``cores × k`` slots;
   each resource's busy time over the cores, DRAM/L2 shared device-wide) and a wave-quantisation
   bound (per block class, ``ceil(blocks at least that slow / slots)`` rounds of its per-core time),
@@ -327,8 +327,8 @@ def reuse(prog, machine, slots: int) -> dict:
     # the resident blocks stream their own data through L2; a re-read misses the fraction of that
     # footprint L2 cannot hold
     resident = min(n, slots) if n else 0
-    stream = sum(e["F"] / max(1, e["T"]) for e in per.values())
-    intra_fp = resident * stream
+    # what the resident blocks hold in L2 at once: their parts of each tensor (a shared tensor once)
+    intra_fp = sum(e["F"] * min(1.0, resident / max(1, e["T"])) for e in per.values())
     intra_miss = max(0.0, 1.0 - machine.l2_bytes / intra_fp) if intra_fp > 0 and machine.l2_bytes else 0.0
     ratio = {}
     for key, ent in per.items():
