@@ -152,7 +152,12 @@ def main(argv=None):
     from tilesim.analysis import get_profile
     prof = get_profile("tensorcore")
     if a.set:
-        prof = dataclasses.replace(prof, **{k: type(getattr(prof, k))(v) for k, v in (x.split("=", 1) for x in a.set)})
+        def conv(k, v):
+            cur = getattr(prof, k)
+            if isinstance(cur, bool):
+                return v.lower() in ("1", "true", "yes")
+            return type(cur)(v)
+        prof = dataclasses.replace(prof, **{k: conv(k, v) for k, v in (x.split("=", 1) for x in a.set)})
     rows = evaluate(a.split_file, a.hw, prof, a.only, overrides)
     print(f"{'id':46s} {'kind':22s} {'split':5s} {'meas us':>9s} {'sim us':>9s} {'ratio':>6s} regs")
     for r in rows:

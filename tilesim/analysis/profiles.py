@@ -95,6 +95,8 @@ class LoweringProfile:
         sync_loads_little: a launch without asynchronous copies reaches at most ``bytes in flight per
             thread × resident threads × cores / loaded DRAM latency`` (Little's law; the loads of one tile
             copy or ``T.Parallel`` in flight together), ``Machine.dram_bw_for``.
+        async_hit_latency: an asynchronous copy whose bytes L2 serves waits its data path's latency less
+            the DRAM−L2 latency difference (the path latency is that of a DRAM access).
         bank_conflicts: element-level shared-memory accesses pay their bank conflicts and partial
             wavefronts (``tilesim.analysis.banks``).
         spill_traffic_factor: local-memory bytes moved per spilled register byte per hot-loop
@@ -159,6 +161,7 @@ class LoweringProfile:
     spill_traffic_factor: float = 1.0
     bank_conflicts: bool = False
     sync_loads_little: bool = False
+    async_hit_latency: bool = False
     notes: tuple[str, ...] = field(default=())
 
     def matrix_dtype(self, dtype: str) -> str:
@@ -183,7 +186,7 @@ PROFILES = MappingProxyType({
         # fitted (issue 15) on the one spilling TRAIN point of reports/measurements/sim_split_h200_2026-12-01.json
         # (first registry run, 256x128 bf16 GEMM at 128 threads: 1035 us): `benchmarks/sim_holdout_h200.py
         # --only train --set spill_traffic_factor=F`, linear in F, 3.3 reproduces it
-        spill_traffic_factor=3.3, bank_conflicts=True, sync_loads_little=True,
+        spill_traffic_factor=3.3, bank_conflicts=True, sync_loads_little=True, async_hit_latency=True,
         notes=("TileLang on Hopper: TMA copies + warp-specialised producer, wgmma for 16/8-bit operands",)),
     "numba": LoweringProfile(
         name="numba", gemm_unit="vector", gemm_operands="fma", async_copy=False, overlap=False,

@@ -110,11 +110,14 @@ def _gpu_copy_path(hw) -> str | None:
 def parameters(hw) -> list[tuple[str, float, float, float]]:
     """(key, start value, low bound, high bound) of every fitted number."""
     eff = hw.efficiencies
+    # no kernel streams faster than the measured device-to-device copy: it bounds the DRAM fraction
+    copy = (getattr(hw, "calibration", None) or {}).get("copy_bytes_per_s")
+    dram_hi = min(1.0, copy / hw.dram_bandwidth) if copy and hw.dram_bandwidth else 1.0
     out = [
         ("efficiency.matrix_fraction.float16", eff.matrix_fraction.get("float16") or 0.8, 0.3, 1.0),
         ("efficiency.matrix_fraction.tf32", eff.matrix_fraction.get("tf32") or 0.8, 0.2, 1.0),
         ("efficiency.vector_fraction.float32", eff.vector_fraction.get("float32") or 0.8, 0.2, 1.0),
-        ("efficiency.dram_fraction", eff.dram_fraction or 0.9, 0.5, 1.0),
+        ("efficiency.dram_fraction", min(eff.dram_fraction or 0.9, dram_hi), 0.5, dram_hi),
         ("efficiency.l2_fraction", eff.l2_fraction or 0.9, 0.3, 1.0),
     ]
     path = _gpu_copy_path(hw)
