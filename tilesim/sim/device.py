@@ -4,7 +4,9 @@ Contract
 --------
 * :func:`occupancy` gives blocks per core from shared memory, registers, threads and the block limit
   of the hardware model (NPUs: one block per AI core; buffers checked against their capacity). A
-  block that does not fit at all raises ``KernelError`` naming the buffer, the bytes and the limit.
+  block whose shared memory or threads do not fit at all raises ``KernelError`` naming the buffer, the
+  bytes and the limit; registers never refuse (:mod:`.registers`: demand past the cap is spilled and
+  its local-memory traffic costed in the hot loop).
 * :func:`reuse` sets every op's DRAM bytes from its global bytes. For each global tensor it finds
   the block axes its addresses depend on; blocks differing only in the other axes re-read the same
   data. Walking the dispatch order (row-major ``bx`` fastest, or TileLang's ``T.use_swizzle`` panels)
@@ -21,15 +23,15 @@ Contract
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..analysis.program import Loop, Op
+from ..analysis.program import Loop
 from ..errors import KernelError
 from .engine import BlockModel, Timeline, block_time, busy, sfu_funcs
+from .registers import registers, with_spills
 
 __all__ = ["occupancy", "reuse", "simulate_launch", "LaunchResult", "dispatch_coords"]
 
@@ -121,7 +123,7 @@ def occupancy(prog, machine) -> tuple[int, str, dict]:
                 prog.launch.loc, hint="reduce the tile sizes or num_stages")
         limits["shared memory"] = int(sbuf.bytes // shared)
     if occ is not None:
-        regs_per_thread, spill = _registers(prog, machine, producer, details)
+        regs_per_thread, spill = registers(prog, machine, producer, details)
         if occ.registers_count:
             need = regs_per_thread * prog.threads + producer * p.producer_registers_per_thread
             limits["registers"] = max(1, int(occ.registers_count // need))
@@ -138,75 +140,6 @@ def occupancy(prog, machine) -> tuple[int, str, dict]:
         raise KernelError(f"a block does not fit on a {core.name} ({name})", prog.launch.loc)
     details["limits"] = limits
     return k, name, details
-
-
-def _registers(prog, machine, producer: int, details: dict) -> tuple[float, float]:
-    """(registers per thread granted, registers per thread spilled in the hot loop).
-
-    Demand: live fragment registers per thread (``prog.register_peak_bytes`` under a liveness profile,
-    else every fragment) plus the profile's overhead, rounded up to the allocation unit. Cap: the
-    hardware's per-thread limit (255 on NVIDIA), the register file shared by one block's threads, and
-    in warp-specialised kernels the consumer's ``setmaxnreg`` value. Demand over the cap is spilled
-    (never refused): the spilled registers that the hot loop needs are fragment registers beyond
-    ``cap - register_min_overhead_per_thread``; the rest of the overhead is spilled or rematerialised
-    outside it at no modelled cost.
-    """
-    p, occ = machine.profile, machine.core.occupancy
-    live = prog.register_peak_bytes if prog.register_peak_bytes is not None else \
-        sum(prog.fragment_bytes.values()) + sum(prog.local_bytes.values())
-    frag_regs = live / 4.0 / max(1, prog.threads)
-    unit = getattr(occ, "register_alloc_unit_count", None) or 1
-    demand = math.ceil((frag_regs + p.register_overhead_per_thread) / unit - 1e-9) * unit
-    cap = float(getattr(occ, "max_registers_per_thread_count", None) or math.inf)
-    if occ.registers_count:  # one block's threads share the register file (launch bounds)
-        avail = occ.registers_count - producer * p.producer_registers_per_thread
-        cap = min(cap, math.floor(avail / max(1, prog.threads) / unit) * unit)
-    if producer and p.consumer_registers_per_thread:
-        cap = min(cap, p.consumer_registers_per_thread)
-        regs = cap  # setmaxnreg grants the consumers this many whatever they use
-    else:
-        regs = min(demand, cap)
-    spill = max(0.0, frag_regs + p.register_min_overhead_per_thread - cap)
-    details["registers_per_thread"] = regs
-    details["registers_demand"] = demand
-    details["spill_registers_per_thread"] = spill
-    return regs, spill
-
-
-def _hot_path(body, mult=1.0, path=()):
-    """(executions, path of loop indices) of the innermost loop executed most often."""
-    best = (0.0, None)
-    for i, n in enumerate(body):
-        if isinstance(n, Loop):
-            m = mult * float(np.max(n.trip)) * float(np.max(n.weight))
-            inner = _hot_path(n.body, m, path + (i,))
-            cand = inner if inner[1] is not None and inner[0] >= m else (m, path + (i,))
-            if cand[0] > best[0]:
-                best = cand
-    return best
-
-
-def _with_spills(prog, machine, spill: float):
-    """``prog.body`` with the spilled registers' local-memory traffic added to its hot loop.
-
-    Each hot-loop iteration stores and reloads the spilled registers of every thread
-    (``2 × spill × 4 B × threads × spill_traffic_factor``); local memory goes through L1 to L2, so the
-    bytes are costed as L2 requests (never DRAM: the lines stay on chip). ``prog`` is not modified.
-    """
-    if spill <= 0:
-        return prog.body
-    nbytes = 2.0 * spill * 4.0 * prog.threads * machine.profile.spill_traffic_factor
-    _, path = _hot_path(prog.body)
-    op = Op(kind="compute", label="register spills", node="Spill", loc=prog.launch.loc, side="matrix",
-            reads=frozenset(), writes=frozenset(), work={"global": nbytes}, xfer={"registers<->local": nbytes})
-
-    def rebuild(nodes, rest):
-        if not rest:
-            return list(nodes) + [op]
-        out = list(nodes)
-        out[rest[0]] = dataclasses.replace(out[rest[0]], body=rebuild(out[rest[0]].body, rest[1:]))
-        return out
-    return rebuild(prog.body, path or ())
 
 
 def _largest(table):
@@ -387,7 +320,7 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
     k × busiest per-core resource)``.
     """
     k, limit, details = occupancy(prog, machine)
-    body = _with_spills(prog, machine, details.get("spill_registers_per_thread", 0.0))
+    body = with_spills(prog, machine, details.get("spill_registers_per_thread", 0.0))
     C = machine.n_cores
     n = prog.num_blocks
     slots = C * k
