@@ -68,6 +68,8 @@ def test_spilling_gemm_is_costed_not_refused_and_cost_grows_with_the_factor():
     k = K.matmul_relu(4096, 4096, 4096, block_M=256, block_N=128, block_K=32, num_stages=3, threads=128)
     r = simulate_kernel(k, hw=H200)
     assert _spill_note(r)
+    lr = r.launches[0]
+    assert lr["registers_demand"] > lr["registers_per_thread"] == 240 and lr["spill_registers_per_thread"] > 0
     free = simulate_kernel(k, hw=H200, profile=dataclasses.replace(TC, spill_traffic_factor=0.0))
     more = simulate_kernel(k, hw=H200, profile=dataclasses.replace(TC, spill_traffic_factor=2 * TC.spill_traffic_factor))
     assert free.time_s < r.time_s < more.time_s
