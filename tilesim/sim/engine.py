@@ -379,9 +379,10 @@ def _ops(nodes):
 
 
 def _overlaps_previous(prev, n) -> bool:
-    """A synchronous load issued right after another it does not depend on: their latencies overlap."""
+    """A synchronous load issued right after another it does not depend on, with no barrier between
+    them (the first does not end in one): their latencies overlap."""
     return (isinstance(prev, Op) and isinstance(n, Op) and prev.kind == "load" and n.kind == "load"
-            and not (n.reads & prev.writes))
+            and not prev.syncs and not (n.reads & prev.writes))
 
 
 def _run_seq(bm, nodes, st, rec, off, scale=1.0, nolat=False):
