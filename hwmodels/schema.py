@@ -186,13 +186,20 @@ class Memory:
     bandwidth_bytes_per_s: float | None = _num(required=True)
     latency_cycles: float | None = _num()
     latency_s: float | None = _num()
+    #: the latency a load sees while the memory runs near its bandwidth (queueing), core cycles
+    loaded_latency_cycles: float | None = _num()
 
 
 @dataclass(frozen=True)
 class Overheads:
-    """Fixed costs: per kernel launch (seconds), per block launch and per barrier (core cycles)."""
+    """Fixed costs: per kernel launch (seconds), per block launch and per barrier (core cycles).
+
+    ``timed_launch_overhead_s``: what one kernel timed alone between two events (``do_bench``) costs
+    beyond ``kernel_launch_latency_s`` (ramp-up of the first wave, drain of the last, timestamps).
+    """
 
     kernel_launch_latency_s: float | None = _num()
+    timed_launch_overhead_s: float | None = _num()
     block_launch_cycles: float | None = _num()
     sync_cycles: float | None = _num()
 

@@ -112,4 +112,5 @@ def test_twice_as_large_dram_bound_takes_about_twice_as_long(kind, m16, hw):
     a = sim(c)
     b = sim(dict(c, M=2 * c["M"]))
     assert "DRAM" in a.bound
-    assert 1.85 <= b.time_s / a.time_s <= 2.1
+    fixed = a.launches[0]["launch_s"]  # the launch (and event-timing) overhead does not scale
+    assert 1.85 <= (b.time_s - fixed) / (a.time_s - fixed) <= 2.1

@@ -78,6 +78,8 @@ class Analyzer:
         self.side_of: dict[int, str] = {}
         self.shared_written_by_threads: set[int] = set()
         self.async_dst: set[int] = set()
+        #: an asynchronous copy inside a T.Pipelined loop: TileLang warp-specialises the kernel (producer)
+        self.pipelined_async = False
         # Ascend: which on-chip buffers feed/come from the matrix unit
         self.gemm_operands: set[int] = set()
         self.gemm_outputs: set[int] = set()

@@ -139,7 +139,8 @@ def analyze(pf: N.PrimFunc, hw, profile="tensorcore", **shapes) -> list[LaunchPr
             peak = peak_live_bytes(a, s) if prof.register_estimate == "liveness" else None
             prog = LaunchProgram(launch=s, grid=a.grid, threads=a.threads, body=body, shared_bytes=shared,
                                  fragment_bytes=frag, local_bytes=local, side_of_buffer=side, swizzle=swz,
-                                 has_async_copies=bool(a.async_dst), global_buffers=gbufs, notes=a.notes,
+                                 has_async_copies=bool(a.async_dst), warp_specialized=a.pipelined_async,
+                                 global_buffers=gbufs, notes=a.notes,
                                  register_peak_bytes=peak, sync_load_bytes_per_thread=a.sync_load_bytes)
             progs.append(compress(prog))
     if not progs:

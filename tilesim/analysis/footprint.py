@@ -15,6 +15,17 @@ fragment is live from the first to the last statement of its statement list that
 the body's own fragments get their intervals there. A ``T.gemm`` into a register accumulator adds its
 per-thread operand micro-tile while it runs: a row of A and a column of B (fp32) for two k steps, the
 unrolled k loop loading the next step's operands during this step's FMAs.
+
+Profiles with ``register_streaming`` (the ``tensorcore`` profile: nvcc sees fully unrolled fragment
+code and schedules by data flow) also model two things the compiler does with element-wise code: a
+fragment written by an element-wise statement (``T.Parallel``, ``T.copy``, ``T.fill``) and read only by
+the next one (a ``T.Parallel``, ``T.copy`` or ``T.reduce_*``) is a streamed temporary and takes no
+registers of its own (``x*x`` feeding a row sum); and in an element-wise statement the fragments read
+for the last time and those first written there count as the larger of the two sets, not their sum
+(``T.copy(acc_s, acc_s_cast)``, even though both are ``T.gemm`` fragments). Operands and accumulators
+of a ``T.gemm`` are never streamed temporaries: the instruction needs them whole. With
+``row_stat_layout="mma"`` a row statistic holds ``max(2, 4 · rows / threads)`` values per thread (each
+lane owns two rows of a 16-row MMA tile and the warps split the rows), instead of the square layout.
 """
 
 from __future__ import annotations
@@ -33,6 +44,10 @@ from .parallel_rules import _collect_rw
 
 #: statements whose bodies get their own liveness intervals (a T.Parallel counts as one statement)
 _BRANCHING = frozenset({N.For, N.While, N.If})
+#: statements that produce and consume fragments element by element (profiles with register streaming)
+_ELEMENTWISE = frozenset({N.Parallel, N.Copy, N.Fill})
+#: statements that can consume a streamed temporary element by element (a thread-local reduction first)
+_CONSUMERS = frozenset({N.Parallel, N.Copy, N.Reduce})
 
 
 def _footprint(a: Analyzer, launch: N.Launch, body_nodes):
@@ -96,12 +111,22 @@ def peak_live_bytes(a: Analyzer, launch: N.Launch) -> float:
     # max) is replicated over the tile's column threads: a thread holds extent / (row thread groups)
     # values, the row groups of a square-ish tile layout
     rows = 1 << int(math.log2(max(1.0, math.sqrt(a.threads))))
+    mma_rows = a.profile.row_stat_layout == "mma"
     for b in regs:
         shape = b.static_shape()
         n = float(np.prod(shape)) if shape else 1.0
         if len(shape) == 1 and shape[0] in row_dims:
-            n = math.ceil(shape[0] / min(shape[0], rows)) * a.threads
+            if mma_rows:  # each lane owns 2 rows of a 16-row MMA tile; the warps split the rows
+                n = max(2, math.ceil(4 * shape[0] / max(1, a.threads))) * a.threads
+            else:
+                n = math.ceil(shape[0] / min(shape[0], rows)) * a.threads
         sizes[b.uid] = n * _size(b.dtype)
+    streamed = a.profile.register_streaming
+    pinned = set()  # gemm operands and accumulators: the instruction needs the whole fragment at once
+    if streamed:
+        for st in walk_stmts(list(launch.body)):
+            if isinstance(st, N.Gemm):
+                pinned |= set(referenced_buffers(st)) & sizes.keys()
 
     def extra(st) -> float:
         if isinstance(st, N.Gemm) and _scope(st.c.buffer) == "reg" and a.profile.gemm_operands == "fma":
@@ -123,14 +148,29 @@ def peak_live_bytes(a: Analyzer, launch: N.Launch) -> float:
             for u in us - carried:
                 first.setdefault(u, i)
                 last[u] = i
-        best = sum(sizes[u] for u in carried)
+        size = dict(sizes)
+        if streamed:  # a temporary made element-wise and consumed by the next statement never exists whole
+            for u in first:
+                i = first[u]
+                if (last[u] == i + 1 and u not in pinned and type(stmts[i]) in _ELEMENTWISE
+                        and type(stmts[i + 1]) in _CONSUMERS):
+                    size[u] = 0.0
+        best = sum(size[u] for u in carried)
         for i, st in enumerate(stmts):
             live = set(carried) | {u for u in first if first[u] <= i <= last[u]}
             if type(st) in _BRANCHING:  # loops and branches: each body inside what is live across it
                 inner = frozenset(u for u in live if u in carried or first[u] < i or last[u] > i)
                 val = max(peak(b, inner) for b in bodies(st))
+            elif streamed and type(st) in _ELEMENTWISE:
+                # element by element, a fragment read here for the last time frees its registers while
+                # the fragments first written here fill theirs: the larger of the two sets, not the sum
+                dying = {u for u in live if u not in carried and last[u] == i and first[u] < i}
+                born = {u for u in live if u not in carried and first[u] == i and last[u] > i}
+                rest = live - dying - born
+                val = (sum(size[u] for u in rest) + max(sum(size[u] for u in dying), sum(size[u] for u in born))
+                       + extra(st))
             else:
-                val = sum(sizes[u] for u in live) + extra(st)
+                val = sum(size[u] for u in live) + extra(st)
             best = max(best, val)
         return best
 

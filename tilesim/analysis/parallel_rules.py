@@ -22,6 +22,7 @@ from ..errors import KernelTypeError
 from ..ir import nodes as N
 from ..ir.traverse import loads_in, regions, walk_stmts
 from .analyzer import Analyzer
+from .banks import conflict_bytes
 from .expr_rules import _Acc
 from .node_helpers import _core, _root, _scope, _size
 from .program import GAccess, Op
@@ -55,6 +56,8 @@ def _parallel(a: Analyzer, s: N.Parallel):
     try:
         acc = _Acc()
         _element_body(a, s.body, acc)
+        if acc.smem:
+            acc.smem += conflict_bytes(a, s)
     finally:
         a.parallel_vars = outer
         a._uniform = {}
@@ -239,6 +242,7 @@ def _element_op(a: Analyzer, s, acc: _Acc, E: float, label: str) -> Op:
         op.syncs = 1.0
     if kind == "async":
         a.async_dst |= {_root(b).uid for b in writes}
+        a.pipelined_async = True  # kind 'async' needs a pipelined loop
     a.mark_written(op, [b for b in writes if b.scope != "global"])
     return op
 

@@ -95,6 +95,9 @@ class LaunchProgram:
     register_peak_bytes: float | None = None
     #: bytes one thread loads in the largest synchronous global -> on-chip tile copy (0: none)
     sync_load_bytes_per_thread: float = 0.0
+    #: asynchronous copies inside a pipelined loop: the ``tensorcore`` profile adds a producer warpgroup
+    #: (TileLang warp-specialises only pipelined loops; a lone TMA copy is issued by the block's threads)
+    warp_specialized: bool = True
     #: block classes after :func:`compress`: per axis (run starts, run lengths)
     runs: tuple = ()
     counts: object = 1.0

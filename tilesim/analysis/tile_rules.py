@@ -50,6 +50,7 @@ def _copy(a: Analyzer, s: N.Copy):
                     op.syncs = 1.0
             else:
                 a.async_dst.add(_root(dst.buffer).uid)
+                a.pipelined_async = a.pipelined_async or a.pipelined_depth > 0
         else:
             op.work["vector:float32"] = tile / a.vec_bytes
         a.mark_written(op, (dst.buffer,))

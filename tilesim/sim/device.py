@@ -4,12 +4,17 @@ Contract
 --------
 * :func:`occupancy` gives blocks per core from shared memory, registers, threads and the block limit
   of the hardware model (NPUs: one block per AI core; buffers checked against their capacity). A
-  block that does not fit at all raises ``KernelError`` naming the buffer, the bytes and the limit.
+  block whose shared memory or threads do not fit at all raises ``KernelError`` naming the buffer, the
+  bytes and the limit; registers never refuse (:mod:`.registers`: demand past the cap is spilled and
+  its local-memory traffic costed in the hot loop).
 * :func:`reuse` sets every op's DRAM bytes from its global bytes. For each global tensor it finds
   the block axes its addresses depend on; blocks differing only in the other axes re-read the same
   data. Walking the dispatch order (row-major ``bx`` fastest, or TileLang's ``T.use_swizzle`` panels)
   a re-read at distance ``D`` blocks hits L2 when ``D`` is within one wave (the blocks run together)
   or when the data touched in between fits in L2; otherwise a fraction ``1 - L2 / footprint`` misses.
+  A tensor every block reads its own part of (its addresses use every block axis) and reads more of
+  than that part (a second pass over a row) misses on the re-read the fraction ``1 - L2 / F``, ``F``
+  the resident blocks' parts of every tensor they touch (reads and writes; a shared tensor once).
 * :func:`simulate_launch`: the largest of a fluid bound (critical paths over ``cores × k`` slots;
   each resource's busy time over the cores, DRAM/L2 shared device-wide) and a wave-quantisation
   bound (per block class, ``ceil(blocks at least that slow / slots)`` rounds of its per-core time),
@@ -26,6 +31,7 @@ import numpy as np
 from ..analysis.program import Loop
 from ..errors import KernelError
 from .engine import BlockModel, Timeline, block_time, busy, sfu_funcs
+from .registers import registers, with_spills
 
 __all__ = ["occupancy", "reuse", "simulate_launch", "LaunchResult", "dispatch_coords"]
 
@@ -52,6 +58,8 @@ class LaunchResult:
     sfu: dict
     block_time_s: float
     registers_per_thread: float | None = None  # the occupancy estimate (GPU profiles)
+    registers_demand: float | None = None  # what the live fragments + overhead want (may exceed the grant)
+    spill_registers_per_thread: float = 0.0  # spilled registers the hot loop reloads
     trace_events: list = field(default_factory=list)
     notes: list = field(default_factory=list)
 
@@ -91,7 +99,7 @@ def occupancy(prog, machine) -> tuple[int, str, dict]:
                         f"{buf.name}, which holds {cap:,.0f} (largest: '{big[0]}', {big[1]:,.0f} bytes)",
                         prog.launch.loc, hint="use smaller tiles or fewer pipeline stages")
         return 1, "one block per core", details
-    producer = p.producer_threads if prog.has_async_copies else 0
+    producer = p.producer_threads if prog.has_async_copies and prog.warp_specialized else 0
     threads = prog.threads + producer
     details["threads"] = threads
     limits = {}
@@ -117,32 +125,10 @@ def occupancy(prog, machine) -> tuple[int, str, dict]:
                 prog.launch.loc, hint="reduce the tile sizes or num_stages")
         limits["shared memory"] = int(sbuf.bytes // shared)
     if occ is not None:
-        live = prog.register_peak_bytes if prog.register_peak_bytes is not None else frag
-        regs_per_thread = live / 4.0 / max(1, prog.threads) + p.register_overhead_per_thread
-        unit = getattr(occ, "register_alloc_unit_count", None)
-        if unit:  # registers are granted per thread in multiples of the allocation unit
-            regs_per_thread = math.ceil(regs_per_thread / unit - 1e-9) * unit
-        if producer and p.consumer_registers_per_thread:
-            regs_per_thread = max(regs_per_thread, p.consumer_registers_per_thread)
-        details["registers_per_thread"] = regs_per_thread
-        cap = getattr(occ, "max_registers_per_thread_count", None)
-        if cap and regs_per_thread > cap:
-            # a thread cannot address more registers: the compiler spills fragments to local memory,
-            # which this model does not cost; treat it as not fitting (the tuner then skips it)
-            raise KernelError(
-                f"each thread needs about {regs_per_thread:.0f} registers for its fragments "
-                f"{_largest(prog.fragment_bytes)}, over the {cap} a thread can address on {hw.name}: "
-                "the fragments would spill to local memory", prog.launch.loc,
-                hint="use more threads per block or smaller fragment tiles")
+        regs_per_thread, spill = registers(prog, machine, producer, details)
         if occ.registers_count:
             need = regs_per_thread * prog.threads + producer * p.producer_registers_per_thread
-            if need > occ.registers_count:
-                raise KernelError(
-                    f"one block needs about {need:,.0f} registers ({regs_per_thread:.0f} per thread × {threads} "
-                    f"threads for fragments {_largest(prog.fragment_bytes)}), over the {occ.registers_count:,} "
-                    f"registers of a {core.name}", prog.launch.loc,
-                    hint="use smaller fragments (tile sizes) or more threads")
-            limits["registers"] = int(occ.registers_count // need)
+            limits["registers"] = max(1, int(occ.registers_count // need))
         if occ.max_threads_count:
             limits["threads"] = int(occ.max_threads_count // threads)
         if occ.max_warps_count and occ.warp_size_count:
@@ -272,6 +258,13 @@ def reuse(prog, machine, slots: int) -> dict:
             fp += ent["F"] * min(1.0, distinct / max(1, ent["T"]))
         return fp
 
+    # intra-block re-reads (a block reading its own rows again in a second pass): between the two reads
+    # the resident blocks stream their own data through L2; a re-read misses the fraction of that
+    # footprint L2 cannot hold
+    resident = min(n, slots) if n else 0
+    # what the resident blocks hold in L2 at once: their parts of each tensor (a shared tensor once)
+    intra_fp = sum(e["F"] * min(1.0, resident / max(1, e["T"])) for e in per.values())
+    intra_miss = max(0.0, 1.0 - machine.l2_bytes / intra_fp) if intra_fp > 0 and machine.l2_bytes else 0.0
     ratio = {}
     for key, ent in per.items():
         if key[1]:
@@ -291,6 +284,8 @@ def reuse(prog, machine, slots: int) -> dict:
                     miss = max(0.0, 1.0 - machine.l2_bytes / fp) if fp > 0 else 0.0
                 reload *= 1.0 + (ext - 1) * miss
             dram = min(ent["R"], ent["F"] * reload)
+            if n and ent["T"] >= n:  # every block reads its own data: what is read beyond it is re-read
+                dram = min(ent["R"], dram + max(0.0, ent["R"] - ent["F"]) * intra_miss)
         ent["DRAM"] = dram
         ratio[key] = dram / ent["R"] if ent["R"] > 0 else 0.0
     for op, _ in _walk_mult(prog.body):
@@ -327,6 +322,7 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
     k × busiest per-core resource)``.
     """
     k, limit, details = occupancy(prog, machine)
+    body = with_spills(prog, machine, details.get("spill_registers_per_thread", 0.0))
     C = machine.n_cores
     n = prog.num_blocks
     slots = C * k
@@ -337,9 +333,10 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
     else:
         ca = min(C, n)
         ke = max(1, math.ceil(n / ca))
-    bm = BlockModel(machine, machine.l2_bw / ca, machine.dram_bw_for(ke * prog.threads, ca, prog.sync_load_bytes_per_thread) / ca, prog.threads)
-    cp = block_time(bm, prog.body)
-    bz = busy(bm, prog.body)
+    bm = BlockModel(machine, machine.l2_bw / ca, machine.dram_bw_for(ke * prog.threads, ca, prog.sync_load_bytes_per_thread,
+                                                                     prog.has_async_copies) / ca, prog.threads)
+    cp = block_time(bm, body)
+    bz = busy(bm, body)
     per_slot = _sum_classes(cp, counts) / (ca * ke)
     res_terms = {r: _sum_classes(v, counts) / ca for r, v in bz.items()}
     core_busy = np.zeros(counts.shape)
@@ -366,12 +363,12 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
                 return v[cls]
             return v
         rec = Timeline(pick)
-        block_time(bm, prog.body, rec)
+        block_time(bm, body, rec)
         events = rec.events
     flops: dict = {}
     xfer: dict = {}
     l2 = 0.0
-    for op, mult in _walk_mult(prog.body):
+    for op, mult in _walk_mult(body):
         for kkey, v in op.flops.items():
             flops[kkey] = flops.get(kkey, 0.0) + _sum_classes(v * mult, counts)
         for kkey, v in op.xfer.items():
@@ -382,12 +379,18 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
     dram_write = sum(e["DRAM"] for (uid, w), e in per.items() if w)
     compulsory = sum(e["F"] for e in per.values())
     sfu = {}
-    for kkey, v in sfu_funcs(prog.body).items():
+    for kkey, v in sfu_funcs(body).items():
         sfu[kkey] = _sum_classes(v, counts)
     notes = list(prog.notes)
+    if details.get("spill_registers_per_thread"):
+        notes.append(f"registers: about {details['registers_demand']:.0f} per thread wanted, "
+                     f"{details['registers_per_thread']:.0f} granted; "
+                     f"{details['spill_registers_per_thread']:.0f} per thread spilled in the hot loop "
+                     "(costed as local-memory traffic)")
     return LaunchResult(
         name=name, time_s=machine.launch_s + body_s, launch_s=machine.launch_s, fluid_s=fluid_s,
         quantisation_s=quant_s, blocks=n, blocks_per_core=k, occupancy_limit=limit, waves=n / slots, slots=slots,
         busy_s=busy_tot, dram_read=dram_read, dram_write=dram_write, dram_compulsory=compulsory, l2_bytes=l2,
         flops=flops, xfer=xfer, sfu=sfu, block_time_s=block_s,
-        registers_per_thread=details.get("registers_per_thread"), trace_events=events, notes=notes)
+        registers_per_thread=details.get("registers_per_thread"), registers_demand=details.get("registers_demand"),
+        spill_registers_per_thread=details.get("spill_registers_per_thread", 0.0), trace_events=events, notes=notes)

@@ -8,7 +8,8 @@ Contract
   unit/shared-memory demands) and ``sync`` (barriers), and a per-resource busy time.
 * :func:`block_time` is the block's critical path when it runs alone on its core: threads issue ops
   in order on their side's timeline (one timeline on GPUs; cube and vector timelines on Ascend);
-  ``async`` copies run on the copy engine and only their consumers wait; ``store``\\ s drain in the
+  ``async`` copies run on the copy engine and only their consumers wait; a synchronous load issued
+  right after another it does not depend on overlaps its latency with it; ``store``\\ s drain in the
   background; a serial loop is its body × trips (an ``unrolled`` loop — a short barrier-free loop the
   compiler unrolls, its loads hoisted — pays its memory latencies once: first iteration + the rest
   without latency); a pipelined loop (``num_stages`` = S ≥ 2, profile
@@ -89,11 +90,15 @@ class BlockModel:
                 if op.kind == "async":
                     al = m.async_latency(op.side)
                     lat = al if al is not None else m.dram_lat_s
-                elif m.profile.async_copy:
+                    if m.profile.async_hit_latency and lat > m.dram_lat_s - m.l2_lat_s:
+                        # the path's latency includes a DRAM access; bytes L2 serves save its difference
+                        miss = np.clip(np.divide(d, np.maximum(g, 1e-30)), 0.0, 1.0)
+                        lat = lat - (m.dram_lat_s - m.l2_lat_s) * (1.0 - miss)
+                elif m.profile.async_copy and not m.profile.sync_loads_little:
                     lat = m.dram_lat_s
                 else:
-                    # synchronous loads (no async copies in the profile): a load whose bytes the reuse
-                    # model serves from L2 (a second pass over a row) waits for L2, the rest for DRAM
+                    # synchronous loads: a load whose bytes the reuse model serves from L2 (a second
+                    # pass over a row, scales many blocks read) waits for L2, the rest for DRAM
                     miss = np.clip(np.divide(d, np.maximum(g, 1e-30)), 0.0, 1.0)
                     lat = m.l2_lat_s + (m.dram_lat_s - m.l2_lat_s) * miss
         rt = op.work.get("roundtrip")
@@ -276,6 +281,7 @@ def _pipelined(bm: BlockModel, lp: Loop, S: int, rec: Timeline | None, off):
                 ready[(u, i)] = end
             if r:
                 r.add(c.label, "copy engine", off + st0, off + end)
+        prev = None
         for node in rest:
             if isinstance(node, Loop):
                 d = _fresh_time(bm, [node], None, 0.0)
@@ -285,8 +291,11 @@ def _pipelined(bm: BlockModel, lp: Loop, S: int, rec: Timeline | None, off):
                     reads |= o.reads
             else:
                 lat, xfer, comp, sync, rtt, _ = bm.parts(node)
+                if _overlaps_previous(prev, node):
+                    lat = 0.0
                 d = node.weight * (lat + _mx(xfer, comp * f) + sync + rtt)
                 reads = node.reads
+            prev = node
             dep = 0.0
             for u in reads & async_uids:
                 dep = _mx(dep, ready.get((u, i), 0.0))
@@ -369,12 +378,21 @@ def _ops(nodes):
             yield n
 
 
+def _overlaps_previous(prev, n) -> bool:
+    """A synchronous load issued right after another it does not depend on, with no barrier between
+    them (the first does not end in one): their latencies overlap."""
+    return (isinstance(prev, Op) and isinstance(n, Op) and prev.kind == "load" and n.kind == "load"
+            and not prev.syncs and not (n.reads & prev.writes))
+
+
 def _run_seq(bm, nodes, st, rec, off, scale=1.0, nolat=False):
+    prev = None
     for n in nodes:
         if isinstance(n, Loop):
             _run_loop(bm, n, st, rec, off)
         else:
-            _run_op(bm, n, st, rec, off, scale, nolat)
+            _run_op(bm, n, st, rec, off, scale, nolat or _overlaps_previous(prev, n))
+        prev = n
 
 
 def block_time(bm: BlockModel, body, rec: Timeline | None = None):

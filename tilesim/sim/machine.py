@@ -56,7 +56,7 @@ class Machine:
         self.warp_size = int(occ.warp_size_count) if occ is not None and occ.warp_size_count else 1
         self._rates: dict = {}
         ov = hw.overheads
-        self.launch_s = ov.kernel_launch_latency_s or 0.0
+        self.launch_s = (ov.kernel_launch_latency_s or 0.0) + (ov.timed_launch_overhead_s or 0.0)
         if ov.kernel_launch_latency_s is None:
             self.assumptions.append("kernel launch latency unknown: taken as 0")
         self.block_launch_s = (ov.block_launch_cycles or 0.0) / self.clock
@@ -75,6 +75,9 @@ class Machine:
         dram_lat = hw.memory_latency_cycles
         l2_lat = l2.latency_cycles if l2 is not None else None
         self.dram_lat_s = (dram_lat or 0.0) / hw.clock_hz()
+        loaded = mem.loaded_latency_cycles
+        #: DRAM latency under load (Little's law of synchronous loads in profiles that ask for it)
+        self.dram_loaded_lat_s = loaded / hw.clock_hz() if loaded else self.dram_lat_s
         self.l2_lat_s = (l2_lat if l2_lat is not None else (dram_lat or 0.0)) / hw.clock_hz()
         if dram_lat is None:
             self.assumptions.append("DRAM latency unknown: taken as 0")
@@ -93,16 +96,30 @@ class Machine:
                 return rate, lat, dp.name
         return INF, None, None
 
-    def dram_bw_for(self, resident_threads: float, cores: float, load_bytes_per_thread: float = 0.0) -> float:
+    def dram_bw_for(self, resident_threads: float, cores: float, load_bytes_per_thread: float = 0.0,
+                    async_copies: bool = True) -> float:
         """Device DRAM bandwidth reachable by ``resident_threads`` per core on ``cores`` cores.
 
         Profiles without asynchronous copies issue synchronous loads: a thread has the loads of one
         tile copy outstanding (``load_bytes_per_thread``, the launch's largest), at most
         ``sync_load_bytes_in_flight_per_thread`` bytes (the profile's cap); by Little's law the
         achieved rate is at most ``bytes in flight × threads × cores / DRAM latency``.
+
+        Profiles with ``sync_loads_little`` apply the same bound to a launch without asynchronous
+        copies (``async_copies`` False: every global read is a synchronous load by the threads), with
+        no per-thread cap below the tile copy's bytes and the memory's *loaded* latency.
         """
-        bif = self.profile.sync_load_bytes_in_flight_per_thread
-        if bif is None or self.profile.async_copy or self.dram_lat_s <= 0:
+        p = self.profile
+        if p.sync_loads_little and not async_copies:
+            lat = self.dram_loaded_lat_s
+            if lat <= 0 or load_bytes_per_thread <= 0:
+                return self.dram_bw
+            bif = load_bytes_per_thread
+            if p.sync_load_bytes_in_flight_per_thread is not None:
+                bif = min(bif, p.sync_load_bytes_in_flight_per_thread)
+            return min(self.dram_bw, bif * resident_threads * cores / lat)
+        bif = p.sync_load_bytes_in_flight_per_thread
+        if bif is None or p.async_copy or self.dram_lat_s <= 0:
             return self.dram_bw
         if load_bytes_per_thread > 0:
             bif = min(bif, load_bytes_per_thread)

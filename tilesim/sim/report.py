@@ -34,7 +34,8 @@ class SimReport:
         achieved_flops_per_s, achieved_dram_bytes_per_s: totals over ``time_s``.
         blocks, blocks_per_core, occupancy_limit, waves: the device schedule (first launch's
             occupancy; blocks summed over launches).
-        launches: per launch, a small dict (time, blocks, waves, occupancy, tail).
+        launches: per launch, a small dict (time, blocks, waves, occupancy, tail, registers granted and
+            wanted per thread, registers spilled in the hot loop).
         notes: assumptions made (unknown hardware numbers, hints used).
         trace: a Chrome-trace JSON object of one core's timeline, when asked for.
     """

@@ -6,7 +6,8 @@ Contract
   its shapes, the measured median time, its family and its split (``"train"`` / ``"test"``).
 * ``calibrate(measurements, hw, profile="tensorcore") -> dict`` fits, on the ``train`` split only,
   the hardware model's efficiency fields and the two numbers of the GPU's bulk-copy data path the
-  data files leave unknown. Keys are dotted hardware-model keys (``"efficiency.l2_fraction"``,
+  data files leave unknown, the memory's loaded latency and an event-timed launch's fixed overhead.
+  Keys are dotted hardware-model keys (``"efficiency.l2_fraction"``,
   ``"efficiency.matrix_fraction.float16"``, ``"core_kinds.sm.data_paths.tma.latency_cycles"``...);
   values are what the data file should say. The fit is a coordinate descent on a log grid that
   minimises the mean squared log error of simulated vs measured time.
@@ -109,11 +110,14 @@ def _gpu_copy_path(hw) -> str | None:
 def parameters(hw) -> list[tuple[str, float, float, float]]:
     """(key, start value, low bound, high bound) of every fitted number."""
     eff = hw.efficiencies
+    # no kernel streams faster than the measured device-to-device copy: it bounds the DRAM fraction
+    copy = (getattr(hw, "calibration", None) or {}).get("copy_bytes_per_s")
+    dram_hi = min(1.0, copy / hw.dram_bandwidth) if copy and hw.dram_bandwidth else 1.0
     out = [
         ("efficiency.matrix_fraction.float16", eff.matrix_fraction.get("float16") or 0.8, 0.3, 1.0),
         ("efficiency.matrix_fraction.tf32", eff.matrix_fraction.get("tf32") or 0.8, 0.2, 1.0),
         ("efficiency.vector_fraction.float32", eff.vector_fraction.get("float32") or 0.8, 0.2, 1.0),
-        ("efficiency.dram_fraction", eff.dram_fraction or 0.9, 0.5, 1.0),
+        ("efficiency.dram_fraction", min(eff.dram_fraction or 0.9, dram_hi), 0.5, dram_hi),
         ("efficiency.l2_fraction", eff.l2_fraction or 0.9, 0.3, 1.0),
     ]
     path = _gpu_copy_path(hw)
@@ -123,7 +127,20 @@ def parameters(hw) -> list[tuple[str, float, float, float]]:
         bpc0 = dp.bytes_per_cycle or 64.0
         out.append((f"{path}.latency_cycles", lat0, 100.0, 4000.0))
         out.append((f"{path}.bytes_per_cycle", bpc0, 4.0, 512.0))
+    # issue 15: the loaded DRAM latency of synchronous loads (Little's law) and the fixed cost of an
+    # event-timed launch beyond the back-to-back launch latency
+    lat = hw.memory_latency_cycles or 600.0
+    out.append(("memory.loaded_latency_cycles", hw.memory.loaded_latency_cycles or lat, lat, 8 * lat))
+    out.append(("overheads.timed_launch_overhead_s", hw.overheads.timed_launch_overhead_s or 1e-6, 1e-7, 2e-5))
     return out
+
+
+def _round(key: str, v: float) -> float:
+    if "fraction" in key:
+        return round(v, 3)
+    if key.endswith("_s"):
+        return float(f"{v:.3g}")
+    return round(v, 1)
 
 
 PARAMETERS = parameters
@@ -188,7 +205,7 @@ def calibrate(measurements, hw, profile: str = "tensorcore", *, sweeps: int = 3,
                 if loss < best - 1e-12:
                     best, values = loss, trial
     out = _expand(values)
-    return {k: (round(v, 3) if "fraction" in k else round(v, 1)) for k, v in out.items()}
+    return {k: _round(k, v) for k, v in out.items()}
 
 
 def validate(measurements, hw, calibration: Mapping | None = None, profile: str = "tensorcore",

@@ -1,0 +1,280 @@
+"""The issue-15 validation set: >= 40 real-TileLang configurations over >= 8 kernel kinds on the H200.
+
+Contract
+--------
+* :data:`CONFIGS` (fixed here, before any measurement): row norms, softmax, elementwise (GELU and a 1-D
+  add, up to 2^24 fp16 elements), fp8 casts, batched transposes at several tiles and thread counts,
+  skinny/decode GEMMs, split-K, decode attention (paged, MLA), 256-thread 128x256 GEMMs, and the
+  configurations the simulator used to refuse (flash attention 128x64 d128 at 128 threads, an RMSNorm
+  holding a 4x4096 fp32 row block at 128 threads). Each has an ``id``, a ``kind``, a ``source``
+  (``registry``: a ``kernels/`` spec at its first report shape plus ``params``; ``extra``/``core``: the
+  sources of ``benchmarks/tilelang_h200.py``) and ``params``. All are held out: nothing here was fitted.
+* On the device (TileLang's wheels installed as shared/GPU.md "Real TileLang on the H200")::
+
+      PYTHONPATH=/tmp/site:. python3 benchmarks/tilelang_h200_validation.py --out $OUT/validation.json
+
+  builds every config with real TileLang (``import tilelang``; registry kernel modules are re-imported
+  from their source text with the import switched), checks the registry kernels on their first test
+  shape with the same tunables, times each with ``tilelang.profiler.do_bench`` (median, 20/80 %
+  quantiles, L2 flushed) and records the registers per thread and static shared memory of the compiled
+  kernel (``cuobjdump -res-usage``) and which instructions its source uses. A config that fails is
+  recorded with its error; the JSON is rewritten after every config.
+* ``--dry-run`` (no GPU, no TileLang): builds every config with tilesim under the name ``tilelang`` (the
+  same kernel construction path), simulates it with the ``tensorcore`` profile and writes the same JSON
+  layout with ``"dry_run": true``, the simulated time and the model's registers per thread
+  (``predicted_s``, ``predicted_registers``) and no measurements. Writing the predictions before the
+  measurements makes the next GPU session's comparison a clean held-out check.
+* ``--list`` prints the configs and the kind count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _reg(i, kind, kernel, **params):
+    return {"id": i, "kind": kind, "source": "registry", "kernel": kernel, "params": params}
+
+
+def _extra(i, kind, factory, module="extra", **params):
+    return {"id": i, "kind": kind, "source": module, "factory": factory, "params": params}
+
+
+CONFIGS = [
+    # row norms
+    _reg("v_rmsnorm_4kx7k_bm1_n1024_t256", "row_norm", "rmsnorm", M=4096, N=7168, block_M=1, block_N=1024, threads=256),
+    _reg("v_rmsnorm_16kx4k_bm2_n4096_t128", "row_norm", "rmsnorm", M=16384, N=4096, block_M=2, block_N=4096,
+         threads=128),
+    _reg("v_rmsnorm_1kx8k_bm1_n2048_t256", "row_norm", "rmsnorm", M=1024, N=8192, block_M=1, block_N=2048, threads=256),
+    _reg("v_layernorm_8kx4k_bm1_n1024_t256", "row_norm", "layernorm", M=8192, N=4096, block_M=1, block_N=1024,
+         threads=256),
+    _reg("v_layernorm_2kx7k_bm4_n512_t128", "row_norm", "layernorm", M=2048, N=7168, block_M=4, block_N=512,
+         threads=128),
+    _extra("v_core_rmsnorm_fp32_16kx4k_bm4_t128", "row_norm", "rms_norm", "core", M=16384, N=4096, block_M=4),
+    _extra("v_core_rmsnorm_fp32_4kx1k_bm8_t128", "row_norm", "rms_norm", "core", M=4096, N=1024, block_M=8),
+    # softmax (small ones too: launch and tail)
+    _reg("v_softmax_4kx4k_bm1_n4096_t256", "softmax", "softmax", M=4096, N=4096, block_M=1, block_N=4096, threads=256),
+    _reg("v_softmax_1kx2k_bm1_n2048_t256", "softmax", "softmax", M=1024, N=2048, block_M=1, block_N=2048, threads=256),
+    _extra("v_core_softmax_2kx1k_bm8_t128", "softmax", "softmax", "core", M=2048, N=1024, block_M=8, threads=128),
+    _extra("v_core_softmax_8kx1k_bm4_t128", "softmax", "softmax", "core", M=8192, N=1024, block_M=4, threads=128),
+    # elementwise
+    _reg("v_gelu_2p24_bm32_n256_t128", "elementwise", "gelu", M=4096, N=4096, block_M=32, block_N=256, threads=128,
+         dtype="float16"),
+    _reg("v_gelu_1kx8k_bm16_n512_t256", "elementwise", "gelu", M=1024, N=8192, block_M=16, block_N=512, threads=256),
+    _reg("v_gelu_8kx16k_bm64_n128_t128", "elementwise", "gelu", M=8192, N=16384, block_M=64, block_N=128, threads=128),
+    _extra("v_vec_add_1M_fp16_b1024_t128", "elementwise", "vec_add", N=1 << 20, block=1024, threads=128,
+           dtype="float16"),
+    _extra("v_vec_add_2p24_fp16_b2048_t256", "elementwise", "vec_add", N=1 << 24, block=2048, threads=256,
+           dtype="float16"),
+    # casts
+    _reg("v_fp8_cast_tok_1kx7k_bm16_t128", "cast", "fp8_cast_per_token", M=1024, N=7168, block_M=16, threads=128),
+    _reg("v_fp8_cast_tok_16kx7k_bm32_t256", "cast", "fp8_cast_per_token", M=16384, N=7168, block_M=32, threads=256),
+    _reg("v_fp8_cast_blk_4kx7k_t256", "cast", "fp8_cast_per_block", M=4096, N=7168, threads=256),
+    _reg("v_fp8_dequant_tok_8kx7k_bm32_t128", "cast", "fp8_dequant_per_token", M=8192, N=7168, block_M=32,
+         threads=128),
+    # transposes at several tiles
+    _reg("v_transpose_8x7kx2k_32x32_t64", "transpose", "batched_transpose", B=8, M=7168, N=2048, block_M=32,
+         block_N=32, threads=64),
+    _reg("v_transpose_8x7kx2k_64x64_t128", "transpose", "batched_transpose", B=8, M=7168, N=2048, block_M=64,
+         block_N=64, threads=128),
+    _reg("v_transpose_8x7kx2k_128x64_t256", "transpose", "batched_transpose", B=8, M=7168, N=2048, block_M=128,
+         block_N=64, threads=256),
+    _reg("v_transpose_64x4kx128_fp16_64x128_t128", "transpose", "batched_transpose", B=64, M=4096, N=128, block_M=64,
+         block_N=128, threads=128, dtype="float16"),
+    _reg("v_transpose_1x16kx7k_fp8_128x128_t256", "transpose", "batched_transpose", B=1, M=16384, N=7168, block_M=128,
+         block_N=128, threads=256, dtype="float8_e4m3fn"),
+    # skinny / decode GEMMs
+    _extra("v_gemm_16x4096x4096_64x128x64_s3_t128", "skinny_gemm", "gemm", M=16, N=4096, K=4096, block_M=64,
+           block_N=128, block_K=64, num_stages=3, threads=128),
+    _extra("v_gemm_64x7168x2048_64x64x64_s4_t128", "skinny_gemm", "gemm", M=64, N=7168, K=2048, block_M=64,
+           block_N=64, block_K=64, num_stages=4, threads=128),
+    _extra("v_gemm_128x8192x8192_128x128x64_s3_t128", "skinny_gemm", "gemm", M=128, N=8192, K=8192, block_M=128,
+           block_N=128, block_K=64, num_stages=3, threads=128),
+    _reg("v_gemm_nt_32x14336x4096_64x128x64_s3_t128", "skinny_gemm", "gemm_nt", M=32, N=14336, K=4096, block_M=64,
+         block_N=128, block_K=64, num_stages=3, threads=128),
+    # split-K
+    _reg("v_splitk_64x7168x16384_s4", "split_k", "gemm_splitk", M=64, N=7168, K=16384, split_k=4),
+    _reg("v_splitk_32x4096x14336_s8", "split_k", "gemm_splitk", M=32, N=4096, K=14336, split_k=8, block_M=64,
+         block_N=64),
+    _reg("v_splitk_128x2048x16384_s2", "split_k", "gemm_splitk", M=128, N=2048, K=16384, split_k=2),
+    # decode attention
+    _reg("v_paged_decode_gqa16_b16_8k", "decode_attention", "paged_decode", batch=16, heads=64, groups=16, dim=128,
+         max_len=8192, block_size=16, dtype="bfloat16", num_splits=4),
+    _reg("v_paged_decode_gqa16_b16_8k_split8_n64", "decode_attention", "paged_decode", batch=16, heads=64, groups=16,
+         dim=128, max_len=8192, block_size=16, dtype="bfloat16", num_splits=8, block_N=64),
+    _reg("v_mla_decode_b32_h128_8k", "decode_attention", "mla_decode", batch=32, heads=128, seq_kv=8192, num_splits=2,
+         dtype="bfloat16"),
+    # 256-thread 128x256 GEMMs
+    _extra("v_gemm_8k_128x256x64_s3_t256", "gemm_256t", "gemm", M=8192, N=8192, K=8192, block_M=128, block_N=256,
+           block_K=64, num_stages=3, threads=256),
+    _extra("v_gemm_4kx7kx2k_bf16_128x256x64_s3_t256", "gemm_256t", "gemm", M=4096, N=7168, K=2048, block_M=128,
+           block_N=256, block_K=64, num_stages=3, threads=256, dtype="bfloat16", out_dtype="bfloat16"),
+    _extra("v_gemm_2kx14kx7k_128x256x32_s4_t256_sw8", "gemm_256t", "gemm", M=2048, N=14336, K=7168, block_M=128,
+           block_N=256, block_K=32, num_stages=4, threads=256, swizzle=8),
+    # configurations the simulator refused before issue 15 (register estimate over 255)
+    _extra("v_fa_b1h32s4096d128_full_128x64_s2_t128", "flash_attention", "flash_attention", "core", batch=1, heads=32,
+           seq_len=4096, dim=128, is_causal=False, block_M=128, block_N=64, num_stages=2, threads=128),
+    _extra("v_fa_b1h32s8192d128_causal_128x64_s2_t128", "flash_attention", "flash_attention", "core", batch=1,
+           heads=32, seq_len=8192, dim=128, is_causal=True, block_M=128, block_N=64, num_stages=2, threads=128),
+    _reg("v_gemm_256x128_t128_spill", "gemm_spill", "gemm", M=4096, N=4096, K=4096, block_M=256, block_N=128,
+         block_K=64, num_stages=3, threads=128),
+]
+
+
+def _module(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _helpers():
+    th = _module(ROOT / "benchmarks" / "tilelang_h200.py", "bench_tilelang_h200")
+    rt = _module(ROOT / "benchmarks" / "registry_tilelang_h200.py", "bench_registry_tilelang_h200")
+    return th, rt
+
+
+def registry_params(cfg: dict) -> tuple:
+    """(spec from the live registry, full params) of a registry config: first report shape + ``params``."""
+    import kernels.registry as reg
+    spec = reg.get(cfg["kernel"])
+    shape = {k: v for k, v in spec.shapes[0].items() if k != "label"}
+    shape.update(cfg["params"])
+    return spec, spec.params(shape)
+
+
+def build(cfg: dict, backend: str, th, specs=None):
+    """(kernel, simulator keywords) of ``cfg`` built with ``backend`` ("tilelang" or "tilesim")."""
+    if cfg["source"] == "registry":
+        spec, params = registry_params(cfg)
+        use = (specs or {}).get(cfg["kernel"], spec)
+        hints = spec.data_hints(**params) if spec.data_hints else {}
+        return use.build(**params), hints, params
+    c = {"module": cfg["source"], "factory": cfg["factory"], "params": dict(cfg["params"])}
+    return th.build(c, backend), th.sim_shapes(c), dict(cfg["params"])
+
+
+def predict(cfg: dict, th) -> dict:
+    from tilesim.sim import simulate
+    kern, hints, _ = build(cfg, "tilesim", th)
+    t0 = time.perf_counter()
+    rep = simulate(kern.prim_func, "h200_sxm_141gb", "tensorcore", name=cfg["id"], **hints)
+    return {"predicted_s": rep.time_s, "predicted_bound": rep.bound,
+            "predicted_registers": max((x["registers_per_thread"] or 0) for x in rep.launches) or None,
+            "predicted_register_demand": max((x.get("registers_demand") or 0) for x in rep.launches) or None,
+            "predicted_notes": [n for n in rep.notes if "register" in n], "sim_wall_s": time.perf_counter() - t0}
+
+
+def _check(spec, params, rt, torch, rng):
+    """Mismatch text (or None) of a registry kernel on its first test shape with ``params``' tunables."""
+    from tilesim.testing.compare import compare_arrays
+    tp = spec.params(spec.test_shapes[0], **{k: v for k, v in params.items() if k in spec.tunables})
+    ins = spec.make_inputs(rng, **tp)
+    outs = spec.build(**tp)(*[rt.to_torch(x, torch) for x in ins])
+    outs = outs if isinstance(outs, (list, tuple)) else [outs]
+    refs = spec.reference(*ins, **tp)
+    refs = refs if isinstance(refs, (list, tuple)) else [refs]
+    if spec.compare is not None:
+        spec.compare([rt.to_numpy(o) for o in outs], list(refs), tp)
+        return None
+    tol = spec.tolerance
+    bad = [compare_arrays(rt.to_numpy(o), r, rtol=tol.get("rtol"), atol=tol.get("atol"), exact=tol.get("exact", False))
+           for o, r in zip(outs, refs)]
+    bad = [x for x in bad if x]
+    return bad[0][:300] if bad else None
+
+
+def run(out_path: str, dry: bool, only=None) -> dict:
+    th, rt = _helpers()
+    cfgs = [c for c in CONFIGS if not only or c["id"] in only]
+    doc = {"kind": "tilelang_h200_validation", "dry_run": dry,
+           "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "timing": "tilelang.profiler.do_bench median (ms), L2 flushed; 20/80% quantiles",
+           "kinds": sorted({c["kind"] for c in cfgs}), "results": []}
+    torch = specs = None
+    if not dry:
+        import torch
+        from tilelang.profiler import do_bench
+        doc["device"] = torch.cuda.get_device_name(0)
+        doc["versions"] = th._versions(torch)
+        from kernels.registry import all_specs
+        modules = sorted({s.build.__module__.split(".")[-1] for s in all_specs()
+                          if s.name in {c.get("kernel") for c in cfgs}})
+        specs = rt.shimmed_specs(modules)
+        th.load_modules("tilelang")
+    rng = np.random.default_rng(0)
+    for cfg in cfgs:
+        rec = dict(cfg)
+        t0 = time.time()
+        try:
+            if dry:
+                rec.update(predict(cfg, th))
+                kern, hints, params = build(cfg, "tilesim", th)
+                rec["full_params"] = {k: v for k, v in params.items() if isinstance(v, (int, float, str, bool))}
+            else:
+                kern, hints, params = build(cfg, "tilelang", th, specs)
+                rec["compile_s"] = time.time() - t0
+                if cfg["source"] == "registry":
+                    spec = specs[cfg["kernel"]]
+                    rec["mismatch"] = _check(spec, params, rt, torch, rng)
+                    ins = [rt.to_torch(x, torch) for x in spec.make_inputs(rng, **params)]
+                else:
+                    c = {"factory": cfg["factory"], "params": cfg["params"], "id": cfg["id"]}
+                    ins, _ = th._inputs_and_ref(c, torch)
+                kern(*ins)
+                torch.cuda.synchronize()
+                q = do_bench(lambda k=kern, a=ins: k(*a), warmup=10, rep=60, quantiles=[0.5, 0.2, 0.8])
+                rec["median_ms"], rec["q20_ms"], rec["q80_ms"] = (float(x) for x in q)
+                rec["source_flags"] = th._source_flags(kern)
+                rec["registers"] = rec["source_flags"].get("registers")
+                ins = None
+                torch.cuda.empty_cache()
+        except Exception as exc:  # noqa: BLE001
+            rec["error"] = f"{type(exc).__name__}: {str(exc)[:400]}"
+            rec["traceback"] = traceback.format_exc(limit=3)[-800:]
+        rec["wall_s"] = time.time() - t0
+        doc["results"].append(rec)
+        print(json.dumps({k: rec.get(k) for k in ("id", "median_ms", "predicted_s", "registers",
+                                                  "predicted_registers", "error")}), flush=True)
+        Path(out_path).write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    return doc
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "tilelang_h200_validation.json"))
+    ap.add_argument("--dry-run", action="store_true", help="no GPU: build with tilesim, simulate, write JSON")
+    ap.add_argument("--only", nargs="*")
+    ap.add_argument("--list", action="store_true")
+    a = ap.parse_args(argv)
+    if a.list:
+        for c in CONFIGS:
+            print(f"{c['id']:48s} {c['kind']:18s} {c['source']}")
+        print(f"{len(CONFIGS)} configurations, {len({c['kind'] for c in CONFIGS})} kinds")
+        return 0
+    if a.dry_run:
+        import tilesim
+        sys.modules.setdefault("tilelang", tilesim)
+        sys.modules.setdefault("tilelang.language", tilesim.language)
+    doc = run(a.out, a.dry_run, a.only)
+    bad = [r["id"] for r in doc["results"] if r.get("error")]
+    print(f"wrote {a.out}: {len(doc['results'])} configs, {len(doc['kinds'])} kinds, errors: {bad}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

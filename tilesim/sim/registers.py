@@ -1,0 +1,93 @@
+"""Registers per thread and register spills of one launch (GPU profiles).
+
+Contract
+--------
+* :func:`registers` → ``(granted, spilled)`` registers per thread: demand from the launch's live
+  fragment bytes (``LaunchProgram.register_peak_bytes`` under a liveness profile, else every fragment)
+  plus the profile's overhead, rounded to the allocation unit; the cap is the hardware's per-thread
+  limit, the block's share of the register file, or the ``setmaxnreg`` grant of a warp-specialised
+  kernel's consumers. Demand over the cap is never refused: the registers the hot loop needs beyond
+  ``cap - register_min_overhead_per_thread`` are *spilled*.
+* :func:`with_spills` returns the block program with the spilled registers' local-memory traffic
+  added to its innermost, most-executed loop (``prog`` is not modified).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..analysis.program import Loop, Op
+
+__all__ = ["registers", "with_spills"]
+
+
+def registers(prog, machine, producer: int, details: dict) -> tuple[float, float]:
+    """(registers per thread granted, registers per thread spilled in the hot loop).
+
+    Demand: live fragment registers per thread (``prog.register_peak_bytes`` under a liveness profile,
+    else every fragment) plus the profile's overhead, rounded up to the allocation unit. Cap: the
+    hardware's per-thread limit (255 on NVIDIA), the register file shared by one block's threads, and
+    in warp-specialised kernels the consumer's ``setmaxnreg`` value. Demand over the cap is spilled
+    (never refused): the spilled registers that the hot loop needs are fragment registers beyond
+    ``cap - register_min_overhead_per_thread``; the rest of the overhead is spilled or rematerialised
+    outside it at no modelled cost.
+    """
+    p, occ = machine.profile, machine.core.occupancy
+    live = prog.register_peak_bytes if prog.register_peak_bytes is not None else \
+        sum(prog.fragment_bytes.values()) + sum(prog.local_bytes.values())
+    frag_regs = live / 4.0 / max(1, prog.threads)
+    unit = getattr(occ, "register_alloc_unit_count", None) or 1
+    demand = math.ceil((frag_regs + p.register_overhead_per_thread) / unit - 1e-9) * unit
+    cap = float(getattr(occ, "max_registers_per_thread_count", None) or math.inf)
+    if occ.registers_count:  # one block's threads share the register file (launch bounds)
+        avail = occ.registers_count - producer * p.producer_registers_per_thread
+        cap = min(cap, math.floor(avail / max(1, prog.threads) / unit) * unit)
+    if producer and p.consumer_registers_per_thread:
+        cap = min(cap, p.consumer_registers_per_thread)
+        regs = cap  # setmaxnreg grants the consumers this many whatever they use
+    else:
+        regs = min(demand, cap)
+    spill = max(0.0, frag_regs + p.register_min_overhead_per_thread - cap)
+    details["registers_per_thread"] = regs
+    details["registers_demand"] = demand
+    details["spill_registers_per_thread"] = spill
+    return regs, spill
+
+
+def _hot_path(body, mult=1.0, path=()):
+    """(executions, path of loop indices) of the innermost loop executed most often."""
+    best = (0.0, None)
+    for i, n in enumerate(body):
+        if isinstance(n, Loop):
+            m = mult * float(np.max(n.trip)) * float(np.max(n.weight))
+            inner = _hot_path(n.body, m, path + (i,))
+            cand = inner if inner[1] is not None and inner[0] >= m else (m, path + (i,))
+            if cand[0] > best[0]:
+                best = cand
+    return best
+
+
+def with_spills(prog, machine, spill: float):
+    """``prog.body`` with the spilled registers' local-memory traffic added to its hot loop.
+
+    Each hot-loop iteration stores and reloads the spilled registers of every thread
+    (``2 × spill × 4 B × threads × spill_traffic_factor``); local memory goes through L1 to L2, so the
+    bytes are costed as L2 requests (never DRAM: the lines stay on chip). ``prog`` is not modified.
+    """
+    if spill <= 0:
+        return prog.body
+    nbytes = 2.0 * spill * 4.0 * prog.threads * machine.profile.spill_traffic_factor
+    _, path = _hot_path(prog.body)
+    op = Op(kind="compute", label="register spills", node="Spill", loc=prog.launch.loc, side="matrix",
+            reads=frozenset(), writes=frozenset(), work={"global": nbytes}, xfer={"registers<->local": nbytes})
+
+    def rebuild(nodes, rest):
+        if not rest:
+            return list(nodes) + [op]
+        out = list(nodes)
+        out[rest[0]] = dataclasses.replace(out[rest[0]], body=rebuild(out[rest[0]].body, rest[1:]))
+        return out
+    return rebuild(prog.body, path or ())
