@@ -48,6 +48,10 @@ Contract
   :data:`EXPECTED_ERRORS`, written to fail, whose error line matches the listed pattern: it is counted among the
   programs run and is not a pass); ``skip``; ``wrapper``. ``error`` is the exception line of
   the last traceback in stderr.
+* **Stand-ins.** A CUDA-only package a program uses as its reference (:data:`STANDINS`: ``flash_attn``) is
+  replaced, when it is not installed, by a CPU stand-in module of this directory written from the package's
+  documented semantics (tested in tests/report/); a row whose program imported one has ``note``
+  ``"flash_attn stand-in"`` (shown in the table) whatever its verdict.
 * **Output.** A table and a summary (counts; pass % of the programs run), a histogram of normalised
   error lines (digits and paths stripped) of ``fail``/``wrong`` rows, and JSON written atomically to
   ``reports/measurements/tilelang_examples_<UTC timestamp>.json``. ``--update PREV.json`` re-runs only the
@@ -81,7 +85,7 @@ WRAPPER_PREFIXES = ("test_", "regression_")
 #: what the programs import besides tilesim (module -> what it is); flash_attn has no CPU build on PyPI
 OPTIONAL = {"torch": "references (CPU build)", "triton": "Triton kernels (TRITON_INTERPRET=1 runs them)",
             "fla": "fla-core (flash-linear-attention kernels)", "einops": "einops", "tqdm": "tqdm",
-            "flash_attn": "flash-attn (CUDA only: its programs fail here)"}
+            "flash_attn": "flash-attn (CUDA only: the harness's CPU stand-in is used)"}
 
 
 def missing_optional() -> list[str]:
@@ -391,6 +395,12 @@ EXPECTED_ERRORS = {
 
 
 KERNEL_TIME = re.compile(r"^tilesim-kernel-time: ([0-9.]+) s in ([0-9]+) calls\n?", re.M)
+#: a stand-in module of :data:`STANDINS` announces itself on import with this stderr line
+STANDIN_USED = re.compile(r"^tilesim-standin: ([\w.]+)\n?", re.M)
+#: CPU stand-ins (module -> file beside this one) for CUDA-only packages the programs use as references; one is
+#: put on the programs' path only when the real package is missing, and rows whose program imported it carry
+#: ``note`` "<module> stand-in"
+STANDINS = {"flash_attn": "tilelang_examples_flash_attn.py"}
 
 
 def verdict_of(rc: int, stderr: str) -> tuple[str, str]:
@@ -457,6 +467,8 @@ def run_one(rel: str, staging: Path, work: Path, env: dict, timeout: float) -> d
         out, err = proc.communicate(timeout=timeout)
         stats = KERNEL_TIME.search(err)
         err = KERNEL_TIME.sub("", err)
+        standins = sorted(set(STANDIN_USED.findall(err)))
+        err = STANDIN_USED.sub("", err)
         verdict, error = verdict_of(proc.returncode, err)
         if verdict == "wrong" and rel in PROGRAM_BUGS:
             verdict, error = "program-bug", f"{error} [known program bug: {PROGRAM_BUGS[rel]}]"
@@ -464,13 +476,14 @@ def run_one(rel: str, staging: Path, work: Path, env: dict, timeout: float) -> d
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        stats = None
+        stats, standins = None, sorted(set(STANDIN_USED.findall(err)))
         verdict, error = "timeout", f"timeout after {timeout:g} s"
     seconds = round(time.perf_counter() - start, 2)
     shutil.rmtree(private, ignore_errors=True)
     return {"program": rel, "verdict": verdict, "seconds": seconds, "argv": argv, "error": error,
             "kernel_seconds": float(stats.group(1)) if stats else None,
             "kernel_calls": int(stats.group(2)) if stats else None,
+            "note": "; ".join(f"{m} stand-in" for m in standins),
             "returncode": proc.returncode, "stderr_tail": "\n".join(err.splitlines()[-25:])[-3000:],
             "stdout_tail": "\n".join(out.splitlines()[-5:])[-800:]}
 
@@ -524,7 +537,8 @@ def print_report(rows: list[dict], summary: dict, hist) -> None:
     width = max(len(r["program"]) for r in rows)
     print(f"\n{'program':<{width}}  {'verdict':<8} {'seconds':>8}  error")
     for r in rows:
-        print(f"{r['program']:<{width}}  {r['verdict']:<8} {r.get('seconds', 0):>8.1f}  {r.get('error', '')[:140]}")
+        note = f"[{r['note']}] " if r.get("note") else ""
+        print(f"{r['program']:<{width}}  {r['verdict']:<8} {r.get('seconds', 0):>8.1f}  {note}{r.get('error', '')[:140]}")
     print(f"\nsummary: {summary['counts']}  pass {summary['pass_pct']}% of {summary['programs_run']} programs run")
     print(f"passing programs: median {summary['pass_wall_s_median']} s per process, median "
           f"{summary['pass_kernel_s_median']} s inside tilesim kernels; {summary['pass_kernel_under_2s']} with kernel "
@@ -565,6 +579,9 @@ def main(argv: list[str] | None = None) -> int:
         stage(examples, work / "staged")
         (work / "shim").mkdir()
         (work / "shim" / "sitecustomize.py").write_text(SHIM)
+        for module, source in STANDINS.items():
+            if importlib.util.find_spec(module) is None:
+                shutil.copy2(Path(__file__).resolve().parent / source, work / "shim" / f"{module}.py")
         env = dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg", TRITON_INTERPRET="1",
                    OMP_NUM_THREADS=str(max(1, (os.cpu_count() or 1) // args.jobs)),
                    PYTHONPATH=os.pathsep.join([str(work / "shim"), str(REPO), os.environ.get("PYTHONPATH", "")]))
@@ -583,8 +600,9 @@ def main(argv: list[str] | None = None) -> int:
                 row = fut.result()
                 rows[row["program"]] = row
                 done = sum(f.done() for f in futures)
+                note = f"[{row['note']}] " if row["note"] else ""
                 print(f"[{done}/{len(to_run)}] {row['verdict']:<7} {row['seconds']:7.1f}s  {row['program']}  "
-                      f"{row['error'][:100]}", flush=True)
+                      f"{note}{row['error'][:100]}", flush=True)
 
     if args.update:
         previous = json.loads(args.update.read_text())
