@@ -77,3 +77,15 @@ def test_expected_errors_count_as_run_not_passed():
             {"program": "autodd/tilelang_buggy.py", "verdict": "expected-error", "seconds": 1.0}]
     s = te.summarise(rows)
     assert s["programs_run"] == 2 and s["pass_pct"] == 50.0
+
+
+def test_program_bug_errors_apply_to_their_own_error_only():
+    for rel, (pattern, why) in te.PROGRAM_BUG_ERRORS.items():
+        assert rel.endswith(".py") and len(why) > 80 and pattern
+    rel = "gemm_sp/example_gemm_sp.py"
+    err = "tilesim.errors.KernelRuntimeError: out-of-bounds read of local buffer nz_idx (256, 2)"
+    v, e = te.program_bug_error(rel, "fail", err)
+    assert v == "program-bug" and "line 69" in e
+    assert te.program_bug_error(rel, "fail", "KernelTypeError: something else")[0] == "fail"
+    assert te.program_bug_error(rel, "wrong", err)[0] == "wrong"   # a wrong answer is never excused this way
+    assert te.program_bug_error("gemm/example_gemm.py", "fail", err)[0] == "fail"
