@@ -89,3 +89,32 @@ def test_program_bug_errors_apply_to_their_own_error_only():
     assert te.program_bug_error(rel, "fail", "KernelTypeError: something else")[0] == "fail"
     assert te.program_bug_error(rel, "wrong", err)[0] == "wrong"   # a wrong answer is never excused this way
     assert te.program_bug_error("gemm/example_gemm.py", "fail", err)[0] == "fail"
+
+
+def test_small_globals_pin_module_level_names_and_keep_the_rest(tmp_path, monkeypatch):
+    staging = tmp_path / "staged"
+    (staging / "demo").mkdir(parents=True)
+    (staging / "demo" / "prog.py").write_text(
+        "import argparse\n"
+        "M, N = 4096, 8192\n"
+        "def deco(n):\n"
+        "    return lambda f: (lambda: f(n))\n"
+        "@deco(M)\n"
+        "def size(n):\n"
+        "    return n + N\n"
+        "class K:\n"
+        "    size = M\n"
+        "total = sum(range(1000)) + sum(range(3))\n"
+        "if __name__ == '__main__':\n"
+        "    args = argparse.ArgumentParser()\n"
+        "    args.add_argument('--x', type=int, default=0)\n"
+        "    x = args.parse_args().x\n"
+        "    assert size() == 8 + N and K.size == 8 and M == 8, (size(), K.size, M)\n"
+        "    print('ran', x, total)\n")
+    monkeypatch.setitem(te.SMALL_GLOBALS, "demo/prog.py",
+                        {"M": 8, "range": "lambda *a: __builtins__.range(2) if a == (1000,) else __builtins__.range(*a)"})
+    monkeypatch.setitem(te.SMALL_ARGS, "demo/prog.py", "--x 5")
+    row = te.run_one("demo/prog.py", staging, tmp_path, {"PATH": "/usr/bin:/bin"}, timeout=60)
+    assert row["verdict"] == "pass", row["stderr_tail"]
+    assert "ran 5 4" in row["stdout_tail"]          # N kept, M pinned, range(1000) ran 2 iterations, range(3) 3
+    assert row["argv"][:2] == ["--x", "5"] and "module-level" in row["argv"][2]
