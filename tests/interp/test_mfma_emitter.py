@@ -10,7 +10,10 @@ from hypothesis import strategies as st
 
 import tilesim as tilelang
 import tilesim.language as T
-from tilesim.rocm.intrinsics.mfma_macro_generator import MatrixCoreIntrinEmitter, MatrixCorePreshuffleIntrinEmitter
+from tilesim.rocm.intrinsics.mfma_macro_generator import (
+    MatrixCoreIntrinEmitter,
+    MatrixCorePreshuffleIntrinEmitter,
+)
 from tilesim.tileop.base import GemmWarpPolicy
 
 NP = {"float8_e4m3fn": ml_dtypes.float8_e4m3fn, "float16": np.float16}
