@@ -18,8 +18,10 @@ a ``KernelTypeError`` listing the registered targets. A TileLang GPU target this
 the interpreter with one ``TargetFallbackWarning`` naming it (``TILESIM_TARGET_WARN=0``: none);
 ``self.target`` is then ``"interp"``, ``self.requested_target`` the requested text, and where the
 requested backend is registered and lowers the kernel, ``get_kernel_source()`` still shows its source (a
-construct that backend refuses is named in the warning). Another registered target this machine cannot
-run (``"cpu"`` without numba) raises ``KernelRuntimeError`` when called.
+construct that backend refuses is named in the warning). ``fallback=False`` (keyword; what
+``tilesim.backends.cuda.check.cuda_twin`` uses) keeps the requested backend instead: its refusals raise, and
+running where it cannot run raises ``KernelRuntimeError``, as for any registered target this machine cannot
+run (``"cpu"`` without numba).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ class JITKernel:
     """A compiled tilesim program. See the module docstring for the calling convention."""
 
     def __init__(self, prim_func: N.PrimFunc, out_idx=None, target="auto", pass_configs=None,
-                 options: InterpOptions | None = None, outputs=None):
+                 options: InterpOptions | None = None, outputs=None, *, fallback: bool = True):
         self.prim_func = pf = prim_func
         try:
             self.pass_configs = normalise_pass_configs(pass_configs)
@@ -68,7 +70,7 @@ class JITKernel:
             raise KernelTypeError(f"options must be a tilesim.InterpOptions, got {type(options).__name__}", pf.loc)
         warn_on_compile(pf, self.pass_configs)  # what real TileLang would refuse (TileLangCompatWarning)
         self.requested_target = target_text(target)
-        why = gpu_fallback(target)
+        why = gpu_fallback(target) if fallback else None
         self._source_program = None
         if why is not None:  # a GPU target this machine cannot run: the interpreter runs it (warned)
             if self.requested_target.split()[0].lower() in registered():

@@ -86,3 +86,12 @@ def test_unknown_kinds_stay_errors():
         with pytest.raises(tilelang.KernelTypeError, match="unknown target"):
             tilelang.compile(_double(), out_idx=[-1], target=bad)
     assert backends.gpu_fallback("interp") is None and backends.gpu_fallback("auto") is None
+
+
+def test_fallback_off_keeps_the_requested_backend():
+    if cuda_available():
+        pytest.skip("a CUDA GPU is present")
+    k = tilelang.JITKernel(tilelang.compile(_double()).prim_func, out_idx=[-1], target="cuda", fallback=False)
+    assert k.target == "cuda"
+    with pytest.raises(tilelang.KernelRuntimeError, match="no usable CUDA GPU"):
+        k(np.ones(48, np.float32))

@@ -60,7 +60,7 @@ def rel_err(out, ref) -> float:
 
 
 def cuda_twin(kernel, fastmath=False):
-    return JITKernel(kernel.prim_func, out_idx=kernel.out_idx, target="cuda",
+    return JITKernel(kernel.prim_func, out_idx=kernel.out_idx, target="cuda", fallback=False,
                      pass_configs={"tl.enable_fast_math": True} if fastmath else None)
 
 
