@@ -46,21 +46,28 @@ Contract
   when the entry is a ``(name, kwargs)`` pair — called with smaller keyword arguments; otherwise no
   arguments are passed; a program in
   :data:`SMALL_CALL` (its ``main()`` takes no arguments and calls a test function with hard-coded sizes) is
-  loaded unchanged and ``main()`` called with that function's size arguments overridden. The shim's
+  loaded unchanged and ``main()`` called with that function's size arguments overridden; a program in
+  :data:`SMALL_GLOBALS` (sizes as module-level constants) runs unchanged as ``__main__`` with those module-level
+  names pinned (its own assignments to them are skipped). The shim's
   ``torch.cuda.get_device_capability()`` reports 9.0, or the architecture
   the program's path targets (:data:`CAPABILITY`: ``sm120`` -> 12.0, ``sm100``/``tcgen05`` -> 10.0), as
   tilesim interprets the program's meaning rather than a chip. A program that compiles with an explicit
-  ``target="cuda"`` (:func:`asks_cuda_target`) runs tilesim's Numba CUDA backend under numba's CUDA simulator
-  (``NUMBA_ENABLE_CUDASIM=1``), the GPU it asks for.
+  GPU target (``target="cuda"``, ``"hip ..."``) runs as on any machine without that GPU: on the interpreter,
+  with tilesim's ``TargetFallbackWarning`` (docs/language.md).
 * **Verdicts.** ``pass`` (exit 0); ``timeout``; ``wrong`` (the program's reference check failed: the last
   exception is an ``AssertionError`` (or ``*Mismatch*``) raised outside tilesim or by tilesim's
   profiler/testing helpers, whose message ('not close', 'Mismatch', tolerances, ...), asserting line
   (``allclose``, ``diff``, ``ref``, ...) or asserting function (``assert_tensors_similar``) is a comparison); ``fail`` (any other non-zero exit);
   ``program-bug`` (a ``wrong`` outcome of a program listed in :data:`PROGRAM_BUGS`, whose own code is
-  established to be wrong, with the evidence); ``expected-error`` (a ``fail`` of a program listed in
+  established to be wrong, with the evidence; or a ``fail`` of one in :data:`PROGRAM_BUG_ERRORS` whose error
+  line matches the listed pattern: a stale import TileLang itself fails, an out-of-bounds access); ``expected-error`` (a ``fail`` of a program listed in
   :data:`EXPECTED_ERRORS`, written to fail, whose error line matches the listed pattern: it is counted among the
   programs run and is not a pass); ``skip``; ``wrapper``. ``error`` is the exception line of
   the last traceback in stderr.
+* **Stand-ins.** A CUDA-only package a program uses as its reference (:data:`STANDINS`: ``flash_attn``) is
+  replaced, when it is not installed, by a CPU stand-in module of this directory written from the package's
+  documented semantics (tested in tests/report/); a row whose program imported one has ``note``
+  ``"flash_attn stand-in"`` (shown in the table) whatever its verdict.
 * **Output.** A table and a summary (counts; pass % of the programs run), a histogram of normalised
   error lines (digits and paths stripped) of ``fail``/``wrong`` rows, and JSON written atomically to
   ``reports/measurements/tilelang_examples_<UTC timestamp>.json``. ``--update PREV.json`` re-runs only the
@@ -95,7 +102,8 @@ WRAPPER_PREFIXES = ("test_", "regression_")
 OPTIONAL = {"torch": "references (CPU build)", "triton": "Triton kernels (TRITON_INTERPRET=1 runs them)",
             "fla": "fla-core (flash-linear-attention kernels)",
             "transformers": "transformers 4.52.4 (`import fla` at the commit the gdn programs cite imports it)",
-            "einops": "einops", "tqdm": "tqdm", "flash_attn": "flash-attn (CUDA only: its programs fail here)"}
+            "einops": "einops", "tqdm": "tqdm",
+            "flash_attn": "flash-attn (CUDA only: the harness's CPU stand-in is used)"}
 
 
 def missing_optional() -> list[str]:
@@ -269,18 +277,6 @@ def capability_of(rel: str) -> str:
     return next((cc for pat, cc in CAPABILITY if pat.search(rel)), "9.0")
 
 
-def asks_cuda_target(path: Path) -> bool:
-    """Whether the program passes ``target="cuda"`` to a call (``tilelang.compile(..., target="cuda")``): such a
-    program runs tilesim's Numba CUDA backend, which needs a GPU, so the harness gives it numba's CUDA simulator
-    (``NUMBA_ENABLE_CUDASIM=1``) as the GPU it expects; every other program keeps tilesim's ``auto`` target."""
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-    except SyntaxError:
-        return False
-    return any(isinstance(n, ast.keyword) and n.arg == "target" and isinstance(n.value, ast.Constant)
-               and n.value.value == "cuda" for n in ast.walk(tree))
-
-
 # Programs whose main() takes no arguments and calls FUNCTION(**sizes, ...) with GPU-sized values: the unchanged
 # file is loaded as a module, FUNCTION is wrapped so that these keyword arguments replace main's, and main() runs
 # (every other argument, the dtypes and tile sizes, is main's own). Sizes: chunk multiples (chunk_size 64).
@@ -298,6 +294,49 @@ SMALL_CALL.update({
     f"gdn/example_{name}.py": ("run_test", _KDA) for name in (
         "chunk_delta_bwd", "chunk_delta_h", "chunk_o", "chunk_o_bwd", "chunk_scaled_dot_kkt", "cumsum", "wy_fast",
         "wy_fast_bwd_split")})
+
+
+# Programs that do their work at module level or size it with module-level constants (no argparse, no main
+# arguments): the unchanged source runs as ``__main__`` with these names pinned (the program's own assignments to
+# them are skipped; every other statement runs as written). The names are sizes, repeat counts and GPU warm-up
+# loops; reference checks are kept as the program has them.
+SMALL_GLOBALS: dict[str, dict] = {
+    # M, N, K = 4096, 4096, 8192 at module level (4 dtype pairs, each also timed by do_bench); the printed diff
+    # is the program's only check (its assert is commented out upstream); the kernel's 64x256x32 tiles divide
+    "gemm_fp8/example_tilelang_gemm_fp8_sm100.py": {"M": 256, "N": 256, "K": 256},
+    # seqlen = 65536 and repeat = 512 (the autotuner's rep and the timed loop) at module level; its warm-up
+    # loop (`for _ in trange(4)`: an 8192^2 fp32 matmul, ~1 TFLOP, and a kernel call whose result the timed loop
+    # overwrites) is GPU warm-up only: trange runs no iteration. Nothing is compared (the program prints its
+    # gradient differences, no assert)
+    "deepseek_mhc/example_mhc_bwd.py": {"seqlen": 1024, "repeat": 2, "trange": "lambda *a, **k: range(0)"},
+}
+# Triton programs (no tilesim kernel) that, after their reference check, time `for _ in range(1000)` loops of
+# their Triton kernel and of flash_attn (~3 s an interpreted call at the SMALL_ARGS sizes): range(1000) runs 2
+# iterations there (the printed averages still divide by 1000); every other range is Python's
+_TIMING_RANGE = "lambda *a: __builtins__.range(2) if a == (1000,) else __builtins__.range(*a)"
+for _name in ("indice", "mask"):
+    SMALL_GLOBALS[f"blocksparse_attention/example_triton_sparse_gqa_decode_varlen_{_name}.py"] = {
+        "range": _TIMING_RANGE}
+    SMALL_ARGS[f"blocksparse_attention/example_triton_sparse_gqa_decode_varlen_{_name}.py"] = (
+        "--batch 1 --heads 8 --max_cache_seqlen 1024")  # as its TileLang sibling
+
+
+def small_globals_command(script: str, pins: dict, argv=()) -> str:
+    """``python -c`` source that runs ``script`` (command-line ``argv``) as ``__main__`` with the module-level
+    names ``pins`` pinned (a string value is Python source evaluated first)."""
+    return (f"import collections.abc, sys\n"
+            f"pins = {{k: eval(v) if isinstance(v, str) else v for k, v in {pins!r}.items()}}\n"
+            f"class Pinned(collections.abc.MutableMapping):  # module namespace: writes to pinned names are skipped\n"
+            f"    def __init__(self, g): self.g = g\n"
+            f"    def __getitem__(self, k): return self.g[k]\n"
+            f"    def __setitem__(self, k, v):\n"
+            f"        if k not in pins: self.g[k] = v\n"
+            f"    def __delitem__(self, k): del self.g[k]\n"
+            f"    def __iter__(self): return iter(self.g)\n"
+            f"    def __len__(self): return len(self.g)\n"
+            f"g = {{'__name__': '__main__', '__file__': {script!r}, '__builtins__': __builtins__, **pins}}\n"
+            f"sys.argv = [{script!r}, *{list(argv)!r}]\n"
+            f"exec(compile(open({script!r}).read(), {script!r}, 'exec'), g, Pinned(g))\n")
 
 
 def small_call_command(script: str, function: str, sizes: dict) -> str:
@@ -444,7 +483,47 @@ EXPECTED_ERRORS = {
 }
 
 
+#: programs whose own code is wrong in a way that stops them (with the evidence): a ``fail`` whose error line matches
+#: ``pattern`` is reported as ``program-bug`` (TileLang's own install fails them too, or the GPU run is undefined
+#: behaviour); any other outcome keeps its verdict. ``(pattern of the error line, evidence)``
+PROGRAM_BUG_ERRORS = {
+    "attention_sink/benchmark_gqa_sink_fwd.py": (
+        r"ModuleNotFoundError: No module named 'example_gqa_sink_fwd_bhsd'",
+        "line 8 imports example_gqa_sink_fwd_bhsd, a module that has never existed in TileLang's history up to the "
+        "mirror's HEAD (git log HEAD -- examples/attention_sink/example_gqa_sink_fwd_bhsd.py is empty): tile-ai/"
+        "tilelang ded6a9922 (#1909) deleted example_gqa_sink_fwd_bhsd_wgmma_pipelined.py and pointed this import "
+        "at the non-pipelined name, which only exists for MHA (example_mha_sink_fwd_bhsd.py)"),
+    "bitnet-1.58b/kernel_benchmark/tilelang_bitnet_158_int8xint2_prefill.py": (
+        r"ImportError: cannot import name 'INT4TensorCoreIntrinEmitter'",
+        "line 15 imports INT4TensorCoreIntrinEmitter from tilelang.cuda.intrinsics.macro.mma_macro_generator; "
+        "tile-ai/tilelang 99ee74b34 ('[CUDA] Support int4 T.gemm', #2063) deleted that class (and "
+        "INT4TensorCoreIntrinEmitterWithLadderTransform): `git grep INT4TensorCoreIntrinEmitter HEAD` finds only "
+        "this example, so TileLang itself fails it with the same ImportError"),
+    "gemm_sp/example_gemm_sp.py": (
+        r"out-of-bounds read of local buffer nz_idx",
+        "its compressor (sparse_utils.py) allocates nz_idx = T.alloc_local([elem], T.uint8) with elem = 2 (line 51) "
+        "and runs `nz_idx[nz_count] = T.if_then_else(dense_local[local_idx + i] != 0, i, nz_idx[nz_count])` for "
+        "every i in T.unroll(group=4) (line 69): once a group's two nonzeros are counted (nz_count == 2) the "
+        "remaining iterations read and write nz_idx[2], past the 2-element local array (e.g. a group whose "
+        "nonzeros sit at positions 0 and 1: i = 2 and i = 3). On a GPU that is an out-of-bounds local-memory "
+        "access (undefined behaviour; it happens to store back the byte it read); tilesim reports it"),
+}
+
+
+def program_bug_error(rel: str, verdict: str, error: str) -> tuple[str, str]:
+    """``program-bug`` for a ``fail`` of a program in :data:`PROGRAM_BUG_ERRORS` whose error line matches."""
+    if verdict == "fail" and rel in PROGRAM_BUG_ERRORS and re.search(PROGRAM_BUG_ERRORS[rel][0], error):
+        return "program-bug", f"{error} [known program bug: {PROGRAM_BUG_ERRORS[rel][1]}]"
+    return verdict, error
+
+
 KERNEL_TIME = re.compile(r"^tilesim-kernel-time: ([0-9.]+) s in ([0-9]+) calls\n?", re.M)
+#: a stand-in module of :data:`STANDINS` announces itself on import with this stderr line
+STANDIN_USED = re.compile(r"^tilesim-standin: ([\w.]+)\n?", re.M)
+#: CPU stand-ins (module -> file beside this one) for CUDA-only packages the programs use as references; one is
+#: put on the programs' path only when the real package is missing, and rows whose program imported it carry
+#: ``note`` "<module> stand-in"
+STANDINS = {"flash_attn": "tilelang_examples_flash_attn.py"}
 
 
 def verdict_of(rc: int, stderr: str) -> tuple[str, str]:
@@ -503,30 +582,35 @@ def run_one(rel: str, staging: Path, work: Path, env: dict, timeout: float) -> d
         function, sizes = SMALL_CALL[rel]
         argv = [f"main() with {function}(**{sizes!r})"]
         cmd = [sys.executable, "-c", small_call_command(script.name, function, sizes)]
+    if rel in SMALL_GLOBALS:
+        cmd = [sys.executable, "-c", small_globals_command(script.name, SMALL_GLOBALS[rel], argv)]
+        argv = argv + [f"module-level {SMALL_GLOBALS[rel]!r}"]
     start = time.perf_counter()
     env = dict(env, TILESIM_SHIM_CAPABILITY=capability_of(rel))
-    if asks_cuda_target(script):
-        env["NUMBA_ENABLE_CUDASIM"] = "1"
     proc = subprocess.Popen(cmd, cwd=script.parent, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
         stats = KERNEL_TIME.search(err)
         err = KERNEL_TIME.sub("", err)
+        standins = sorted(set(STANDIN_USED.findall(err)))
+        err = STANDIN_USED.sub("", err)
         verdict, error = verdict_of(proc.returncode, err)
         if verdict == "wrong" and rel in PROGRAM_BUGS:
             verdict, error = "program-bug", f"{error} [known program bug: {PROGRAM_BUGS[rel]}]"
         verdict, error = expected_error(rel, verdict, error)
+        verdict, error = program_bug_error(rel, verdict, error)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        stats = None
+        stats, standins = None, sorted(set(STANDIN_USED.findall(err)))
         verdict, error = "timeout", f"timeout after {timeout:g} s"
     seconds = round(time.perf_counter() - start, 2)
     shutil.rmtree(private, ignore_errors=True)
     return {"program": rel, "verdict": verdict, "seconds": seconds, "argv": argv, "error": error,
             "kernel_seconds": float(stats.group(1)) if stats else None,
             "kernel_calls": int(stats.group(2)) if stats else None,
+            "note": "; ".join(f"{m} stand-in" for m in standins),
             "returncode": proc.returncode, "stderr_tail": "\n".join(err.splitlines()[-25:])[-3000:],
             "stdout_tail": "\n".join(out.splitlines()[-5:])[-800:]}
 
@@ -580,7 +664,8 @@ def print_report(rows: list[dict], summary: dict, hist) -> None:
     width = max(len(r["program"]) for r in rows)
     print(f"\n{'program':<{width}}  {'verdict':<8} {'seconds':>8}  error")
     for r in rows:
-        print(f"{r['program']:<{width}}  {r['verdict']:<8} {r.get('seconds', 0):>8.1f}  {r.get('error', '')[:140]}")
+        note = f"[{r['note']}] " if r.get("note") else ""
+        print(f"{r['program']:<{width}}  {r['verdict']:<8} {r.get('seconds', 0):>8.1f}  {note}{r.get('error', '')[:140]}")
     print(f"\nsummary: {summary['counts']}  pass {summary['pass_pct']}% of {summary['programs_run']} programs run")
     print(f"passing programs: median {summary['pass_wall_s_median']} s per process, median "
           f"{summary['pass_kernel_s_median']} s inside tilesim kernels; {summary['pass_kernel_under_2s']} with kernel "
@@ -623,6 +708,9 @@ def main(argv: list[str] | None = None) -> int:
         stage(examples, work / "staged")
         (work / "shim").mkdir()
         (work / "shim" / "sitecustomize.py").write_text(SHIM)
+        for module, source in STANDINS.items():
+            if importlib.util.find_spec(module) is None:
+                shutil.copy2(Path(__file__).resolve().parent / source, work / "shim" / f"{module}.py")
         env = dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg", TRITON_INTERPRET="1",
                    OMP_NUM_THREADS=str(max(1, (os.cpu_count() or 1) // args.jobs)),
                    PYTHONPATH=os.pathsep.join([str(work / "shim"), str(REPO), os.environ.get("PYTHONPATH", "")]))
@@ -643,8 +731,9 @@ def main(argv: list[str] | None = None) -> int:
                 row = fut.result()
                 rows[row["program"]] = row
                 done = sum(f.done() for f in futures)
+                note = f"[{row['note']}] " if row["note"] else ""
                 print(f"[{done}/{len(to_run)}] {row['verdict']:<7} {row['seconds']:7.1f}s  {row['program']}  "
-                      f"{row['error'][:100]}", flush=True)
+                      f"{note}{row['error'][:100]}", flush=True)
 
     if args.update:
         previous = json.loads(args.update.read_text())

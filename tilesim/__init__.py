@@ -41,6 +41,7 @@ from .errors import (  # noqa: F401
     KernelRuntimeError,
     KernelSyntaxError,
     KernelTypeError,
+    TargetFallbackWarning,
     TilesimError,
 )
 from .jit import compile, jit  # noqa: F401
@@ -65,4 +66,4 @@ __version__ = "0.1.0"
 __all__ = ["language", "jit", "compile", "autotune", "autotuner", "cdiv", "next_power_of_2", "math", "profiler",
            "testing", "utils", "JITKernel", "PassConfigKey", "TensorSupplyType",
            "InterpOptions", "KernelError", "KernelSyntaxError", "KernelTypeError", "KernelRuntimeError",
-           "InternalError", "HardwareModelError", "TilesimError"]
+           "InternalError", "HardwareModelError", "TilesimError", "TargetFallbackWarning"]

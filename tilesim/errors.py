@@ -133,3 +133,9 @@ class TileLangCompatWarning(UserWarning):
     """A kernel tilesim runs but real TileLang rejects at compile time (``tilesim.lint``), warned when the
     kernel is compiled; switch off with ``TILESIM_LINT=0``, the pass config ``{"tilesim.lint": False}``
     or ``tilesim.lint.set_enabled(False)``."""
+
+
+class TargetFallbackWarning(UserWarning):
+    """A kernel compiled for a GPU target this machine cannot run (``target="cuda"`` without a usable CUDA GPU,
+    ``"hip -mcpu=gfx950"``, ...) runs its tile-level meaning on the interpreter instead (``tilesim.backends``);
+    warned once per requested target, switched off with ``TILESIM_TARGET_WARN=0``."""

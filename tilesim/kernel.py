@@ -15,8 +15,15 @@ interpreter), ``"cpu"`` (compiled for the CPU), ``"cuda"`` (the Numba CUDA backe
 ``"auto"`` (the available target of highest rank: ``cuda`` when a CUDA GPU and the backend are usable,
 else ``tiered`` — the interpreter, compiling long-running kernels for the CPU in the background — when
 numba and scipy are installed, else ``interp``). An unknown name is
-a ``KernelTypeError`` listing the registered targets; a kernel compiled for a target this machine
-cannot run raises ``KernelRuntimeError`` when called (its source is still available).
+a ``KernelTypeError`` listing the registered targets. A TileLang GPU target this machine cannot run
+(``"cuda"`` without a usable GPU, ``"hip -mcpu=gfx950"``, ...: ``tilesim.backends.gpu_fallback``) runs on
+the interpreter with one ``TargetFallbackWarning`` naming it (``TILESIM_TARGET_WARN=0``: none);
+``self.target`` is then ``"interp"``, ``self.requested_target`` the requested text, and where the
+requested backend is registered and lowers the kernel, ``get_kernel_source()`` still shows its source (a
+construct that backend refuses is named in the warning). ``fallback=False`` (keyword; what
+``tilesim.backends.cuda.check.cuda_twin`` uses) keeps the requested backend instead: its refusals raise, and
+running where it cannot run raises ``KernelRuntimeError``, as for any registered target this machine cannot
+run (``"cpu"`` without numba).
 """
 
 from __future__ import annotations
@@ -25,11 +32,11 @@ import time
 from dataclasses import replace
 
 from . import binding as B
-from .backends import get_target
+from .backends import get_target, gpu_fallback, registered, target_text, warn_fallback
 from .backends.interp import InterpOptions
 from .backends.interp.runtime import new_array
 from .config import normalise_pass_configs
-from .errors import KernelRuntimeError, KernelTypeError, user_facing
+from .errors import KernelError, KernelRuntimeError, KernelTypeError, user_facing
 from .ir import nodes as N
 from .ir.printer import format_ir
 from .lint import lint, warn_on_compile
@@ -45,7 +52,7 @@ class JITKernel:
     """A compiled tilesim program. See the module docstring for the calling convention."""
 
     def __init__(self, prim_func: N.PrimFunc, out_idx=None, target="auto", pass_configs=None,
-                 options: InterpOptions | None = None, outputs=None):
+                 options: InterpOptions | None = None, outputs=None, *, fallback: bool = True):
         self.prim_func = pf = prim_func
         try:
             self.pass_configs = normalise_pass_configs(pass_configs)
@@ -64,6 +71,17 @@ class JITKernel:
         if options is not None and not isinstance(options, InterpOptions):
             raise KernelTypeError(f"options must be a tilesim.InterpOptions, got {type(options).__name__}", pf.loc)
         warn_on_compile(pf, self.pass_configs)  # what real TileLang would refuse (TileLangCompatWarning)
+        self.requested_target = target_text(target)
+        why = gpu_fallback(target) if fallback else None
+        self._source_program = None
+        if why is not None:  # a GPU target this machine cannot run: the interpreter runs it (warned)
+            if self.requested_target.split()[0].lower() in registered():
+                try:  # the requested backend is registered: its lowering still serves get_kernel_source()
+                    self._source_program = get_target(target).compile(pf, self.pass_configs)
+                except KernelError as e:
+                    why += f"; its backend refuses this kernel: {e.message}"
+            warn_fallback(target, why, pf.name, pf.loc)
+            target = "interp"
         self._target = get_target(target)
         self.target = self._target.name
         opts = options or InterpOptions()
@@ -89,7 +107,10 @@ class JITKernel:
         return [p for i, p in enumerate(self.prim_func.params) if i not in self.out_idx]
 
     def get_kernel_source(self) -> str:
-        """The interpreter's input (tile IR text), or the generated Python/CUDA source for ``cuda``."""
+        """The interpreter's input (tile IR text), or the generated Python/CUDA source for ``cuda`` (also when
+        the interpreter runs a ``cuda`` kernel on a machine without a GPU: see the module docstring)."""
+        if self._source_program is not None and self._source_program.source is not None:
+            return self._source_program.source
         if self.program.source is not None:
             return self.program.source
         return format_ir(self.prim_func)

@@ -41,12 +41,13 @@ def test_parse_kv_types():
     assert parse_kv(["a=1", "b=2.5", "c=true", "d=float16"]) == {"a": 1, "b": 2.5, "c": True, "d": "float16"}
 
 
-def test_cuda_target_without_a_gpu_is_a_clear_error():
+def test_cuda_target_without_a_gpu_runs_on_the_interpreter_with_a_warning():
     from tilesim.backends.cuda import available
     if available():
-        return  # on a GPU machine the run succeeds; tests/backends/test_gpu.py covers it
+        return  # on a GPU machine the run uses the GPU; tests/backends/test_gpu.py covers it
     r = run("run", "rmsnorm", "--target", "cuda")
-    assert r.returncode == 2
+    assert r.returncode == 0, r.stderr
+    assert "TargetFallbackWarning: target 'cuda' does not run on this machine" in r.stderr
     assert "no usable CUDA GPU" in r.stderr and "Traceback" not in r.stderr
 
 

@@ -82,20 +82,6 @@ def test_expected_errors_count_as_run_not_passed():
     assert s["programs_run"] == 2 and s["pass_pct"] == 50.0
 
 
-def test_only_programs_that_ask_for_target_cuda_get_the_cuda_simulator(tmp_path):
-    cases = {
-        "compile.py": ('kernel = tilelang.compile(program, out_idx=-1, target="cuda", execution_backend="cython")\n',
-                       True),
-        "jit.py": ('@tilelang.jit(target="cuda")\ndef f():\n    pass\n', True),
-        "auto.py": ('kernel = tilelang.compile(program, out_idx=-1)\n', False),
-        "comment.py": ('# @tilelang.jit(target="cuda")\nx = "target=cuda"\n', False),
-        "other.py": ('kernel = tilelang.compile(program, target="hip")\n', False),
-    }
-    for name, (src, want) in cases.items():
-        (tmp_path / name).write_text(src)
-        assert te.asks_cuda_target(tmp_path / name) is want, name
-
-
 def test_programs_citing_an_fla_commit_get_that_checkout_first_on_their_path(tmp_path, monkeypatch):
     import subprocess
 
@@ -115,3 +101,44 @@ def test_programs_citing_an_fla_commit_get_that_checkout_first_on_their_path(tmp
     got = te.env_for("gdn/example_cumsum.py", env, dirs)
     assert got["PYTHONPATH"] == os.pathsep.join([str(dirs["gdn/"]), "shim:repo"]) and got["X"] == "1"
     assert te.env_for("linear_attention/example_linear_attn_fwd.py", env, dirs) is env
+
+
+def test_program_bug_errors_apply_to_their_own_error_only():
+    for rel, (pattern, why) in te.PROGRAM_BUG_ERRORS.items():
+        assert rel.endswith(".py") and len(why) > 80 and pattern
+    rel = "gemm_sp/example_gemm_sp.py"
+    err = "tilesim.errors.KernelRuntimeError: out-of-bounds read of local buffer nz_idx (256, 2)"
+    v, e = te.program_bug_error(rel, "fail", err)
+    assert v == "program-bug" and "line 69" in e
+    assert te.program_bug_error(rel, "fail", "KernelTypeError: something else")[0] == "fail"
+    assert te.program_bug_error(rel, "wrong", err)[0] == "wrong"   # a wrong answer is never excused this way
+    assert te.program_bug_error("gemm/example_gemm.py", "fail", err)[0] == "fail"
+
+
+def test_small_globals_pin_module_level_names_and_keep_the_rest(tmp_path, monkeypatch):
+    staging = tmp_path / "staged"
+    (staging / "demo").mkdir(parents=True)
+    (staging / "demo" / "prog.py").write_text(
+        "import argparse\n"
+        "M, N = 4096, 8192\n"
+        "def deco(n):\n"
+        "    return lambda f: (lambda: f(n))\n"
+        "@deco(M)\n"
+        "def size(n):\n"
+        "    return n + N\n"
+        "class K:\n"
+        "    size = M\n"
+        "total = sum(range(1000)) + sum(range(3))\n"
+        "if __name__ == '__main__':\n"
+        "    args = argparse.ArgumentParser()\n"
+        "    args.add_argument('--x', type=int, default=0)\n"
+        "    x = args.parse_args().x\n"
+        "    assert size() == 8 + N and K.size == 8 and M == 8, (size(), K.size, M)\n"
+        "    print('ran', x, total)\n")
+    monkeypatch.setitem(te.SMALL_GLOBALS, "demo/prog.py",
+                        {"M": 8, "range": "lambda *a: __builtins__.range(2) if a == (1000,) else __builtins__.range(*a)"})
+    monkeypatch.setitem(te.SMALL_ARGS, "demo/prog.py", "--x 5")
+    row = te.run_one("demo/prog.py", staging, tmp_path, {"PATH": "/usr/bin:/bin"}, timeout=60)
+    assert row["verdict"] == "pass", row["stderr_tail"]
+    assert "ran 5 4" in row["stdout_tail"]          # N kept, M pinned, range(1000) ran 2 iterations, range(3) 3
+    assert row["argv"][:2] == ["--x", "5"] and "module-level" in row["argv"][2]

@@ -34,6 +34,12 @@ def _alloc(a: Analyzer, s: N.Alloc):
     return []
 
 
+@COST_RULES.register(N.PtrTensor)
+def _ptr_tensor(a: Analyzer, s: N.PtrTensor):
+    a.buffers[s.buffer.uid] = s.buffer  # a global tensor: its accesses are costed as any global tensor's
+    return []
+
+
 @COST_RULES.register(N.Let)
 def _let(a: Analyzer, s: N.Let):
     a.lets[s.var.uid] = s.value

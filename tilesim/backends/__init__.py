@@ -15,20 +15,37 @@ imports no backend: the dependency runs from the backends to the registry, never
 4. else binds the arguments on the host (``binding.bind_host``) and calls
    ``program.run(pf, arrays, scalars, options, progress)``, which writes the outputs in place.
 
-:func:`get_target` resolves a user's ``target=`` string: ``None``/``"auto"`` picks the available
+:func:`get_target` resolves a user's ``target=`` value (a string, a TileLang target dict
+``{"kind": "cuda", ...}`` or a ``tvm.target.Target``): ``None``/``"auto"`` picks the available
 target of highest ``auto_rank``; a name or alias picks that target (case-insensitive, anything after
 the first word ignored, as in ``"cuda -arch=sm_90"``); anything else is a ``KernelTypeError`` that
 lists the registered targets.
+
+GPU targets this machine cannot run
+-----------------------------------
+:func:`gpu_fallback` decides the rule ``JITKernel`` applies: a target whose kind is one of TileLang's GPU
+kinds (:data:`GPU_KINDS`: ``cuda``, ``hip``, ``rocm``, ``metal``, ``webgpu``, ``cutedsl``) and which is
+either not registered here or whose backend does not run on this machine (``target="cuda"`` without a
+usable GPU) is not an error: the program runs its tile-level meaning on the interpreter, and
+:func:`warn_fallback` emits one :class:`~tilesim.errors.TargetFallbackWarning` per requested target text
+(and reason: a kernel the requested backend refuses is named) and process (``TILESIM_TARGET_WARN=0`` switches the warning off). Any other unknown kind
+(``"tpu"``, ``"llvm"``) stays a ``KernelTypeError``.
 """
 
 from __future__ import annotations
 
+import os
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import KernelTypeError
+from ..errors import KernelTypeError, TargetFallbackWarning
 
-__all__ = ["Program", "Target", "get_target", "register", "registered"]
+__all__ = ["GPU_KINDS", "Program", "Target", "get_target", "gpu_fallback", "register", "registered", "target_text",
+           "warn_fallback"]
+
+#: TileLang's GPU target kinds (its docs/get_started/targets.md)
+GPU_KINDS = ("cuda", "hip", "rocm", "metal", "webgpu", "cutedsl")
 
 
 class Program:
@@ -77,13 +94,23 @@ def registered() -> tuple:
     return tuple(_TARGETS)
 
 
+def target_text(target) -> str:
+    """A user's ``target=`` value as text: a dict ``{"kind": k, "arch": a}`` -> ``"k -arch=a"``."""
+    if target is None:
+        return "auto"
+    if isinstance(target, dict):
+        return " ".join([str(target.get("kind", ""))] + [f"-{k}={v}" for k, v in target.items() if k != "kind"])
+    return " ".join(str(target).split())
+
+
+def _kind(target) -> str:
+    words = target_text(target).split()
+    return words[0].lower() if words else ""
+
+
 def get_target(target) -> Target:
     """The registered target for a user's ``target=`` value (see the module docstring)."""
-    if target in (None, "auto"):
-        name = "auto"
-    else:
-        words = str(target).split()
-        name = words[0].lower() if words else ""
+    name = _kind(target)
     if name == "auto":
         usable = [t for t in _TARGETS.values() if t.available()]
         if not usable:
@@ -94,3 +121,32 @@ def get_target(target) -> Target:
             return t
     names = ", ".join(f"'{n}'" for n in ("auto", *_TARGETS))
     raise KernelTypeError(f"unknown target {target!r}", hint=f"use one of the registered targets: {names}")
+
+
+def gpu_fallback(target) -> str | None:
+    """Why a GPU ``target`` cannot run here (the program then runs on the interpreter), or None: ``target`` is
+    not a GPU kind of :data:`GPU_KINDS` or its backend runs on this machine (see the module docstring)."""
+    kind = _kind(target)
+    if kind not in GPU_KINDS:
+        return None
+    registered_target = next((t for t in _TARGETS.values() if kind == t.name or kind in t.aliases), None)
+    if registered_target is None:
+        return f"tilesim has no {kind} backend"
+    return None if registered_target.runs_here() else registered_target.missing
+
+
+_WARNED: set = set()
+
+
+def warn_fallback(target, why: str, kernel: str, loc=None) -> None:
+    """One :class:`TargetFallbackWarning` per requested target text, reason ``why`` and process
+    (``TILESIM_TARGET_WARN=0``: none), attributed to ``loc`` (the kernel's source location) when given."""
+    text = target_text(target)
+    if (text, why) in _WARNED or os.environ.get("TILESIM_TARGET_WARN", "1").strip().lower() in ("0", "false", "no", "off"):
+        return
+    _WARNED.add((text, why))
+    file, line = (loc.file, loc.line) if loc is not None else ("<tilesim>", 0)
+    warnings.warn_explicit(f"target '{text}' does not run on this machine ({why}): kernel {kernel} and every later "
+                           f"kernel for that target run their tile-level meaning on the NumPy interpreter "
+                           f"(target='interp'); TILESIM_TARGET_WARN=0 silences this", TargetFallbackWarning,
+                           file, line, module="tilesim.backends")

@@ -24,7 +24,16 @@ from .. import dtypes as dt
 from ..errors import InternalError, KernelError, KernelRuntimeError, KernelSyntaxError, KernelTypeError
 from ..ir import nodes as N
 from ..language.types import TensorSpec
-from . import blackwell, blockscaled, helpers, iket, prims, prims_compat, simplify  # noqa: F401 (builder modules)
+from . import (  # noqa: F401 (builder modules)
+    blackwell,
+    blockscaled,
+    helpers,
+    iket,
+    pointers,
+    prims,
+    prims_compat,
+    simplify,
+)
 from . import exprs as X
 from .source import Source, get_source, python_env
 from .tracer_exprs import _BINOPS, ExprVisitor

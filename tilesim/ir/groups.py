@@ -15,7 +15,7 @@ LOOPS = frozenset({N.For, N.Parallel, N.While})
 #: Control flow, bindings, run-time checks and instrumentation events (``N.Event``: no effect on values).
 CONTROL = frozenset({N.If, N.Break, N.Continue, N.Let, N.Launch, N.DeviceAssert, N.Event})
 #: Memory declarations and element stores.
-MEMORY = frozenset({N.Alloc, N.Store})
+MEMORY = frozenset({N.Alloc, N.Store, N.PtrTensor})
 #: Per-thread (SIMT) statements: a barrier and an atomic that returns the previous value.
 SIMT = frozenset({N.SyncThreads, N.AtomicFetch})
 #: Warp-specialised code: mbarrier operations and ``T.ws`` warp-group bodies.

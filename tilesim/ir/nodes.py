@@ -268,6 +268,17 @@ class Alloc(Stmt):
 
 
 @dataclass(frozen=True, slots=True)
+class PtrTensor(Stmt):
+    """``buffer = T.make_tensor(addr, shape, dtype)``: the global ``buffer`` (no ``alias_of``) is the memory at
+    device address ``addr`` (an ``int64`` expression, e.g. an element of a ``T.Tensor([n], T.ptr)`` pointer
+    table), row-major, ``buffer.shape`` elements of ``buffer.dtype``; bound anew each time the statement runs."""
+
+    buffer: Buffer
+    addr: Expr
+    loc: Loc | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class Copy(Stmt):
     """Element-wise copy ``dst[...] = convert(src[...], dst.dtype)`` over the paired regions.
 

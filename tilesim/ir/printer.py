@@ -151,6 +151,13 @@ def _launch(p, s, d):
     p.body(s.body, d + 1)
 
 
+@STMTS.register(N.PtrTensor)
+def _ptr_tensor(p, s, d):
+    b = s.buffer
+    shape = "(" + ", ".join(p.dim(x) for x in b.shape) + ("," if len(b.shape) == 1 else "") + ")"
+    p.w(d, f"{p.name(b)} = T.make_tensor({p.e(s.addr)}, {shape}, {b.dtype})")
+
+
 @STMTS.register(N.Alloc)
 def _alloc(p, s, d):
     b = s.buffer

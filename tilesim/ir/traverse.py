@@ -91,6 +91,7 @@ DECLS: dict[type, dict[str, str]] = {
     N.Launch: {"grid": EXPR, "block_vars": BIND, "body": BODY, "thread_vars": BIND},
     # memory
     N.Alloc: {"buffer": BUFFER, "init": EXPR},
+    N.PtrTensor: {"buffer": BUFFER, "addr": EXPR},
     N.Store: {"buffer": BUFFER, "indices": EXPR, "value": EXPR},
     # the program
     N.PrimFunc: {"params": BIND, "body": BODY, "dyn_vars": BIND},

@@ -194,6 +194,17 @@ def _alloc(v, s, scope, ctx):
         v.expr(s.init, scope)
 
 
+@STMTS.register(N.PtrTensor)
+def _ptr_tensor(v, s, scope, ctx):
+    b = s.buffer
+    if b.scope != "global" or b.alias_of is not None:
+        v.bad(f"T.make_tensor result {b.name} must be a global buffer of its own", s.loc)
+    if s.addr.dtype not in ("int64", "uint64"):
+        v.bad(f"T.make_tensor({b.name}): the address is {s.addr.dtype}, not a 64-bit pointer", s.loc)
+    v.expr(s.addr, scope)
+    v.buffers.add(b.uid)
+
+
 @STMTS.register(N.Copy, N.Gemm, N.Reduce, N.Cumsum)
 def _tile_op(v, s, scope, ctx):
     for r in regions_of(s):

@@ -17,6 +17,7 @@ from .alloc import (  # noqa: F401
     alloc_shared,
     alloc_var,
     finalize_reducer,
+    make_tensor,
     reshape,
     view,
 )

@@ -49,6 +49,11 @@ def finalize_reducer(reducer):
 
 
 @marker()
+def make_tensor(ptr, shape, dtype="float32", strides=None):
+    """A global tensor of ``shape`` and ``dtype`` at device address ``ptr`` (an element of a ``T.ptr`` table)."""
+
+
+@marker()
 def reshape(src, shape):
     """A view of ``src`` with a new shape (same number of elements, row-major)."""
 

@@ -104,6 +104,4 @@ UNSUPPORTED = {
     "tcgen05_gemm_blockscaled": _SF_TMEM,
     "tcgen05_cp_warpx4": _SF_TMEM,
     "tcgen05_sf_warp_transpose": _SF_TMEM,
-    "make_tensor": "a tensor made from a raw pointer (T.ptr) has no meaning in tilesim's interpreter, which holds "
-                   "each tensor as an array of its own: pass the tensors as T.Tensor parameters",
 }

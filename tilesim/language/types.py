@@ -160,10 +160,9 @@ class _StorageAlias(dtype):
 
 
 tfloat32 = _StorageAlias("tfloat32", "float32")
-ptr = _UnsupportedDType("ptr", "raw device pointers (tensors reached through pointer tables with T.make_tensor) "
-                              "have no meaning in tilesim's interpreter, which holds each tensor as an array of "
-                              "its own: pass the tensors themselves (one T.Tensor parameter per tensor, or one "
-                              "stacked tensor)")
+#: a device address (TileLang's ``handle``): 64-bit, held as int64 (torch's ``tensor.data_ptr()`` values in an
+#: int64 tensor); ``T.make_tensor(ptr, shape, dtype)`` views the memory there (docs/language.md)
+ptr = _StorageAlias("ptr", "int64")
 float4_e2m1_unpacked = _UnsupportedDType("float4_e2m1_unpacked", "the unpacked fp4 shared-memory layout of "
                                                                  "Blackwell tcgen05 gemms; use T.float4_e2m1fn")
 

@@ -177,6 +177,11 @@ def _alloc(g: _Gen, s: N.Alloc) -> None:
         g.store(s.buffer, ["0"], g.conv(g.expr(s.init), s.init.dtype, s.buffer.dtype))
 
 
+@stmt_rule(N.PtrTensor)
+def _ptr_tensor(g: _Gen, s: N.PtrTensor) -> None:
+    raise Unsupported("T.make_tensor (a tensor at a raw address)", s.loc)
+
+
 @stmt_rule(N.Store)
 def _store(g: _Gen, s: N.Store) -> None:
     value = g.conv(g.expr(s.value), s.value.dtype, s.buffer.dtype)

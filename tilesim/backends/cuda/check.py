@@ -60,13 +60,15 @@ def rel_err(out, ref) -> float:
 
 
 def cuda_twin(kernel, fastmath=False, tensor_cores=None):
-    """``kernel`` on ``target="cuda"``; ``tensor_cores`` True/False overrides the default (env, off)."""
+    """``kernel`` on ``target="cuda"`` (never the interpreter fallback: ``fallback=False``); ``tensor_cores``
+    True/False overrides the default (env, off)."""
     cfg = {}
     if fastmath:
         cfg["tl.enable_fast_math"] = True
     if tensor_cores is not None:
         cfg["tilesim.cuda_tensor_cores"] = bool(tensor_cores)
-    return JITKernel(kernel.prim_func, out_idx=kernel.out_idx, target="cuda", pass_configs=cfg or None)
+    return JITKernel(kernel.prim_func, out_idx=kernel.out_idx, target="cuda", fallback=False,
+                     pass_configs=cfg or None)
 
 
 def interp_twin(kernel):

@@ -372,6 +372,15 @@ def _alloc(g, s):
     g.alloc(s)
 
 
+_PTR_REFUSAL = ("T.make_tensor (a tensor at a raw device address from a T.ptr table) is not lowered by the CUDA "
+                "backend: Numba kernels take device arrays, not addresses")
+
+
+@STMT_RULES.register(N.PtrTensor)
+def _ptr_tensor(g, s):
+    raise KernelTypeError(_PTR_REFUSAL, s.loc, hint="run it with target='interp', which binds the address")
+
+
 @STMT_RULES.register(N.If)
 def _if(g, s):
     g.emit(f"if {_as(g, s.cond, 'bool')}:")
@@ -501,6 +510,11 @@ def _ev_let(g, s):
 @EVENT_RULES.register(N.Store)
 def _ev_store(g, s):
     return _expr_reads(g, list(s.indices) + [s.value]) + _mem(g, s.buffer, "W")
+
+
+@EVENT_RULES.register(N.PtrTensor)
+def _ev_ptr_tensor(g, s):
+    raise KernelTypeError(_PTR_REFUSAL, s.loc, hint="run it with target='interp', which binds the address")
 
 
 @EVENT_RULES.register(N.Alloc)

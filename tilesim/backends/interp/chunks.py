@@ -9,7 +9,8 @@ time. ``per_block`` is the on-chip bytes estimate of one block.
 * A launch with a grid barrier (``T.sync_grid``, annotation ``sync_grid``): one chunk of all its blocks,
   one worker, whatever the mode and memory bound — a chunk runs its blocks statement by statement, so
   every block's writes before the barrier are seen by every block after it.
-* ``mode="serial"``: ``chunk = 1``, ``workers = 1``.
+* ``mode="serial"``, or a launch that binds a tensor to an address (``T.make_tensor``: the address may differ
+  per block, and a chunk's global storage is shared by its blocks): ``chunk = 1``, ``workers = 1``.
 * Otherwise a chunk holds at most ``options.chunk_bytes // per_block`` blocks (the memory bound) and
   about ``TARGET_CHUNK_BYTES`` (cache-sized, yet big enough that NumPy calls, not Python, take the
   time); the grid is split into chunks of nearly equal size.
@@ -95,7 +96,7 @@ def plan(launch: N.Launch, total: int, per_block: int, options) -> tuple[int, in
     """``(chunk, workers)`` for a launch of ``total`` blocks of ``per_block`` on-chip bytes each."""
     if launch.annotation("sync_grid"):
         return total, 1  # a grid barrier: all blocks in one chunk, statement by statement (lockstep)
-    if options.mode == "serial":
+    if options.mode == "serial" or any(type(st) is N.PtrTensor for st in walk_stmts(launch.body)):
         return 1, 1
     cap = max(1, options.chunk_bytes // per_block)  # the memory bound
     chunk = max(1, min(total, cap, TARGET_CHUNK_BYTES // per_block))

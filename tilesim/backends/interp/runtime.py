@@ -31,6 +31,7 @@ from ...errors import KernelRuntimeError
 from ...ir import nodes as N
 from ...ir.traverse import walk_stmts
 from . import checks, chunks, coroutines, gemm_loop, memory, shadow, simt
+from . import pointers as _pointers  # noqa: F401 - registers the PtrTensor rule (T.make_tensor)
 from . import ws as _ws  # noqa: F401 - registers the WarpSpec / MBarrier rules
 from .exprs import ev
 from .options import InterpOptions
