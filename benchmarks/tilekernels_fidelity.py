@@ -58,6 +58,7 @@ from kernels.moe_dispatch import (  # noqa: E402
     reduce_fused,
     routed_topk,
 )
+from kernels.quant_cast import per_channel_cast, per_token_cast_e5m6, per_token_cast_fp4  # noqa: E402
 from kernels.sinkhorn import sinkhorn  # noqa: E402
 from kernels.swiglu import swiglu_fp8  # noqa: E402
 from kernels.transpose import batched_transpose  # noqa: E402
@@ -109,7 +110,7 @@ def load_reference(repo: Path) -> dict:
         m.__path__ = [str(pkg_root / sub.lstrip(".").replace(".", "/"))] if sub else [str(pkg_root)]
         sys.modules[name] = m
     return {n: importlib.import_module(f"tile_kernels.torch.{n}")
-            for n in ("topk", "moe", "mhc", "cast", "swiglu", "expand_to_fused", "reduce_fused")}
+            for n in ("topk", "moe", "mhc", "cast", "cast_e5m6", "swiglu", "expand_to_fused", "reduce_fused")}
 
 
 # ------------------------------------------------------------------------------------------ comparing
@@ -260,6 +261,42 @@ def cast_cases(R, rng, n):
     return rows
 
 
+def quant_cases(R, rng, n):
+    """Per-channel e4m3, packed FP4 (e2m1) and packed E5M6 casts, fp32 and UE8M0 scales, bitwise."""
+    sat = _act(rng, (n, 256))
+    sat[:, 3] = 0.0  # a zero column (per-channel) and zero groups
+    sat[1] = 0.0
+    sat[2, :64] = 3e38
+    sat[5, 100:140] = 1e-30
+    sat[6, :32] = np.linspace(-7.0, 7.0, 32) * 2.0 ** -3
+    ties = [6.0, 0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 0.0, 0.2500001, 0.7499999, 5.0000005, 1e-3, 3.0, 4.0, 0.5]
+    sat[7, :32] = ties + [-t for t in ties]  # amax 6: the multiplier is 1 and these are e2m1 ties and near-ties
+    inputs = [("random bf16 %dx512" % n, _act(rng, (n, 512)).astype(BF16)),
+              ("edges fp32: zero column/row, 3e38, tiny group", sat),
+              ("ragged bf16 37x200", _act(rng, (37, 200)).astype(BF16))]
+    rows = []
+    for label, x in inputs:
+        M, N = x.shape
+        xt = _to_torch(x)
+        in_dtype = "bfloat16" if x.dtype == BF16 else "float32"
+        for ue8m0 in (False, True):
+            tag = " ue8m0" if ue8m0 else ""
+            q, s = per_channel_cast(M, N, in_dtype=in_dtype, use_ue8m0=ue8m0)(x)
+            rq, rs = R["cast"].cast(xt, "e4m3", (128, 1), round_sf=ue8m0)
+            rows.append(("fp8_cast_per_channel" + tag, label, [bitwise("Q", q, _to_np(rq)), bitwise("S", s, rs.numpy())]))
+            for g in (32, 128):
+                q, s = per_token_cast_fp4(M, N, group_size=g, in_dtype=in_dtype, use_ue8m0=ue8m0)(x)
+                rq, rs = R["cast"].cast(xt, "e2m1", (1, g), round_sf=ue8m0)
+                rows.append((f"fp4_cast_per_token (1x{g})" + tag, label,
+                             [bitwise("Q (packed e2m1)", q, rq.numpy()), bitwise("S", s, rs.numpy())]))
+            g = 128 if N % 128 == 0 else 40  # TileKernels' E5M6 cast needs whole groups (200 = 5 x 40)
+            q, s = per_token_cast_e5m6(M, N, group_size=g, in_dtype=in_dtype, use_ue8m0=ue8m0)(x)
+            rq, rs = R["cast_e5m6"].cast_to_e5m6(xt, g, round_sf=ue8m0)
+            rows.append((f"e5m6_cast_per_token (1x{g})" + tag, label,
+                         [bitwise("Q bytes", q.view(np.uint8), rq.numpy()), bitwise("S", s, rs.numpy())]))
+    return rows
+
+
 def swiglu_cases(R, rng, n):
     rows = []
     for label, x, clamp in (("random bf16 %dx(2x384)" % n, _act(rng, (n, 768)).astype(BF16), None),
@@ -321,6 +358,7 @@ def dispatch_cases(R, rng, n):
 
 
 FAMILIES = {"moe": moe_cases, "moe_dispatch": dispatch_cases, "sinkhorn": sinkhorn_cases, "transpose": transpose_cases, "fp8_cast": cast_cases,
+            "quant": quant_cases,
             "swiglu": swiglu_cases, "topk": topk_cases}
 
 
