@@ -61,6 +61,7 @@ from kernels.moe_dispatch import (  # noqa: E402
 from kernels.quant_cast import per_channel_cast, per_token_cast_e5m6, per_token_cast_fp4  # noqa: E402
 from kernels.sinkhorn import sinkhorn  # noqa: E402
 from kernels.swiglu import swiglu_fp8  # noqa: E402
+from kernels.swiglu_bwd import routed_inputs, swiglu_backward  # noqa: E402
 from kernels.transpose import batched_transpose  # noqa: E402
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -312,6 +313,36 @@ def swiglu_cases(R, rng, n):
     return rows
 
 
+def swiglu_bwd_cases(R, rng, n):
+    """SwiGLU backward + per-token cast of the gradient, against ``swiglu_backward`` then ``cast``."""
+    rows = []
+    for label, T_, H, k, E, align, c, clamp, ue8m0 in (
+            ("%d tok top-8 of 32, H 256, 1x128" % (n // 4), n // 4, 256, 8, 32, 32, 128, None, False),
+            ("%d tok top-4 of 16, H 192, 1x32, clamp 0.5, ue8m0" % (n // 8), n // 8, 192, 4, 16, 16, 32, 0.5, True),
+            ("ragged: 13 tok top-3 of 8, H 96, 1x32, clamp 10", 13, 96, 3, 8, 8, 32, 10.0, False)):
+        xq, xs, g, w, slot, t2p = routed_inputs(rng, T_, H, k, E, align, c)
+        outs = swiglu_backward(xq.shape[0], H, T_, k, num_per_channels=c, clamp_limit=clamp,
+                               use_ue8m0=ue8m0)(xq, xs, g, w, slot, t2p)
+        try:
+            rout, rgx, rwg = R["swiglu"].swiglu_backward(
+                (_to_torch(xq), torch.from_numpy(xs)), _to_torch(g), torch.from_numpy(w),
+                torch.from_numpy(slot).long(), torch.from_numpy(t2p).long(), c, swiglu_clamp_value=clamp)
+        except Exception as e:  # noqa: BLE001 - torch.compile of the reference's fma needs a C++ toolchain
+            rows.append(("swiglu_bwd_fp8", label, [{"output": "all", "mode": "reference failed", "total": 0,
+                                                    "mismatches": -1, "note": repr(e)[:200]}]))
+            continue
+        rq, rs = R["cast"].cast(rgx, "e4m3", (1, c), round_sf=ue8m0)
+        ro, rx = _to_np(rout.to(torch.bfloat16)), _to_np(rgx.to(torch.bfloat16))
+        rows.append(("swiglu_bwd_fp8", label, [
+            close("Out bf16 (1 ulp)", outs[0], ro, 2**-7, 1e-6), dict(bitwise("Out", outs[0], ro), mode="bitwise (informative)"),
+            close("Gq (one e4m3 step)", outs[1].astype(np.float32), _to_np(rq).astype(np.float32), 0.125, 2**-9),
+            dict(bitwise("Gq", outs[1], _to_np(rq)), mode="bitwise (informative)"),
+            close("Gs", outs[2], rs.numpy(), 1e-5, 0.0),
+            close("Gx bf16 (1 ulp)", outs[3], rx, 2**-7, 1e-6), dict(bitwise("Gx", outs[3], rx), mode="bitwise (informative)"),
+            close("Wgrad", outs[4], rwg.numpy(), 1e-4, 1e-4)]))
+    return rows
+
+
 def topk_cases(R, rng, n):
     rows = []
     for label, logits, k in (("random 2048 keys, top-256", rng.standard_normal((n // 8, 2048)), 256),
@@ -358,7 +389,7 @@ def dispatch_cases(R, rng, n):
 
 
 FAMILIES = {"moe": moe_cases, "moe_dispatch": dispatch_cases, "sinkhorn": sinkhorn_cases, "transpose": transpose_cases, "fp8_cast": cast_cases,
-            "quant": quant_cases,
+            "quant": quant_cases, "swiglu_bwd": swiglu_bwd_cases,
             "swiglu": swiglu_cases, "topk": topk_cases}
 
 
