@@ -58,6 +58,7 @@ from kernels.moe_dispatch import (  # noqa: E402
     reduce_fused,
     routed_topk,
 )
+from kernels.moe_groups import aux_fi, group_count, topk_group_idx, unique_group_indices  # noqa: E402
 from kernels.quant_cast import per_channel_cast, per_token_cast_e5m6, per_token_cast_fp4  # noqa: E402
 from kernels.sinkhorn import sinkhorn  # noqa: E402
 from kernels.swiglu import swiglu_fp8  # noqa: E402
@@ -343,6 +344,35 @@ def swiglu_bwd_cases(R, rng, n):
     return rows
 
 
+def moe_groups_cases(R, rng, n):
+    """Group top-k, group counts, aux-loss frequencies and per-row de-duplication (bitwise)."""
+    rows = []
+    for label, T_, G, Eg, k, s in (("random, 256 experts in 8 groups, top-2 sum, top-4", n, 8, 32, 4, 2),
+                                   ("ties (1/4 grid), 72 in 12 groups, top-1 sum, top-2", n, 12, 6, 2, 1),
+                                   ("ragged: 13 tok, 72 in 4 groups, -inf token, top-4 of 4", 13, 4, 18, 4, 2)):
+        sc = (rng.standard_normal((T_, G, Eg)) if s == 2 and Eg == 32 else rng.integers(-8, 9, (T_, G, Eg)) / 4)
+        sc = sc.astype(np.float32)
+        sc[1] = -np.inf
+        ours = topk_group_idx(T_, G, Eg, k, s)(sc)
+        ref = R["topk"].topk_sum_and_topk_group_idx(torch.from_numpy(sc), s, k).numpy()
+        rows.append(("moe_topk_group_idx", label, [bitwise("Idx (order included)", ours, ref)]))
+    for label, T_, k, E in (("DeepSeek-V3: %d tok top-8 of 256, 10%% unused" % n, n, 8, 256),
+                            ("ragged: 13 tok top-6 of 72, half unused", 13, 6, 72)):
+        idx = routed_topk(rng, T_, E, k, drop=0.1 if T_ > 13 else 0.5)
+        ti = torch.from_numpy(idx).long()
+        rows.append(("moe_group_count", label, [bitwise("Counts", group_count(T_, k, E)(idx),
+                                                        R["moe"].group_count(ti, E).numpy())]))
+        for a in (1, k):
+            rows.append(("moe_aux_fi", f"{label}, aux top-{a}", [bitwise("Fi", aux_fi(T_, k, E, a)(idx),
+                                                                         R["moe"].aux_fi(ti, E, a).numpy())]))
+        g = (idx % 5).astype(np.int32)  # few distinct ids: many duplicates (and -1 stays -1)
+        g[idx < 0] = -1
+        ref = torch.from_numpy(g).long()
+        R["moe"].inplace_unique_group_indices(ref, 5)
+        rows.append(("moe_unique_group_indices", label, [bitwise("Idx", unique_group_indices(T_, k)(g), ref.numpy())]))
+    return rows
+
+
 def topk_cases(R, rng, n):
     rows = []
     for label, logits, k in (("random 2048 keys, top-256", rng.standard_normal((n // 8, 2048)), 256),
@@ -389,7 +419,7 @@ def dispatch_cases(R, rng, n):
 
 
 FAMILIES = {"moe": moe_cases, "moe_dispatch": dispatch_cases, "sinkhorn": sinkhorn_cases, "transpose": transpose_cases, "fp8_cast": cast_cases,
-            "quant": quant_cases, "swiglu_bwd": swiglu_bwd_cases,
+            "quant": quant_cases, "swiglu_bwd": swiglu_bwd_cases, "moe_groups": moe_groups_cases,
             "swiglu": swiglu_cases, "topk": topk_cases}
 
 
