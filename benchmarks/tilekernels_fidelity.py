@@ -58,6 +58,7 @@ from kernels.moe_dispatch import (  # noqa: E402
     reduce_fused,
     routed_topk,
 )
+from kernels.moe_dispatch_sf import expand_to_fused_sf, reduce_fused_sf  # noqa: E402
 from kernels.moe_groups import aux_fi, group_count, topk_group_idx, unique_group_indices  # noqa: E402
 from kernels.quant_cast import per_channel_cast, per_token_cast_e5m6, per_token_cast_fp4  # noqa: E402
 from kernels.sinkhorn import sinkhorn  # noqa: E402
@@ -373,6 +374,46 @@ def moe_groups_cases(R, rng, n):
     return rows
 
 
+def dispatch_sf_cases(R, rng, n):
+    """Dispatch of e4m3 rows with their scales (bitwise); combine with row scales / weights / global scale."""
+    rows = []
+    for label, T_, H, E, k, align, c in (("DeepSeek-V3-like: %d tok, hidden 512, top-8 of 256, 1x128" % n, n, 512, 256, 8, 128, 128),
+                                         ("ragged: 13 tok, hidden 200, top-3 of 16, align 8, 1x32", 13, 200, 16, 3, 8, 32)):
+        t2p, p2t, p2e = fused_mapping(routed_topk(rng, T_, E, k, drop=0.1 if T_ > 13 else 0.5), E, align)
+        P = p2t.shape[0]
+        x = np.clip(rng.standard_normal((T_, H)) * 3, -448, 448).astype(np.float32).astype(E4M3)
+        sf = np.exp2(rng.integers(-6, 3, (T_, -(-H // c)))).astype(np.float32)
+        y, ysf = expand_to_fused_sf(T_, H, sf.shape[1], P)(x, sf, p2t)
+        ry, rysf = R["expand_to_fused"].expand_to_fused_with_sf((_to_torch(x), torch.from_numpy(sf)), c,
+                                                               torch.from_numpy(t2p).long(), torch.from_numpy(p2e))
+        rows.append(("moe_expand_to_fused_sf", label, [bitwise("Out (e4m3)", y, _to_np(ry)), bitwise("OutSf", ysf, rysf.numpy())]))
+        xr = np.clip(rng.standard_normal((P, H)) * 3, -448, 448).astype(np.float32).astype(E4M3)
+        xsf = (np.exp2(rng.integers(-4, 1, P)) * rng.random(P)).astype(np.float32)
+        w = rng.random((T_, k)).astype(np.float32)
+        g = np.array([0.375], np.float32)
+        xb = (rng.standard_normal((P, H)) * 3).astype(np.float32).astype(BF16)
+        for tag, xin, use_w, use_sf, use_g, out in (
+                ("e4m3 in, weights + row scales, e4m3 out", xr, True, True, False, "float8_e4m3fn"),
+                ("e4m3 in, row scales + global scale, e4m3 out", xr, False, True, True, "float8_e4m3fn"),
+                ("bf16 in, weights + global scale, bf16 out", xb, True, False, True, "bfloat16")):
+            dt = "bfloat16" if xin.dtype == BF16 else "float8_e4m3fn"
+            ours = reduce_fused_sf(P, H, T_, k, use_w, use_sf, use_g, dtype=dt, out_dtype=out)(xin, w, xsf, g, t2p)
+            try:
+                ref = R["reduce_fused"].reduce_fused((_to_torch(xin), torch.from_numpy(xsf)) if use_sf else _to_torch(xin),
+                                                     torch.from_numpy(w) if use_w else None, torch.from_numpy(t2p).long(),
+                                                     "", torch.from_numpy(g) if use_g else None)
+            except Exception as e:  # noqa: BLE001 - torch.compile of the reference's fma needs a C++ toolchain
+                rows.append(("moe_reduce_fused_sf", f"{label}, {tag}", [{"output": "Out", "mode": "reference failed",
+                                                                         "total": 0, "mismatches": -1, "note": repr(e)[:200]}]))
+                continue
+            ref = _to_np(ref)
+            rt, at = (2**-7, 0.0) if out == "bfloat16" else (0.125, 2**-9)
+            rows.append(("moe_reduce_fused_sf", f"{label}, {tag}", [
+                close("Out (1 ulp)", np.asarray(ours, np.float32), np.asarray(ref, np.float32), rt, at),
+                dict(bitwise("Out", ours, ref), mode="bitwise (informative)")]))
+    return rows
+
+
 def topk_cases(R, rng, n):
     rows = []
     for label, logits, k in (("random 2048 keys, top-256", rng.standard_normal((n // 8, 2048)), 256),
@@ -420,6 +461,7 @@ def dispatch_cases(R, rng, n):
 
 FAMILIES = {"moe": moe_cases, "moe_dispatch": dispatch_cases, "sinkhorn": sinkhorn_cases, "transpose": transpose_cases, "fp8_cast": cast_cases,
             "quant": quant_cases, "swiglu_bwd": swiglu_bwd_cases, "moe_groups": moe_groups_cases,
+            "moe_dispatch_sf": dispatch_sf_cases,
             "swiglu": swiglu_cases, "topk": topk_cases}
 
 
