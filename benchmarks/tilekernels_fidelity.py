@@ -60,6 +60,7 @@ from kernels.moe_dispatch import (  # noqa: E402
 )
 from kernels.moe_dispatch_sf import expand_to_fused_sf, reduce_fused_sf  # noqa: E402
 from kernels.moe_groups import aux_fi, group_count, topk_group_idx, unique_group_indices  # noqa: E402
+from kernels.moe_mapping import get_fused_mapping  # noqa: E402
 from kernels.quant_cast import per_channel_cast, per_token_cast_e5m6, per_token_cast_fp4  # noqa: E402
 from kernels.sinkhorn import sinkhorn  # noqa: E402
 from kernels.swiglu import swiglu_fp8  # noqa: E402
@@ -414,6 +415,25 @@ def dispatch_sf_cases(R, rng, n):
     return rows
 
 
+def mapping_cases(R, rng, n):
+    """The fused-layout kernel has no PyTorch reference in TileKernels (its test checks invariants): here
+    TileKernels' ``expand_to_fused`` reference is run on the kernel's own maps and compared with
+    ``expand_to_fused`` on the NumPy-built layout (bitwise), and the maps are compared with NumPy's."""
+    rows = []
+    for label, T_, E, k, align, drop in (("DeepSeek-V3: %d tok top-8 of 256, align 128" % n, n, 256, 8, 128, 0.1),
+                                         ("ragged: 13 tok top-6 of 72, align 32, half unused", 13, 72, 6, 32, 0.5)):
+        idx = routed_topk(rng, T_, E, k, drop=drop)
+        p2e, p2t, p2tt, t2p, start, end, size = get_fused_mapping(T_, k, E, align)(idx)
+        rt2p, rp2t, rp2e = fused_mapping(idx, E, align)
+        x = (rng.standard_normal((T_, 64)) * 3).astype(np.float32).astype(BF16)
+        ry = R["expand_to_fused"].expand_to_fused(_to_torch(x), torch.from_numpy(t2p).long(), torch.from_numpy(p2e))
+        y = expand_to_fused(T_, 64, rp2t.shape[0], block_H=64)(x, rp2t)
+        rows.append(("moe_fused_mapping", label, [
+            bitwise("TokenTopkToPos vs NumPy", t2p, rt2p), bitwise("PosToToken vs NumPy", p2t, rp2t),
+            bitwise("expand_to_fused reference on the kernel's maps", y, _to_np(ry))]))
+    return rows
+
+
 def topk_cases(R, rng, n):
     rows = []
     for label, logits, k in (("random 2048 keys, top-256", rng.standard_normal((n // 8, 2048)), 256),
@@ -461,7 +481,7 @@ def dispatch_cases(R, rng, n):
 
 FAMILIES = {"moe": moe_cases, "moe_dispatch": dispatch_cases, "sinkhorn": sinkhorn_cases, "transpose": transpose_cases, "fp8_cast": cast_cases,
             "quant": quant_cases, "swiglu_bwd": swiglu_bwd_cases, "moe_groups": moe_groups_cases,
-            "moe_dispatch_sf": dispatch_sf_cases,
+            "moe_dispatch_sf": dispatch_sf_cases, "moe_mapping": mapping_cases,
             "swiglu": swiglu_cases, "topk": topk_cases}
 
 
