@@ -49,6 +49,14 @@ torch = require("torch", "the TileKernels fidelity check (CPU torch)")
 
 from kernels.dsa import topk_selector  # noqa: E402
 from kernels.fp8_cast import per_block_cast, per_block_dequant, per_token_cast, per_token_dequant  # noqa: E402
+from kernels.mhc import (  # noqa: E402
+    mhc_expand,
+    mhc_head_compute_mix,
+    mhc_post,
+    mhc_pre_apply_mix,
+    mhc_pre_norm_fn,
+    mhc_pre_split_mixes,
+)
 from kernels.moe import moe_route  # noqa: E402
 from kernels.moe_dispatch import (  # noqa: E402
     expand_to_fused,
@@ -434,6 +442,52 @@ def mapping_cases(R, rng, n):
     return rows
 
 
+def mhc_cases(R, rng, n):
+    """mHC forward kernels (tokens flattened: TileKernels' (n0, n1) leading axes are one axis here)."""
+    M = R["mhc"]
+    rows = []
+    for label, n0, n1, m, H in (("%d tok (2x%d), x4, hidden 512" % (n, n // 2), 2, n // 2, 4, 512),
+                                ("ragged: 37 tok, x2, hidden 200", 1, 37, 2, 200)):
+        N, M3 = n0 * n1, m * (2 + m)
+        x = (rng.standard_normal((N, H)) * 2).astype(np.float32).astype(BF16)
+        ours = mhc_expand(N, H, m)(x)
+        ref = _to_np(M.expand_to_mhc_ref(_to_torch(x).view(n0, n1, H), m)).reshape(N, m, H)
+        rows.append(("mhc_expand", label, [bitwise("Out", ours, ref)]))
+        mix, sc, base = (rng.standard_normal(s).astype(np.float32) for s in ((N, m), (1,), (m,)))
+        ours = mhc_head_compute_mix(N, m, eps=1e-6)(mix, sc, base)
+        ref = M.mhc_head_compute_mix_ref(torch.from_numpy(mix).view(n0, n1, m), torch.from_numpy(sc), torch.from_numpy(base), 1e-6)
+        rows.append(("mhc_head_compute_mix", label, [close("Out", ours, ref.numpy().reshape(N, m), 1e-4, 1e-5),
+                                                     dict(bitwise("Out", ours, ref.numpy().reshape(N, m)), mode="bitwise (informative)")]))
+        mixes, sc3, base3 = (rng.standard_normal(s).astype(np.float32) for s in ((N, M3), (3,), (M3,)))
+        pre, post, comb = mhc_pre_split_mixes(N, m, post_mult=2.0, eps=1e-6)(mixes, sc3, base3)
+        rpre, rpost, rcomb = M.mhc_pre_split_mixes_ref(torch.from_numpy(mixes).view(n0, n1, M3), torch.from_numpy(sc3),
+                                                       torch.from_numpy(base3), m, 2.0, 1e-6)
+        rows.append(("mhc_pre_split_mixes", label, [close("Pre", pre, rpre.numpy().reshape(N, m), 1e-4, 1e-5),
+                                                    close("Post", post, rpost.numpy().reshape(N, m), 1e-4, 1e-5),
+                                                    bitwise("Comb", comb, rcomb.numpy().reshape(N, m, m))]))
+        xs = (rng.standard_normal((N, m, H))).astype(np.float32).astype(BF16)
+        w = np.exp(rng.standard_normal((N, m))).astype(np.float32)
+        w /= w.sum(axis=1, keepdims=True)
+        ours = mhc_pre_apply_mix(N, m, H)(xs, w)
+        ref = _to_np(M.mhc_pre_apply_mix_ref(_to_torch(xs).view(n0, n1, m, H), torch.from_numpy(w).view(n0, n1, m, 1))).reshape(N, H)
+        rows.append(("mhc_pre_apply_mix", label, [close("Out bf16 (1 ulp)", ours, ref, 2**-7, 1e-6),
+                                                  dict(bitwise("Out", ours, ref), mode="bitwise (informative)")]))
+        pm, cm = rng.standard_normal((N, m)).astype(np.float32), rng.standard_normal((N, m, m)).astype(np.float32)
+        ours = mhc_post(N, m, H)(x, xs, pm, cm)
+        ref = _to_np(M.mhc_post_ref(_to_torch(x).view(n0, n1, H), _to_torch(xs).view(n0, n1, m, H),
+                                    torch.from_numpy(pm).view(n0, n1, m, 1), torch.from_numpy(cm).view(n0, n1, m, m))).reshape(N, m, H)
+        rows.append(("mhc_post", label, [close("Out bf16 (1 ulp)", ours, ref, 2**-7, 1e-5),
+                                         dict(bitwise("Out", ours, ref), mode="bitwise (informative)")]))
+        fn = (rng.standard_normal((M3, m * H)) * 0.05).astype(np.float32)
+        nw = (rng.standard_normal(m * H) * 0.1 + 1).astype(np.float32)
+        ours = mhc_pre_norm_fn(N, m * H, M3, eps=1e-6)(xs.reshape(N, m * H), fn * nw)
+        ref = M.mhc_pre_norm_fn_ref(_to_torch(xs).view(n0, n1, m, H), torch.from_numpy(fn).view(M3, m * H),
+                                    torch.from_numpy(nw), 1e-6).numpy().reshape(N, M3)
+        rows.append(("mhc_pre_norm_fn", label, [close("Mixes (TileKernels' test tol.)", ours, ref, 1e-3, 1e-3),
+                                                close("Mixes (fp32 tol.)", ours, ref, 1e-4, 1e-5)]))
+    return rows
+
+
 def topk_cases(R, rng, n):
     rows = []
     for label, logits, k in (("random 2048 keys, top-256", rng.standard_normal((n // 8, 2048)), 256),
@@ -482,6 +536,7 @@ def dispatch_cases(R, rng, n):
 FAMILIES = {"moe": moe_cases, "moe_dispatch": dispatch_cases, "sinkhorn": sinkhorn_cases, "transpose": transpose_cases, "fp8_cast": cast_cases,
             "quant": quant_cases, "swiglu_bwd": swiglu_bwd_cases, "moe_groups": moe_groups_cases,
             "moe_dispatch_sf": dispatch_sf_cases, "moe_mapping": mapping_cases,
+            "mhc": mhc_cases,
             "swiglu": swiglu_cases, "topk": topk_cases}
 
 
