@@ -48,6 +48,7 @@ from tilesim.optional import require  # noqa: E402
 torch = require("torch", "the TileKernels fidelity check (CPU torch)")
 
 from kernels.dsa import topk_selector  # noqa: E402
+from kernels.engram import engram_gate, engram_hash, gate_inputs, hash_inputs  # noqa: E402
 from kernels.fp8_cast import per_block_cast, per_block_dequant, per_token_cast, per_token_dequant  # noqa: E402
 from kernels.mhc import (  # noqa: E402
     mhc_expand,
@@ -122,7 +123,8 @@ def load_reference(repo: Path) -> dict:
         m.__path__ = [str(pkg_root / sub.lstrip(".").replace(".", "/"))] if sub else [str(pkg_root)]
         sys.modules[name] = m
     return {n: importlib.import_module(f"tile_kernels.torch.{n}")
-            for n in ("topk", "moe", "mhc", "cast", "cast_e5m6", "swiglu", "expand_to_fused", "reduce_fused")}
+            for n in ("topk", "moe", "mhc", "cast", "cast_e5m6", "swiglu", "expand_to_fused", "reduce_fused",
+                      "engram")}
 
 
 # ------------------------------------------------------------------------------------------ comparing
@@ -488,6 +490,23 @@ def mhc_cases(R, rng, n):
     return rows
 
 
+def engram_cases(R, rng, n):
+    """Engram hash (bitwise) and gate forward (one bf16 ulp), TileKernels' test distributions."""
+    rows = []
+    for label, N, ng, L, J in (("%d tok, 3-grams, 2 layers, 8 tables" % n, n, 3, 2, 8), ("ragged: 13 tok, 4-grams, 3 layers, 5 tables", 13, 4, 3, 5)):
+        ids, mul, vocab, off = hash_inputs(rng, N, ng, L, J)
+        ours = engram_hash(N, ng, L, J)(ids, mul, vocab, off)
+        ref = R["engram"].engram_hash_ref(*(torch.from_numpy(a) for a in (ids, mul, vocab, off))).numpy()
+        rows.append(("engram_hash", label, [bitwise("Out", ours, ref)]))
+    for label, N, hc, H in (("%d tok, hc 4, hidden 512" % (n // 4), n // 4, 4, 512), ("ragged: 13 tok, hc 2, hidden 200", 13, 2, 200)):
+        x, k, v, wh, we = gate_inputs(rng, N, hc, H)
+        ours = engram_gate(N, hc, H, clamp_value=1e-6, eps=1e-20)(x, k, v, wh, we)
+        ref = _to_np(R["engram"].engram_gate_ref(*(_to_torch(a) for a in (x, k, v, wh, we)), 1e-6, 1e-20))
+        rows.append(("engram_gate", label, [close("Out bf16 (1 ulp)", ours, ref, 2**-7, 1e-5),
+                                            dict(bitwise("Out", ours, ref), mode="bitwise (informative)")]))
+    return rows
+
+
 def topk_cases(R, rng, n):
     rows = []
     for label, logits, k in (("random 2048 keys, top-256", rng.standard_normal((n // 8, 2048)), 256),
@@ -536,7 +555,7 @@ def dispatch_cases(R, rng, n):
 FAMILIES = {"moe": moe_cases, "moe_dispatch": dispatch_cases, "sinkhorn": sinkhorn_cases, "transpose": transpose_cases, "fp8_cast": cast_cases,
             "quant": quant_cases, "swiglu_bwd": swiglu_bwd_cases, "moe_groups": moe_groups_cases,
             "moe_dispatch_sf": dispatch_sf_cases, "moe_mapping": mapping_cases,
-            "mhc": mhc_cases,
+            "mhc": mhc_cases, "engram": engram_cases,
             "swiglu": swiglu_cases, "topk": topk_cases}
 
 
