@@ -1,5 +1,6 @@
 """Case families of ``benchmarks/tilekernels_fidelity.py`` for the kernels of issue 17's second part: per-channel,
-FP4 and E5M6 casts (``quant``), SwiGLU backward (``swiglu_bwd``), the MoE group kernels (``moe_groups``), dispatch
+FP4 and E5M6 casts (``quant``), SwiGLU backward (``swiglu_bwd``), the routed SwiGLU forward
+(``swiglu_routed``), the MoE group kernels (``moe_groups``), dispatch
 and combine with scales (``moe_dispatch_sf``), the fused-layout kernel (``moe_mapping``), the mHC forward kernels
 (``mhc``) and Engram (``engram``).
 
@@ -26,6 +27,7 @@ from kernels.moe_groups import aux_fi, group_count, topk_group_idx, unique_group
 from kernels.moe_mapping import get_fused_mapping
 from kernels.quant_cast import per_channel_cast, per_token_cast_e5m6, per_token_cast_fp4
 from kernels.swiglu_bwd import routed_inputs, swiglu_backward
+from kernels.swiglu_moe import swiglu_fp8_routed
 
 
 def quant_cases(h, R, rng, n):
@@ -245,6 +247,32 @@ def engram_cases(h, R, rng, n):
     return rows
 
 
+
+def swiglu_routed_cases(h, R, rng, n):
+    """SwiGLU forward with routing weights and clamp counters + per-token cast (TileKernels' options)."""
+    rows = []
+    for label, T_, H, k, E, align, g, clamp, ue8m0 in (
+            ("%d tok top-8 of 32, H 256, 1x128, clamp 7" % (n // 4), n // 4, 256, 8, 32, 32, 128, 7.0, False),
+            ("ragged: 13 tok top-3 of 8, H 200, 1x128, ue8m0, no clamp", 13, 200, 3, 8, 8, 128, None, True)):
+        _, _, _, w, slot, _ = routed_inputs(rng, T_, H, k, E, align, g)
+        P = slot.shape[0]
+        x = (rng.standard_normal((P, 2 * H)) * 3).astype(np.float32)
+        x[:, rng.integers(0, 2 * H, 3)] *= 10
+        x[slot < 0] = 0
+        x = x.astype(h.BF16)
+        q, s, cnt = swiglu_fp8_routed(P, H, T_, k, g, clamp_limit=clamp, use_ue8m0=ue8m0)(x, w, slot)
+        rc = h.torch.zeros(3, dtype=h.torch.int64)
+        out = R["swiglu"].swiglu_forward(h._to_torch(x), h.torch.from_numpy(slot).long(), h.torch.from_numpy(w),
+                                         swiglu_clamp_value=clamp, clamped_count=rc if clamp is not None else None)
+        rq, rs = R["cast"].cast(out, "e4m3", (1, g), round_sf=ue8m0)
+        rq = h._to_np(rq)
+        rows.append(("swiglu_fp8_routed", label, [
+            h.close("Q (one e4m3 step)", q.astype(np.float32), rq.astype(np.float32), 0.125, 2**-9),
+            dict(h.bitwise("Q", q, rq), mode="bitwise (informative)"), h.close("S", s, rs.numpy(), 1e-5, 0.0),
+            h.bitwise("clamp counts", cnt, rc.numpy())]))
+    return rows
+
+
 FAMILIES = {"quant": quant_cases, "swiglu_bwd": swiglu_bwd_cases, "moe_groups": moe_groups_cases,
             "moe_dispatch_sf": dispatch_sf_cases, "moe_mapping": mapping_cases, "mhc": mhc_cases,
-            "engram": engram_cases}
+            "engram": engram_cases, "swiglu_routed": swiglu_routed_cases}
