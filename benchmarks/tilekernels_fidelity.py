@@ -21,6 +21,10 @@ ties, ragged shapes tiles do not divide) — and compares:
   SwiGLU+FP8 Q within one e4m3 step and S ``rtol 1e-5`` — tilesim's own contract for that kernel, whose
   fp32 ``exp`` may differ from torch's by an ulp).
 
+The families of the kernels added in issue 17's second part (quant, swiglu_bwd, moe_groups,
+moe_dispatch_sf, moe_mapping, mhc, engram) live in ``tilekernels_fidelity_more.py`` beside this script,
+which loads it by path and binds its helpers to them.
+
 Output: a Markdown table on stdout and in ``tilekernels_fidelity_<UTC time>.md``, and the rows (plus the
 TileKernels commit when ``DIR`` is a git checkout) in ``tilekernels_fidelity_<UTC time>.json``, under
 ``--out``. Exit status 1 if any case fails.
@@ -29,7 +33,9 @@ TileKernels commit when ``DIR`` is a git checkout) in ``tilekernels_fidelity_<UT
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
+import importlib.util
 import json
 import subprocess
 import sys
@@ -109,7 +115,8 @@ def load_reference(repo: Path) -> dict:
         m.__path__ = [str(pkg_root / sub.lstrip(".").replace(".", "/"))] if sub else [str(pkg_root)]
         sys.modules[name] = m
     return {n: importlib.import_module(f"tile_kernels.torch.{n}")
-            for n in ("topk", "moe", "mhc", "cast", "swiglu", "expand_to_fused", "reduce_fused")}
+            for n in ("topk", "moe", "mhc", "cast", "cast_e5m6", "swiglu", "expand_to_fused", "reduce_fused",
+                      "engram")}
 
 
 # ------------------------------------------------------------------------------------------ comparing
@@ -320,8 +327,22 @@ def dispatch_cases(R, rng, n):
     return rows
 
 
-FAMILIES = {"moe": moe_cases, "moe_dispatch": dispatch_cases, "sinkhorn": sinkhorn_cases, "transpose": transpose_cases, "fp8_cast": cast_cases,
-            "swiglu": swiglu_cases, "topk": topk_cases}
+FAMILIES = {"moe": moe_cases, "moe_dispatch": dispatch_cases, "sinkhorn": sinkhorn_cases, "transpose": transpose_cases,
+            "fp8_cast": cast_cases, "swiglu": swiglu_cases, "topk": topk_cases}
+
+
+def _more_families():
+    """The families of benchmarks/tilekernels_fidelity_more.py, bound to this module's helpers."""
+    spec = importlib.util.spec_from_file_location("tilekernels_fidelity_more", Path(__file__).with_name(
+        "tilekernels_fidelity_more.py"))
+    more = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(more)
+    h = types.SimpleNamespace(bitwise=bitwise, close=close, _to_np=_to_np, _to_torch=_to_torch, _act=_act, BF16=BF16,
+                              E4M3=E4M3, torch=torch)
+    return {name: functools.partial(fn, h) for name, fn in more.FAMILIES.items()}
+
+
+FAMILIES.update(_more_families())
 
 
 def _commit(repo):

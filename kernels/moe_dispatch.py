@@ -6,7 +6,8 @@ The fused layout: the ``T × k`` routed (token, slot) pairs are laid out expert-
 (each expert's rows padded to an alignment); ``TokenTopkToPos (T, k)`` int32 gives the row of each pair
 (``-1``: the slot is unused, e.g. an expert of another rank) and ``PosToToken (P,)`` int32 the token of
 each row (``-1``: padding). :func:`fused_mapping` builds a consistent pair with NumPy (TileKernels builds
-it with ``get_fused_mapping``, a GPU kernel without a PyTorch reference; tilesim has no kernel for it yet).
+it with ``get_fused_mapping``, a GPU kernel without a PyTorch reference; tilesim's kernel for it is
+``kernels.moe_mapping``, which produces exactly this layout).
 
 Kernels (registry names):
 
@@ -28,9 +29,9 @@ Kernels (registry names):
   (``v = id − tp_rank·per_gpu``; ``v −= (v // (num_tp_ranks·per_gpu))·(num_tp_ranks − 1)·per_gpu``).
   Integer floor division, bitwise.
 
-Not carried over yet (docs/kernels-1.md): the fused-with-scales variants (``expand_to_fused_with_sf``,
-``reduce_fused`` with per-row scales, a global scale or an e4m3 output), ``get_fused_mapping`` as a
-kernel, ``aux_fi``, ``group_count``, ``inplace_unique_group_indices``, ``topk_sum_and_topk_group_idx``.
+The rest of TileKernels' MoE family lives beside this module: the variants with scale factors
+(``kernels.moe_dispatch_sf``), the layout kernel (``kernels.moe_mapping``) and the group/expert
+bookkeeping (``kernels.moe_groups``).
 
 Errors: shapes and ranks that do not divide raise ``ValueError`` at build time. NaN/Inf in ``X`` move
 (expand) or propagate to their token (reduce); weights are finite.

@@ -45,3 +45,10 @@ def test_torch_round_trip_keeps_bits(fid):
 def test_not_a_checkout_is_refused(fid, tmp_path):
     with pytest.raises(SystemExit, match="not a TileKernels checkout"):
         fid.load_reference(tmp_path)
+
+
+def test_companion_families_are_bound(fid):
+    """The families of tilekernels_fidelity_more.py are loaded and take the script's (R, rng, n) arguments."""
+    assert set(fid.FAMILIES) >= {"quant", "swiglu_bwd", "moe_groups", "moe_dispatch_sf", "moe_mapping", "mhc", "engram",
+                                 "fp8_cast", "moe", "topk"}
+    assert fid.FAMILIES["quant"].args[0].bitwise is fid.bitwise
