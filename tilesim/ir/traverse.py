@@ -75,7 +75,7 @@ DECLS: dict[type, dict[str, str]] = {
     N.AtomicFetch: {"buffer": BUFFER, "indices": EXPR, "value": EXPR, "var": BIND},
     N.SyncThreads: {},
     # warp-specialised code
-    N.MBarrier: {"buffer": BUFFER, "index": EXPR, "parity": EXPR},
+    N.MBarrier: {"buffer": BUFFER, "index": EXPR, "parity": EXPR, "cta": EXPR},
     N.WarpSpec: {"body": BODY},
     # loops
     N.For: {"var": BIND, "start": EXPR, "stop": EXPR, "body": BODY},

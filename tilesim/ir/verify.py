@@ -317,7 +317,9 @@ def _mbarrier(v, s, scope, ctx):
         v.bad(f"barrier {s.buffer.name} is used before it is allocated", s.loc)
     if s.index is None or (s.op == "wait") != (s.parity is not None) or not 0 < s.threads <= ctx.get("threads", 0):
         v.bad(f"{what}: malformed (index {s.index}, parity {s.parity}, threads {s.threads})", s.loc)
-    for e in (s.index, s.parity):
+    if s.cta is not None and s.op != "arrive":
+        v.bad(f"{what}: only an arrival goes to another block of the cluster", s.loc)
+    for e in (s.index, s.parity, s.cta):
         if e is not None:
             v.expr(e, scope)
 

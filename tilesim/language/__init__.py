@@ -29,6 +29,7 @@ from .annotate import (
     annotate_layout,
     annotate_padding,
     annotate_safe_value,
+    assume,
     c2d_im2col,
     call_extern,
     device_assert,
@@ -43,6 +44,7 @@ from .annotate import (
 )
 from .atomic import atomic_add, atomic_max, atomic_min  # noqa: F401
 from .blackwell import alloc_tmem, mma_gemm_blockscaled, tcgen05_gemm, tcgen05_mma_arrive  # noqa: F401
+from .cluster import ClusterKernel, alloc_cluster_barrier, block_rank_in_cluster  # noqa: F401
 from .copy import async_copy, copy, tma_copy  # noqa: F401
 from .gemm import GemmWarpPolicy, gemm, gemm_v2, wgmma_gemm  # noqa: F401
 from .kernel import Kernel, macro  # noqa: F401

@@ -10,6 +10,8 @@ time. ``per_block`` is the on-chip bytes estimate of one block.
   one worker, whatever the mode and memory bound — a chunk runs its blocks statement by statement, so
   every block's writes before the barrier are seen by every block after it.
 * ``mode="serial"``: ``chunk = 1``, ``workers = 1``.
+* A cluster launch plans in clusters (``unit`` blocks each, kept together): ``mode="serial"`` runs one
+  cluster per chunk.
 * Otherwise a chunk holds at most ``options.chunk_bytes // per_block`` blocks (the memory bound) and
   about ``TARGET_CHUNK_BYTES`` (cache-sized, yet big enough that NumPy calls, not Python, take the
   time); the grid is split into chunks of nearly equal size.
@@ -89,8 +91,12 @@ def parallel_safe(launch: N.Launch, options) -> bool:
     return options.mode != "serial" and not options.races and not _has_atomic(launch.body)
 
 
-def plan(launch: N.Launch, total: int, per_block: int, options) -> tuple[int, int]:
-    """``(chunk, workers)`` for a launch of ``total`` blocks of ``per_block`` on-chip bytes each."""
+def plan(launch: N.Launch, total: int, per_block: int, options, unit: int = 1) -> tuple[int, int]:
+    """``(chunk, workers)`` for a launch of ``total`` blocks of ``per_block`` on-chip bytes each; ``chunk`` is
+    a multiple of ``unit`` (the blocks of a cluster, which run together)."""
+    if unit > 1:
+        chunk, workers = plan(launch, total // unit, per_block * unit, options)
+        return chunk * unit, workers
     if launch.annotation("sync_grid"):
         return total, 1  # a grid barrier: all blocks in one chunk, statement by statement (lockstep)
     if options.mode == "serial":

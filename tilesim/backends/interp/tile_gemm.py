@@ -1,5 +1,10 @@
 """Interpreter rule of ``T.gemm``: one batched ``matmul`` per chunk, in the accumulator's compute dtype.
 
+A 2-CTA gemm (``Gemm.pair``, ``T.tcgen05_gemm(..., use_2cta=True)`` in a launch of 2-block clusters) is
+issued by one block and computes its cluster's product: rows ``2p`` and ``2p + 1`` of the chunk are a
+cluster (``runtime.py``); each gets ``C_r (+)= op(A_r) @ [op(B_2p) | op(B_2p+1)]`` in its own ``C``, for every
+cluster with an active (issuing) block.
+
 The fused K-loop fast path (a whole tiled-GEMM loop as one product per group of blocks) is
 :mod:`.gemm_loop`; the plain meaning both are tested against is :func:`.reference.gemm`.
 """
@@ -9,10 +14,11 @@ from __future__ import annotations
 import numpy as np
 
 from ... import dtypes as dt
+from ...errors import KernelRuntimeError
 from ...ir import nodes as N
 from . import memory, pool
 from .exprs import ev
-from .state import Ctx
+from .state import Ctx, block_mask
 from .tables import STMT_RULES
 from .tile_copy import _adopt
 
@@ -38,6 +44,8 @@ def _gemm(s: N.Gemm, ctx: Ctx):
         a = a.swapaxes(1, 2)
     if s.trans_b:
         b = b.swapaxes(1, 2)
+    if s.pair:
+        return _pair_gemm(s, ctx, a, b, acc)
     if not s.clear_accum and ctx.mask is None and a.ndim == b.ndim == 3 and a.dtype == acc == b.dtype:
         cview = memory.onchip_view(s.c, ctx, ev)
         shape = (max(a.shape[0], b.shape[0]), a.shape[1], b.shape[2])
@@ -76,3 +84,30 @@ def _gemm(s: N.Gemm, ctx: Ctx):
     _, cext = memory.region_starts(s.c, ctx, ev)
     out = dt.convert(out.reshape((out.shape[0],) + cext), s.c.dtype)
     memory.write_region(s.c, out, ctx, ev)
+
+
+def _pair_gemm(s: N.Gemm, ctx: Ctx, a, b, acc):
+    nb = ctx.nb
+    if ctx.cluster != 2:
+        raise KernelRuntimeError(f"a 2-CTA gemm needs a launch of 2-block clusters, this one has clusters of "
+                                 f"{ctx.cluster}", s.loc, hint="launch with T.ClusterKernel(..., cluster_dims=2)")
+    a = np.broadcast_to(a, (nb,) + a.shape[1:])
+    b = np.broadcast_to(b, (nb,) + b.shape[1:]).reshape((nb // 2, 2) + b.shape[1:])
+    whole = np.repeat(np.concatenate([b[:, 0], b[:, 1]], axis=-1), 2, axis=0)  # [B_0 | B_1] for both rows
+    prod = np.matmul(a, whole)
+    saved = ctx.mask
+    bm = block_mask(saved, nb)
+    if bm is not None:  # the issuing blocks' clusters, both blocks
+        ctx.mask = np.repeat(bm.reshape(nb // 2, 2).any(axis=1), 2)
+        if not ctx.mask.any():
+            ctx.mask = saved
+            return
+    try:
+        if s.clear_accum:
+            out = prod
+        else:
+            out = dt.widen(_as_matrix(memory.read_region(s.c, ctx, ev)), acc) + prod
+        _, cext = memory.region_starts(s.c, ctx, ev)
+        memory.write_region(s.c, dt.convert(out.reshape((nb,) + cext), s.c.dtype), ctx, ev)
+    finally:
+        ctx.mask = saved
