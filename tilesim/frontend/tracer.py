@@ -24,7 +24,7 @@ from .. import dtypes as dt
 from ..errors import InternalError, KernelError, KernelRuntimeError, KernelSyntaxError, KernelTypeError
 from ..ir import nodes as N
 from ..language.types import TensorSpec
-from . import blackwell, blockscaled, helpers, prims, prims_compat, simplify  # noqa: F401 (builder modules)
+from . import blackwell, blockscaled, helpers, prims, prims_compat, simplify, tile_schedule  # noqa: F401 (builder modules)
 from . import exprs as X
 from .source import Source, get_source, python_env
 from .tracer_exprs import _BINOPS, ExprVisitor

@@ -121,6 +121,7 @@ from .simt import (  # noqa: F401
     tvm_warp_shuffle,
 )
 from .sparse import gemm_sp  # noqa: F401
+from .tile_schedule import PersistentTileScheduler  # noqa: F401
 from .types import (  # noqa: F401
     Buffer,
     DType,
