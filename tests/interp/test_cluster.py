@@ -120,8 +120,8 @@ def test_a_cta_id_outside_the_cluster_is_an_error():
 def gemm_2cta(A, B, block_M, block_N, block_K, stages, trans_b=False, clear_const=False, cluster=2):
     M, N, K = T.const("M, N, K")
     k_iters = T.ceildiv(K, block_K)
-    A: T.Tensor[[M, K], "float16"]
-    B: T.Tensor[[N, K] if trans_b else [K, N], "float16"]
+    A: T.Tensor[[M, K], T.float16]
+    B: T.Tensor[[N, K] if trans_b else [K, N], T.float16]
     C = T.empty((M, N), "float32")
     with T.ClusterKernel(T.ceildiv(M, block_M), T.ceildiv(N, block_N), threads=128, cluster_dims=cluster) as (bx, by):
         a_s = T.alloc_shared((stages, block_M, block_K), "float16")
