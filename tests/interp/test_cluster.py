@@ -296,3 +296,110 @@ def test_simulator_refuses_a_cluster_launch():
     with pytest.raises(KernelTypeError, match="cluster launch .* is not modelled by the simulator") as e:
         analyze(ranks(4, 2, 2).prim_func, hw)
     assert e.value.loc is not None and e.value.hint
+
+
+# --------------------------------------------------------------------------- cluster launch control
+@tilelang.jit
+def clc_tiles(n_tiles, size, threads=64, issuers=1):
+    """Each cluster starts at its own tile, then asks for the tile of a cluster that has not started until
+    none are left; every block of the cluster counts the tile and records who did it."""
+
+    @T.prim_func
+    def main(Count: T.Tensor((n_tiles, size), "int32"), Who: T.Tensor((n_tiles, size), "int32")):
+        with T.ClusterKernel(n_tiles * size, threads=threads, cluster_dims=size) as bid:
+            res = T.alloc_shared((2, 4), "uint32")
+            got = T.alloc_cluster_barrier([1, 1])
+            tx = T.get_thread_binding()
+            rank = T.block_rank_in_cluster()
+            tile = T.alloc_var(T.int32, init=bid // size)
+            it = T.alloc_var(T.int32, init=0)
+            while tile >= 0:
+                if tx == 0:
+                    Count[tile, rank] = Count[tile, rank] + 1
+                    Who[tile, rank] = bid
+                if tx < issuers:
+                    T.mbarrier_arrive_expect_tx(got[it % 2], 16)
+                    if rank == 0:
+                        T.clc_try_cancel_multicast(res[it % 2, :], got[it % 2])
+                T.mbarrier_wait_parity(got[it % 2], (it // 2) & 1)
+                if T.clc_is_canceled(res[it % 2, :]) == 1:
+                    tile = T.cast(T.clc_get_first_ctaid_x(res[it % 2, :]), "int32") // size
+                else:
+                    tile = -1
+                it = it + 1
+
+    return main
+
+
+@pytest.mark.parametrize("size", [1, 2])
+@pytest.mark.parametrize("mode", ["batched", "serial"])
+def test_cluster_launch_control_gives_every_tile_to_exactly_one_cluster(size, mode):
+    count, who = _clc_run(clc_tiles(5, size), mode, 5, size)
+    np.testing.assert_array_equal(count, 1)
+    rank = np.arange(size)
+    if mode == "serial":  # clusters start one at a time: cluster 0 takes every later cluster's tile
+        np.testing.assert_array_equal(who, np.broadcast_to(rank, (5, size)))
+    else:  # one chunk starts every cluster at once: none is left to take
+        np.testing.assert_array_equal(who, np.arange(5)[:, None] * size + rank)
+
+
+def _clc_run(k, mode, n, size):
+    count, who = np.zeros((n, size), np.int32), np.full((n, size), -1, np.int32)
+    if mode == "batched":
+        k.run(count, who)
+    else:
+        k.run(count, who, options=SERIAL)
+    return count, who
+
+
+def test_cluster_launch_control_in_chunks_takes_only_clusters_that_have_not_started():
+    count, who = np.zeros((6, 2), np.int32), np.full((6, 2), -1, np.int32)
+    per_cluster = 2 * 3 * 64 * 256  # chunk_bytes for about two clusters of this kernel
+    clc_tiles(6, 2).run(count, who, options=InterpOptions(chunk_bytes=per_cluster, threads=1))
+    np.testing.assert_array_equal(count, 1)
+    starters = sorted(set(who[:, 0] // 2))
+    assert starters[0] == 0 and len(starters) < 6  # later clusters' tiles were taken by the running ones
+
+
+def test_cluster_launch_control_from_several_threads_is_an_error():
+    with pytest.raises(KernelRuntimeError, match="executed by 2 threads of block 0") as e:
+        _clc_run(clc_tiles(2, 2, issuers=2), "batched", 2, 2)
+    assert e.value.loc.file == __file__ and e.value.hint
+
+
+def test_cluster_launch_control_is_refused_by_the_simulator_and_the_cuda_lowering():
+    hw = pytest.importorskip("hwmodels").load("h200_sxm_141gb")
+    pf = clc_tiles(2, 1).prim_func
+    with pytest.raises(KernelTypeError, match="cluster launch control"):
+        analyze(pf, hw, hints={"while": 2})
+    pytest.importorskip("numba")
+    lower_program = pytest.importorskip("tilesim.backends.cuda.lower").lower_program
+    with pytest.raises(KernelTypeError, match=r"T.clc_try_cancel_multicast \(cluster launch control\) is not "
+                                              "supported by the CUDA backend"):
+        lower_program(clc_tiles(2, 1).prim_func, sim=True)
+    assert "T.clc_try_cancel_multicast(res[" in format_ir(pf)
+
+
+@pytest.mark.parametrize("result, text", [
+    ("fragment", "takes 4 words of a shared uint32 buffer"),
+    ("short", "the result is 4 words along the last axis"),
+])
+def test_cluster_launch_control_result_must_be_four_shared_words(result, text):
+    @tilelang.jit
+    def k():
+        @T.prim_func
+        def main(A: T.Tensor((4,), "int32")):
+            with T.Kernel(4, threads=32):
+                bar = T.alloc_barrier([1])
+                if result == "fragment":
+                    r = T.alloc_fragment((4,), "uint32")
+                    T.clc_try_cancel_multicast(r, bar[0])
+                else:
+                    r = T.alloc_shared((8,), "uint32")
+                    T.clc_try_cancel_multicast(r[0:3], bar[0])
+
+        return main
+
+    with pytest.raises(KernelTypeError, match=text) as e:
+        k()(np.zeros(4, np.int32))
+    assert e.value.loc.file == __file__

@@ -1,5 +1,5 @@
 """Builders of thread-block clusters (``tilesim.language.cluster``): cluster launches, cluster barriers, the
-block's rank, remote arrivals and the checks of 2-CTA gemms.
+block's rank, remote arrivals, the checks of 2-CTA gemms, and cluster launch control.
 
 Contract
 --------
@@ -15,6 +15,11 @@ Contract
 * :func:`remote_cta` checks the ``cta_id`` of ``T.mbarrier_arrive(b, cta_id)``: only in a cluster launch, an
   integer expression (a Python int must be below the cluster size).
 * :func:`pair_check` checks ``use_2cta`` / ``arrive_2cta``: only in a launch whose clusters are 2 blocks.
+* Cluster launch control: ``T.clc_try_cancel_multicast(result, mbar)`` emits
+  :class:`~tilesim.ir.nodes.ClusterCancel` — ``result`` a region of 4 elements along the last axis of a
+  shared ``uint32``/``int32`` buffer (``r`` or ``r[s, :]``), ``mbar`` a barrier operand; inside a launch,
+  outside ``T.Parallel``. ``T.clc_is_canceled(result)`` / ``T.clc_get_first_ctaid_x(result)`` load word 0 /
+  word 1 of the result. A launch without clusters is one of clusters of one block.
 * Every error is a ``KernelError`` located at the call.
 """
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir import nodes as N
 from . import exprs as X
+from . import regions as R
 from . import ws as W
 from .builders import builder
 
@@ -117,3 +123,45 @@ def pair_check(tr, loc, what):
         raise KernelTypeError(f"{what} spreads the work over the two blocks of a cluster, but this launch has "
                               f"{'no clusters' if n == 1 else f'clusters of {n} blocks'}", loc,
                               hint="launch with T.ClusterKernel(..., cluster_dims=2) (or (1, 2, 1))")
+
+
+# ------------------------------------------------------------------------------------------ launch control
+def _result(tr, loc, what, result):
+    """The region of a CLC result operand: 4 ``uint32`` words along the last axis of a shared buffer."""
+    reg = R.operand(result, loc, what)
+    if isinstance(reg, R.Corner):
+        reg = R.complete(reg, (4,), loc, what)
+    buf = reg.buffer
+    if buf.scope not in ("shared", "shared.dyn") or buf.dtype not in ("uint32", "int32"):
+        raise KernelTypeError(f"{what} takes 4 words of a shared uint32 buffer, got the {buf.scope} {buf.dtype} "
+                              f"buffer {buf.name}", loc, hint="clc_result = T.alloc_shared((4,), 'uint32')")
+    if reg.extents[-1] != 4 or any(e != 1 for e in reg.extents[:-1]):
+        raise KernelTypeError(f"{what}: the result is 4 words along the last axis of {buf.name}, got a region of "
+                              f"extents {tuple(reg.extents)}", loc, hint="pass clc_result or clc_result[s, :]")
+    return reg
+
+
+@builder("clc_try_cancel_multicast")
+def _b_clc_try_cancel(tr, loc, result, mbar):
+    W._context(tr, loc, "T.clc_try_cancel_multicast")
+    reg = _result(tr, loc, "T.clc_try_cancel_multicast", result)
+    buf, idx = W.barrier_operand(mbar, loc, "T.clc_try_cancel_multicast")
+    tr.emit(N.ClusterCancel(reg, buf, idx, loc))
+
+
+def _word(tr, loc, what, result, k):
+    if not tr.in_launch():
+        raise KernelSyntaxError(f"{what} outside a launch", loc, hint="it reads a result of this launch")
+    reg = _result(tr, loc, what, result)
+    idx = tuple(reg.starts[:-1]) + (X.binop("add", reg.starts[-1], k, loc),)
+    return N.Load(reg.buffer, tuple(X.index_expr(i, loc) for i in idx), reg.buffer.dtype, loc)
+
+
+@builder("clc_is_canceled")
+def _b_clc_is_canceled(tr, loc, result):
+    return _word(tr, loc, "T.clc_is_canceled", result, 0)
+
+
+@builder("clc_get_first_ctaid_x")
+def _b_clc_first_x(tr, loc, result):
+    return _word(tr, loc, "T.clc_get_first_ctaid_x", result, 1)

@@ -392,6 +392,20 @@ class MBarrier(Stmt):
 
 
 @dataclass(frozen=True, slots=True)
+class ClusterCancel(Stmt):
+    """``T.clc_try_cancel_multicast(result, barrier[index])`` (cluster launch control): the executing block asks
+    for a cluster of the launch that has not started; the answer (4 ``uint32`` words along the last axis of
+    ``result``: 1 and the first block's x, y, z when one was taken, else 0) is written into ``result`` in
+    every block of the asking block's cluster. The barrier receives the answer's bytes (its arrivals are the
+    program's own). ``docs/language.md`` ("Thread-block clusters") gives the order in which clusters start."""
+
+    result: Region
+    barrier: Buffer
+    index: Expr
+    loc: Loc | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class WarpSpec(Stmt):
     """``with T.ws(*groups):``: ``body`` is executed by the threads of warp groups ``groups`` (group ``g`` is
     threads ``128 g .. 128 g + 127`` of the block). At tile level the body runs where it stands, in program

@@ -228,6 +228,11 @@ def _mbarrier(p, s, d):
     p.w(d, f"{_MBAR_FN.get(s.op, s.op)}({bar}{extra})  # {s.threads} threads")
 
 
+@STMTS.register(N.ClusterCancel)
+def _cluster_cancel(p, s, d):
+    p.w(d, f"T.clc_try_cancel_multicast({p.region(s.result)}, {p.name(s.barrier)}[{p.e(s.index)}])")
+
+
 @STMTS.register(N.WarpSpec)
 def _warp_spec(p, s, d):
     p.w(d, f"with T.ws({', '.join(str(g) for g in s.groups)}):  # {s.threads} threads")

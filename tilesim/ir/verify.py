@@ -324,6 +324,19 @@ def _mbarrier(v, s, scope, ctx):
             v.expr(e, scope)
 
 
+@STMTS.register(N.ClusterCancel)
+def _cluster_cancel(v, s, scope, ctx):
+    if not ctx.get("launch") or ctx.get("parallel"):
+        v.bad("T.clc_try_cancel_multicast outside a launch or inside T.Parallel", s.loc, user=True)
+    r = s.result
+    if r.buffer.scope not in ("shared", "shared.dyn") or r.buffer.dtype not in ("uint32", "int32") or r.extents[-1] != 4:
+        v.bad(f"T.clc_try_cancel_multicast: result {r.buffer.name} is not 4 words of a shared uint32 buffer", s.loc)
+    if s.barrier.scope != "shared.barrier" or s.barrier.uid not in v.buffers:
+        v.bad(f"T.clc_try_cancel_multicast: {s.barrier.name} is not an allocated barrier array", s.loc)
+    v.region(r, scope)
+    v.expr(s.index, scope)
+
+
 @STMTS.register(N.WarpSpec)
 def _warp_spec(v, s, scope, ctx):
     if not ctx.get("launch") or ctx.get("parallel") or ctx.get("ws"):

@@ -44,7 +44,14 @@ from .annotate import (
 )
 from .atomic import atomic_add, atomic_max, atomic_min  # noqa: F401
 from .blackwell import alloc_tmem, mma_gemm_blockscaled, tcgen05_gemm, tcgen05_mma_arrive  # noqa: F401
-from .cluster import ClusterKernel, alloc_cluster_barrier, block_rank_in_cluster  # noqa: F401
+from .cluster import (  # noqa: F401
+    ClusterKernel,
+    alloc_cluster_barrier,
+    block_rank_in_cluster,
+    clc_get_first_ctaid_x,
+    clc_is_canceled,
+    clc_try_cancel_multicast,
+)
 from .copy import async_copy, copy, tma_copy  # noqa: F401
 from .gemm import GemmWarpPolicy, gemm, gemm_v2, wgmma_gemm  # noqa: F401
 from .kernel import Kernel, macro  # noqa: F401

@@ -95,13 +95,8 @@ def print(*args, msg=""):  # noqa: A001
 
 _SF_TMEM = ("block-scale factors packed into tensor memory by tcgen05.cp (UE8M0 words in the hardware's warp-"
             "transposed layout) are not modelled; T.mma_gemm_blockscaled takes the scales from shared memory")
-_CLC = ("cluster launch control (a block taking the tile of a cluster that has not started) is not modelled "
-        "by tilesim; give each cluster its tiles with T.PersistentTileScheduler or a loop over waves")
 #: Primitives that need per-thread (SIMT) execution or Hopper async machinery tilesim does not model.
 UNSUPPORTED = {
-    "clc_try_cancel_multicast": _CLC,
-    "clc_is_canceled": _CLC,
-    "clc_get_first_ctaid_x": _CLC,
     "tcgen05_gemm_blockscaled": _SF_TMEM,
     "tcgen05_cp_warpx4": _SF_TMEM,
     "tcgen05_sf_warp_transpose": _SF_TMEM,

@@ -1,4 +1,5 @@
-"""Thread-block clusters: ``T.ClusterKernel``, cluster barriers and the block's rank in its cluster.
+"""Thread-block clusters: ``T.ClusterKernel``, cluster barriers, the block's rank in its cluster, and
+cluster launch control (``T.clc_*``).
 
 Contract
 --------
@@ -18,7 +19,12 @@ warp groups are concurrent tasks switched at barrier waits, ``backends/interp/co
   each block ``r`` of the pair gets ``C_r (+)= A_r @ [B_0 | B_1]`` (its own rows of A, the two blocks'
   halves of B joined along N) in its own ``C``; its ``mbar`` and ``T.tcgen05_mma_arrive(b, arrive_2cta=True)``
   arrive once on ``b`` in both blocks;
-* cluster launch control (``T.clc_*``) is refused (:data:`tilesim.language.annotate.UNSUPPORTED`).
+* cluster launch control: a sequential interpreter starts the clusters of a launch in order (cluster 0,
+  1, ... — the blocks of each cluster in rank order); ``T.clc_try_cancel_multicast`` takes the next cluster
+  that has not started (it will never start) and answers with its first block, or "none" when every
+  cluster has started or been taken. So a persistent cluster keeps fetching tiles until none are left;
+  which cluster computes a tile depends on how many clusters run together (``mode="serial"``: one), the
+  result does not.
 
 The CUDA backend refuses cluster launches (Numba cannot launch clusters); the simulator refuses them too.
 ``docs/language.md`` ("Thread-block clusters") has the details.
@@ -44,3 +50,21 @@ def alloc_cluster_barrier(arrive_count):
 @marker()
 def block_rank_in_cluster():
     """The block's rank in its cluster: ``bx % cx + cx * (by % cy + cy * (bz % cz))`` (0 outside a cluster)."""
+
+
+@marker()
+def clc_try_cancel_multicast(result, mbar):
+    """Cluster launch control: ask for a cluster of the launch that has not started. ``result`` (4 uint32
+    words) gets, in every block of this cluster, whether one was taken (``T.clc_is_canceled``) and its first
+    block (``T.clc_get_first_ctaid_x``); the answer's bytes go to ``mbar`` (arrive on it with
+    ``T.mbarrier_arrive_expect_tx`` as the hardware needs)."""
+
+
+@marker()
+def clc_is_canceled(result):
+    """1 when the ``T.clc_try_cancel_multicast`` that wrote ``result`` took a cluster, else 0."""
+
+
+@marker()
+def clc_get_first_ctaid_x(result):
+    """The x block index of the first block of the cluster ``result`` took."""

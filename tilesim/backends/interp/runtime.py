@@ -20,7 +20,9 @@ cluster: the chunks hold whole clusters (``ctx.cluster`` blocks each, in rank or
 chunk has rank ``r % ctx.cluster``), and the blocks of a cluster run together — their warp groups are
 the same concurrent tasks (``coroutines.py``), so barrier arrivals from one block to another
 (``ws.py``) and the 2-CTA gemm (``tile_gemm.py``) see the other blocks' state. A grid extent that is not a
-multiple of its cluster extent is a ``KernelRuntimeError``.
+multiple of its cluster extent is a ``KernelRuntimeError``. A launch with cluster launch control
+(``T.clc_try_cancel_multicast``) runs its chunks one after another, each starting the clusters that have
+neither started nor been taken (``cluster.py``).
 
 On-chip allocations without an initial value are deferred (``state.Storage``): the uninitialised
 array is made when the buffer is first read, and never when the first access overwrites the whole
@@ -37,7 +39,7 @@ from ... import dtypes as dt
 from ...errors import KernelRuntimeError
 from ...ir import nodes as N
 from ...ir.traverse import walk_stmts
-from . import checks, chunks, coroutines, gemm_loop, simt
+from . import checks, chunks, cluster, coroutines, gemm_loop, simt
 from . import ws as _ws  # noqa: F401 - registers the WarpSpec / MBarrier rules
 from .exprs import ev
 from .options import InterpOptions
@@ -123,6 +125,7 @@ def _launch(s: N.Launch, top: Ctx, options: InterpOptions, progress=None, index=
     rules = None if prep is None else simt.simt_rules()
     order, unit = _cluster_order(s, grid)
     chunk, workers = chunks.plan(s, total, per_block, options, unit)
+    launcher = cluster.Launcher(order, unit, grid, total) if cluster.uses_launch_control(body) else None
     gemm_plans = gemm_loop.plan_launch(s, grid, top.env) if prep is None else {}
     runs = coroutines.plan(body)
     writers: dict = {"written": checks.written_roots(s.body)} if options.races else {}  # the race record
@@ -147,6 +150,7 @@ def _launch(s: N.Launch, top: Ctx, options: InterpOptions, progress=None, index=
         ctx.gemm_loops = gemm_plans
         ctx.runs = runs
         ctx.cluster = unit
+        ctx.clc = launcher
         if prep is not None:
             simt.enter(ctx, prep, rules)
         run_body(body, ctx)
@@ -154,4 +158,10 @@ def _launch(s: N.Launch, top: Ctx, options: InterpOptions, progress=None, index=
         return stop
 
     done = None if progress is None else (lambda blocks_done: progress(index, blocks_done, total))
+    if launcher is not None:  # cluster launch control: chunks start the clusters not yet started or taken
+        while launcher.next < launcher.clusters:
+            r = run_chunk(launcher.start(chunk // unit))
+            if done is not None:
+                done(r)
+        return
     chunks.run_chunks(range(0, total, chunk), run_chunk, done, workers)
