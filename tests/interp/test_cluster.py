@@ -117,7 +117,7 @@ def test_a_cta_id_outside_the_cluster_is_an_error():
 
 # --------------------------------------------------------------------------------------- 2-CTA gemm
 @tilelang.jit
-def gemm_2cta(A, B, block_M, block_N, block_K, stages, trans_b=False, clear_const=False, cluster=2):
+def gemm_2cta(A, B, block_M, block_N, block_K, stages, trans_b=False, clear_const=False, cluster=2, var_stage=False):
     M, N, K = T.const("M, N, K")
     k_iters = T.ceildiv(K, block_K)
     A: T.Tensor[[M, K], T.float16]
@@ -148,9 +148,14 @@ def gemm_2cta(A, B, block_M, block_N, block_K, stages, trans_b=False, clear_cons
                                barrier=loaded[k % stages])
                 T.mbarrier_arrive(loaded[k % stages], 0)
         elif cta == 0 and tx < 64:
+            ph = T.alloc_var(T.int32, init=0)  # a per-thread stage counter: only the issuing block sets it
             for k in T.serial(k_iters):
                 T.mbarrier_wait_parity(loaded[k % stages], (k // stages) & 1)
-                if clear_const:
+                if var_stage:
+                    T.tcgen05_gemm(a_s[ph % stages, :, :], b_s[ph % stages, :, :], c_t, transpose_B=trans_b,
+                                   mbar=consumed[ph % stages], clear_accum=k == 0, use_2cta=True)
+                    ph = ph + 1
+                elif clear_const:
                     if k == 0:
                         T.tcgen05_gemm(a_s[k % stages, :, :], b_s[k % stages, :, :], c_t, transpose_B=trans_b,
                                        mbar=consumed[k % stages], clear_accum=True, use_2cta=True)
@@ -183,6 +188,16 @@ def test_2cta_gemm_computes_each_blocks_rows_against_the_pairs_whole_b(trans_b, 
     k, ins = gemm_2cta.specialize(A, B, 32, 64, 32, 2, trans_b, clear_const)
     C = k(*ins) if mode == "batched" else k.run(*ins, options=SERIAL)
     np.testing.assert_array_equal(np.asarray(C), want)  # small integers: exact
+
+
+@pytest.mark.parametrize("mode", ["batched", "serial"])
+def test_2cta_gemm_addresses_are_the_issuing_blocks(mode):
+    """The stage index lives in a variable only the issuing block's thread sets: the peer's operands and C are
+    read and written at the issuer's addresses (the other block's copy of the variable is never set)."""
+    A, B, want = _pair_case(128, 128, 96, False)
+    k, ins = gemm_2cta.specialize(A, B, 32, 64, 32, 2, False, False, 2, True)
+    C = k(*ins) if mode == "batched" else k.run(*ins, options=SERIAL)
+    np.testing.assert_array_equal(np.asarray(C), want)
 
 
 @settings(max_examples=12, deadline=None)

@@ -20,6 +20,10 @@ Contract
   shared ``uint32``/``int32`` buffer (``r`` or ``r[s, :]``), ``mbar`` a barrier operand; inside a launch,
   outside ``T.Parallel``. ``T.clc_is_canceled(result)`` / ``T.clc_get_first_ctaid_x(result)`` load word 0 /
   word 1 of the result. A launch without clusters is one of clusters of one block.
+* ``T.atomic_load(X[i], memory_order)`` is a load of the global element, ``T.atomic_store(X[i], v,
+  memory_order)`` a store (memory orders are checked by name; the interpreter is sequentially
+  consistent). Either marks the launch ``("ordered_blocks", True)``: blocks that spin on a value another
+  block publishes run one cluster (or block) at a time, in launch order (``backends/interp/chunks.py``).
 * Every error is a ``KernelError`` located at the call.
 """
 
@@ -165,3 +169,35 @@ def _b_clc_is_canceled(tr, loc, result):
 @builder("clc_get_first_ctaid_x")
 def _b_clc_first_x(tr, loc, result):
     return _word(tr, loc, "T.clc_get_first_ctaid_x", result, 1)
+
+
+# ------------------------------------------------------------------------------------------ atomic load/store
+_LOAD_ORDERS = ("relaxed", "consume", "acquire", "seq_cst")
+_STORE_ORDERS = ("relaxed", "release", "seq_cst")
+
+
+def _element(tr, loc, what, v, order, orders):
+    if not tr.in_launch():
+        raise KernelSyntaxError(f"{what} outside a launch", loc, hint="atomics run inside `with T.Kernel(...)`")
+    if order not in orders:
+        raise KernelTypeError(f"{what}: memory_order must be one of {', '.join(orders)}, got {order!r}", loc)
+    e = X.to_expr(v, loc) if isinstance(v, (X.Access, N.Buffer)) else None
+    if not isinstance(e, N.Load) or e.buffer.scope != "global":
+        raise KernelTypeError(f"{what} takes one element of a global tensor, e.g. Flag[i]", loc,
+                              hint="blocks publish to each other through global memory")
+    if ("ordered_blocks", True) not in tr.launch["annotations"]:
+        tr.launch["annotations"].append(("ordered_blocks", True))
+    return e
+
+
+@builder("atomic_load")
+def _b_atomic_load(tr, loc, src, memory_order):
+    """``T.atomic_load(X[i])``: the element's value (every access is sequentially consistent here)."""
+    return _element(tr, loc, "T.atomic_load", src, memory_order, _LOAD_ORDERS)
+
+
+@builder("atomic_store")
+def _b_atomic_store(tr, loc, dst, src, memory_order):
+    """``T.atomic_store(X[i], v)``: a store of ``v`` into the element."""
+    e = _element(tr, loc, "T.atomic_store", dst, memory_order, _STORE_ORDERS)
+    tr.emit(N.Store(e.buffer, e.indices, X.cast_to(X.to_expr(src, loc, like=e.dtype), e.dtype, loc), loc))

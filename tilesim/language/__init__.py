@@ -47,6 +47,8 @@ from .blackwell import alloc_tmem, mma_gemm_blockscaled, tcgen05_gemm, tcgen05_m
 from .cluster import (  # noqa: F401
     ClusterKernel,
     alloc_cluster_barrier,
+    atomic_load,
+    atomic_store,
     block_rank_in_cluster,
     clc_get_first_ctaid_x,
     clc_is_canceled,

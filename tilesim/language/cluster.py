@@ -68,3 +68,14 @@ def clc_is_canceled(result):
 @marker()
 def clc_get_first_ctaid_x(result):
     """The x block index of the first block of the cluster ``result`` took."""
+
+
+@marker()
+def atomic_load(src, memory_order="seq_cst"):
+    """The value of the global element ``src`` (an atomic load; blocks run in launch order, so a block sees
+    what earlier blocks published)."""
+
+
+@marker()
+def atomic_store(dst, src, memory_order="seq_cst"):
+    """Store ``src`` into the global element ``dst`` (an atomic store)."""

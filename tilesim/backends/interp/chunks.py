@@ -9,7 +9,9 @@ time. ``per_block`` is the on-chip bytes estimate of one block.
 * A launch with a grid barrier (``T.sync_grid``, annotation ``sync_grid``): one chunk of all its blocks,
   one worker, whatever the mode and memory bound — a chunk runs its blocks statement by statement, so
   every block's writes before the barrier are seen by every block after it.
-* ``mode="serial"``: ``chunk = 1``, ``workers = 1``.
+* ``mode="serial"``, or a launch whose blocks wait for values other blocks publish (``T.atomic_load``,
+  annotation ``ordered_blocks``): ``chunk = 1``, ``workers = 1`` — blocks run one after another in launch
+  order, so a block sees everything earlier blocks wrote.
 * A cluster launch plans in clusters (``unit`` blocks each, kept together): ``mode="serial"`` runs one
   cluster per chunk.
 * Otherwise a chunk holds at most ``options.chunk_bytes // per_block`` blocks (the memory bound) and
@@ -99,7 +101,7 @@ def plan(launch: N.Launch, total: int, per_block: int, options, unit: int = 1) -
         return chunk * unit, workers
     if launch.annotation("sync_grid"):
         return total, 1  # a grid barrier: all blocks in one chunk, statement by statement (lockstep)
-    if options.mode == "serial":
+    if options.mode == "serial" or launch.annotation("ordered_blocks"):
         return 1, 1
     cap = max(1, options.chunk_bytes // per_block)  # the memory bound
     chunk = max(1, min(total, cap, TARGET_CHUNK_BYTES // per_block))
