@@ -418,3 +418,94 @@ def test_cluster_launch_control_result_must_be_four_shared_words(result, text):
     with pytest.raises(KernelTypeError, match=text) as e:
         k()(np.zeros(4, np.int32))
     assert e.value.loc.file == __file__
+
+
+# ------------------------------------------------------------------ blocks waiting for other blocks
+@tilelang.jit
+def chain(n, cluster, producer_first=True):
+    """Block b waits until block b-1 (or b+1) has published its running total, then publishes its own: a
+    chain through global memory with acquire/release atomics (as Stream-K fixups are)."""
+
+    @T.prim_func
+    def main(Flag: T.Tensor((n + 1,), "int32"), Total: T.Tensor((n + 1,), "int32")):
+        with T.ClusterKernel(n, threads=32, cluster_dims=cluster) as b:
+            tx = T.get_thread_binding()
+            if tx == 0:
+                src = b if producer_first else b + 1
+                dst = b + 1 if producer_first else b
+                seen = T.alloc_var(T.int32, init=T.atomic_load(Flag[src], memory_order="acquire"))
+                while seen == 0:
+                    seen = T.atomic_load(Flag[src], memory_order="acquire")
+                Total[dst] = Total[src] + b
+                T.atomic_store(Flag[dst], 1, memory_order="release")
+
+    return main
+
+
+def test_a_block_waiting_for_an_earlier_block_sees_its_write():
+    flag, total = np.zeros(9, np.int32), np.zeros(9, np.int32)
+    flag[0] = 1
+    chain(8, 1).run(flag, total)
+    np.testing.assert_array_equal(flag, 1)
+    np.testing.assert_array_equal(total, np.concatenate([[0], np.cumsum(np.arange(8))]))
+    launch = next(s for s in chain(8, 1).prim_func.body if isinstance(s, N.Launch))
+    assert launch.annotation("ordered_blocks") is True
+
+
+def test_a_spin_on_a_block_of_the_same_cluster_is_a_located_deadlock():
+    """A limitation: the blocks of a cluster run in lock-step, so block 1 spinning on block 0 of its cluster
+    never lets block 0 publish (on a GPU they run concurrently); the interpreter says so instead of hanging."""
+    flag, total = np.zeros(9, np.int32), np.zeros(9, np.int32)
+    flag[0] = 1
+    with pytest.raises(KernelRuntimeError, match="not for a block of its own cluster"):
+        chain(8, 2).run(flag, total)
+
+
+def test_a_block_waiting_for_a_later_block_is_a_located_deadlock_not_a_hang():
+    flag, total = np.zeros(9, np.int32), np.zeros(9, np.int32)
+    flag[8] = 1  # block 7 could start the chain, but block 0 runs first and waits for block 1
+    with pytest.raises(KernelRuntimeError, match="deadlock: this while loop makes no progress") as e:
+        chain(8, 1, producer_first=False).run(flag, total)
+    assert e.value.loc.file == __file__ and e.value.hint
+
+
+def test_a_while_loop_that_changes_nothing_is_a_deadlock():
+    @tilelang.jit(out_idx=[-1])
+    def k():
+        @T.prim_func
+        def main(A: T.Tensor((4,), "int32"), B: T.Tensor((4,), "int32")):
+            with T.Kernel(4, threads=32) as b:
+                x = T.alloc_var(T.int32, init=A[b])
+                y = T.alloc_var(T.int32, init=0)
+                while x < 10:
+                    y = 5
+                B[b] = x + y
+
+        return main
+
+    np.testing.assert_array_equal(k()(np.full(4, 10, np.int32)), 10)  # the loop never runs
+    with pytest.raises(KernelRuntimeError, match="makes no progress"):
+        k()(np.arange(4, dtype=np.int32))
+
+
+@pytest.mark.parametrize("case, text", [
+    ("order", "memory_order must be one of relaxed, consume, acquire, seq_cst, got 'release'"),
+    ("shared", "takes one element of a global tensor"),
+])
+def test_atomic_load_misuse_is_located(case, text):
+    @tilelang.jit
+    def k():
+        @T.prim_func
+        def main(A: T.Tensor((4,), "int32")):
+            with T.Kernel(4, threads=32) as b:
+                s = T.alloc_shared((4,), "int32")
+                if case == "order":
+                    A[b] = T.atomic_load(A[b], memory_order="release")
+                else:
+                    A[b] = T.atomic_load(s[b])
+
+        return main
+
+    with pytest.raises(KernelTypeError, match=text) as e:
+        k()(np.zeros(4, np.int32))
+    assert e.value.loc.file == __file__

@@ -226,7 +226,8 @@ def _while(s, ctx):
                 raise KernelRuntimeError(
                     "deadlock: this while loop makes no progress — an iteration changed nothing it reads, so it spins "
                     "forever (a spin-wait on a value that no block still to run writes: blocks run one after another "
-                    "in launch order here, so a block can only wait for earlier blocks)", s.loc,
+                    "in launch order here, so a block can only wait for earlier blocks — and the blocks of one "
+                    "cluster run in lock-step, so not for a block of its own cluster)", s.loc,
                     hint="publish the value from a block that comes earlier in launch order, or use barriers inside "
                          "a block")
             guard += 1
