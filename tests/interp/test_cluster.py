@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import tilesim as tilelang
 import tilesim.language as T
 from tilesim.analysis import analyze
-from tilesim.backends.interp import InterpOptions
+from tilesim.backends.interp import InterpOptions, runtime
 from tilesim.errors import KernelError, KernelRuntimeError, KernelSyntaxError, KernelTypeError
 from tilesim.ir import nodes as N
 from tilesim.ir.printer import format_ir
@@ -509,3 +509,31 @@ def test_atomic_load_misuse_is_located(case, text):
     with pytest.raises(KernelTypeError, match=text) as e:
         k()(np.zeros(4, np.int32))
     assert e.value.loc.file == __file__
+
+
+def test_t_kernel_takes_cluster_dims_too():
+    @tilelang.jit(out_idx=[-1])
+    def k():
+        @T.prim_func
+        def main(R: T.Tensor((2, 6), "int32")):
+            with T.Kernel(6, 2, threads=32, cluster_dims=(3, 2)) as (bx, by):
+                R[by, bx] = T.block_rank_in_cluster()
+
+        return main
+
+    by, bx = np.indices((2, 6))
+    np.testing.assert_array_equal(k()(), bx % 3 + 3 * by)
+
+
+@pytest.mark.parametrize("chunk_clusters", [1, 2, 3])
+def test_2cta_gemm_in_small_chunks_on_threads_keeps_clusters_together(chunk_clusters):
+    A, B, want = _pair_case(190, 64, 48, False)  # 6 x 1 blocks of 32 x 64: 3 clusters
+    k, ins = gemm_2cta.specialize(A, B, 32, 64, 16, 2)
+    launch = next(s for s in k.prim_func.body if isinstance(s, N.Launch))
+    per_block = max(1, runtime._onchip_bytes(launch.body)) * 3 + 128 * 256
+    opts = InterpOptions(chunk_bytes=per_block * 2 * chunk_clusters, threads=2)
+    done = []
+    C = k.run(*ins, options=opts, progress=lambda i, blocks, total: done.append(blocks))
+    np.testing.assert_array_equal(np.asarray(C), want)
+    assert done[-1] == 6 and all(b % 2 == 0 for b in done)  # chunks end at cluster boundaries
+    assert len(done) > 1 or chunk_clusters == 3
