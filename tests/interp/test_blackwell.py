@@ -1,5 +1,5 @@
 """Blackwell programs at tile level: tensor memory, tcgen05 gemms and their mbarrier arrivals, the SM120
-block-scaled gemm, fp4 tensors to and from torch, the refusals (2-CTA operations outside clusters, clc, tmem scale moves, the CUDA
+block-scaled gemm, fp4 tensors to and from torch, the refusals (2-CTA operations outside clusters, tmem scale moves, the CUDA
 lowering) and the cost analysis of tensor memory. Also the fix of ``T.gemm(clear_accum=<kernel expr>)``."""
 
 import ml_dtypes
@@ -319,10 +319,7 @@ def _refused(case):
                 a = T.alloc_shared((32, 32), "float16")
                 c = T.alloc_tmem([32, 32], "float32")
                 m = T.alloc_barrier(1)
-                r = T.alloc_shared((4,), "uint32")
-                if case == "clc":
-                    A[0] = T.clc_is_canceled(r)
-                elif case == "sf-transpose":
+                if case == "sf-transpose":
                     T.tcgen05_sf_warp_transpose(a)
                 elif case == "2cta":
                     T.tcgen05_gemm(a, a, c, mbar=m, use_2cta=True)
@@ -339,7 +336,6 @@ def _refused(case):
 
 
 @pytest.mark.parametrize("case,cls,text", [
-    ("clc", KernelSyntaxError, "T.clc_is_canceled is not supported by tilesim"),
     ("sf-transpose", KernelSyntaxError, "T.tcgen05_sf_warp_transpose is not supported"),
     ("2cta", KernelTypeError, "use_2cta=True\\) spreads the work over the two blocks of a cluster, but this "
                               "launch has no clusters"),
