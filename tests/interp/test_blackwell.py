@@ -1,5 +1,5 @@
 """Blackwell programs at tile level: tensor memory, tcgen05 gemms and their mbarrier arrivals, the SM120
-block-scaled gemm, fp4 tensors to and from torch, the refusals (clusters, clc, tmem scale moves, the CUDA
+block-scaled gemm, fp4 tensors to and from torch, the refusals (2-CTA operations outside clusters, tmem scale moves, the CUDA
 lowering) and the cost analysis of tensor memory. Also the fix of ``T.gemm(clear_accum=<kernel expr>)``."""
 
 import ml_dtypes
@@ -315,18 +315,11 @@ def _refused(case):
     def f():
         @T.prim_func
         def main(A: T.Tensor((64,), "float32")):
-            if case == "cluster-kernel":
-                with T.ClusterKernel(4, threads=128, cluster_dims=2) as bx:
-                    A[bx] = 0.0
             with T.Kernel(4, threads=128):
                 a = T.alloc_shared((32, 32), "float16")
                 c = T.alloc_tmem([32, 32], "float32")
                 m = T.alloc_barrier(1)
-                if case == "cluster-barrier":
-                    T.alloc_cluster_barrier([1])
-                elif case == "rank":
-                    A[0] = T.block_rank_in_cluster()
-                elif case == "sf-transpose":
+                if case == "sf-transpose":
                     T.tcgen05_sf_warp_transpose(a)
                 elif case == "2cta":
                     T.tcgen05_gemm(a, a, c, mbar=m, use_2cta=True)
@@ -343,11 +336,9 @@ def _refused(case):
 
 
 @pytest.mark.parametrize("case,cls,text", [
-    ("cluster-kernel", KernelSyntaxError, "T.ClusterKernel is not supported by tilesim"),
-    ("cluster-barrier", KernelSyntaxError, "T.alloc_cluster_barrier is not supported"),
-    ("rank", KernelSyntaxError, "T.block_rank_in_cluster is not supported"),
     ("sf-transpose", KernelSyntaxError, "T.tcgen05_sf_warp_transpose is not supported"),
-    ("2cta", KernelTypeError, "use_2cta=True\\) spreads the gemm over the two blocks of a cluster"),
+    ("2cta", KernelTypeError, "use_2cta=True\\) spreads the work over the two blocks of a cluster, but this "
+                              "launch has no clusters"),
     ("arrive-2cta", KernelTypeError, "arrive_2cta=True"),
     ("mbar-not-a-barrier", KernelTypeError, "takes a barrier made by T.alloc_barrier"),
     ("c-global", KernelTypeError, "is a global tensor"),

@@ -65,8 +65,9 @@ def test_the_classifier_sees_silent_acceptance_and_wrong_answers():
     broken = dataclasses.replace(valid, id=10_002, source=valid.source.replace("+ 1.0", "+ 2.0"))
     assert run_case(broken).kind == "wrong"
     hang = Case(10_003, "tile", "ok:hang", valid.source.replace(
-        "T.copy(A_s, B_l)", "T.copy(A_s, B_l)\n            while B_l[0, 0] < 1e30:  # a kernel loop on data: never ends"
-                            "\n                B_l[0, 0] = B_l[0, 0] * 0.5"), True,
+        "T.copy(A_s, B_l)", "T.copy(A_s, B_l)\n            while B_l[0, 0] < 1e30:  # a kernel loop on data: runs for"
+                            "\n                B_l[0, 0] = B_l[0, 0] + 1.0  # ~2**24 iterations (a loop that stops"
+                            " changing its state is a deadlock error)"), True,
         valid.shape, call="plain")
     out = run_case(hang, timeout_s=2)
     assert out.kind == "hang", out.message

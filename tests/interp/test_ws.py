@@ -259,7 +259,7 @@ def _misuse(case):
     ("as-data", KernelSyntaxError, "the barrier array bar is used as data"),
     ("bad-count", KernelTypeError, "arrive_count must be a positive Python int"),
     ("not-a-barrier", KernelTypeError, "takes a barrier made by T.alloc_barrier, got an element of the shared"),
-    ("cluster", KernelTypeError, "clusters are not modelled"),
+    ("cluster", KernelTypeError, "arrives on another block of a cluster, but this launch has no clusters"),
     ("in-parallel", KernelSyntaxError, "T.barrier_arrive inside T.Parallel"),
     ("index-range", KernelRuntimeError, "barrier index 2 is out of range for the 2 barrier(s) of bar"),
 ])

@@ -14,7 +14,8 @@ Contract
 * Copies with edges count only in-bounds bytes; ``T.Parallel`` global accesses count every element
   (TileLang does not guard them) times the taken fraction of enclosing ``if``s.
 * :func:`analyze` returns one :class:`~tilesim.analysis.program.LaunchProgram` per launch, already
-  compressed into block classes.
+  compressed into block classes. A thread-block cluster launch (``T.ClusterKernel``) is refused with a
+  located ``KernelTypeError`` (clusters are not modelled).
 
 Layout
 ------
@@ -121,6 +122,11 @@ def analyze(pf: N.PrimFunc, hw, profile="tensorcore", **shapes) -> list[LaunchPr
         if isinstance(s, N.Let):
             top_lets[s.var.uid] = s.value
         elif isinstance(s, N.Launch):
+            if s.annotation("cluster"):
+                raise KernelTypeError(
+                    f"a thread-block cluster launch (cluster_dims {tuple(s.annotation('cluster'))}) is not modelled by "
+                    "the simulator: its blocks share barriers and shared memory and 2-CTA gemms span two SMs", s.loc,
+                    hint="run it on the interpreter; cost the program launched with T.Kernel (one block per tile)")
             a = Analyzer(pf, s, hw, prof, dims, tensors, hints, top_lets)
             simt_rules.bind_threads(a, s)
             body = a.body(s.body)

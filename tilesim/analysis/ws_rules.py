@@ -7,10 +7,13 @@ Contract (a first model)
 * ``MBarrier``: a wait is one op with one barrier (``syncs = 1``, no work; the simulator charges the
   hardware model's barrier time); ``init`` and the arrivals cost nothing (a non-blocking arrive is one
   instruction per thread, below the model's resolution).
+* ``ClusterCancel`` (cluster launch control) is refused with a located ``KernelTypeError``: the work each
+  block does depends on the order in which blocks start, which the model does not have.
 """
 
 from __future__ import annotations
 
+from ..errors import KernelTypeError
 from ..ir import nodes as N
 from .analyzer import Analyzer
 from .rule_tables import COST_RULES
@@ -19,6 +22,14 @@ from .rule_tables import COST_RULES
 @COST_RULES.register(N.WarpSpec)
 def _warp_spec(a: Analyzer, s: N.WarpSpec):
     return a.body(s.body)
+
+
+@COST_RULES.register(N.ClusterCancel)
+def _cluster_cancel(a: Analyzer, s: N.ClusterCancel):
+    raise KernelTypeError("T.clc_try_cancel_multicast (cluster launch control: blocks taking the tiles of blocks "
+                          "that have not started) is not modelled by the simulator", s.loc,
+                          hint="cost the program with a fixed tile order (T.PersistentTileScheduler or one block "
+                               "per tile)")
 
 
 @COST_RULES.register(N.MBarrier)

@@ -12,6 +12,7 @@ Contract
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import math
 
@@ -22,6 +23,7 @@ from ..language.kernel import Kernel
 from ..language.types import symbol_names
 from . import allreduce as AR  # noqa: F401  (registers T.comm_reducer / T.tvm_thread_allreduce)
 from . import bitwise as _bitwise  # noqa: F401  (registers T.shift_left/right, T.bitwise_*)
+from . import cluster as C  # T.ClusterKernel's cluster_dims (and registers the cluster builders)
 from . import exprs as X
 from . import extern as _extern  # noqa: F401  (registers T.import_source/call_extern)
 from . import ptx as _ptx  # noqa: F401  (registers cp.async, access_ptr, vector atomics)
@@ -112,7 +114,9 @@ def launch(tr, node, call_node, target):
                 raise KernelSyntaxError(f"T.Kernel has {len(bvars)} grid dimension(s) but {len(elts)} names", loc)
             for e, v in zip(elts, bvars):
                 tr.bind(e.id, v, e)
-    tr.launch = {"allocs": [], "annotations": [], "threads": threads, "thread_vars": {}, "block_vars": bvars}
+    cluster = C.launch_cluster(ba.arguments["cluster_dims"], grid, loc)
+    tr.launch = {"allocs": [], "annotations": [("cluster", cluster)] if cluster else [], "threads": threads,
+                 "thread_vars": {}, "block_vars": bvars, "cluster": cluster}
     tr.bodies.append([])
     try:
         tr.visit_body(node.body)
@@ -409,7 +413,7 @@ def _gemm_shape(r, name, loc):
 
 
 @builder("gemm", "wgmma_gemm")
-def _b_gemm(tr, loc, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_wait, mbar):
+def _b_gemm(tr, loc, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_wait, mbar, pair=False):
     _tile_op_context(tr, loc, "gemm")
     ra, rb, rc = (R.operand(x, loc, f"T.gemm {n}") for x, n in ((A, "A"), (B, "B"), (C, "C")))
     for r, n in ((ra, "A"), (rb, "B"), (rc, "C")):
@@ -424,6 +428,7 @@ def _b_gemm(tr, loc, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_p
     sa, sb, sc = _gemm_shape(ra, "A", loc), _gemm_shape(rb, "B", loc), _gemm_shape(rc, "C", loc)
     m, ka = (sa[1], sa[0]) if transpose_A else (sa[0], sa[1])
     kb, n = (sb[1], sb[0]) if transpose_B else (sb[0], sb[1])
+    n = 2 * n if pair else n  # a 2-CTA gemm: B is this block's half of the pair's (T.tcgen05_gemm, use_2cta)
     if ka != kb:
         raise KernelTypeError(
             f"T.gemm: reduction dims differ: A ({ra.buffer.name}) is {tuple(sa)}{' transposed' if transpose_A else ''}, "
@@ -440,10 +445,14 @@ def _b_gemm(tr, loc, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_p
         raise KernelTypeError(f"T.gemm: float inputs need a float accumulator (C is {rc.dtype})", loc)
     pol = getattr(policy, "name", str(policy))
     clear = clear_accum.value if isinstance(clear_accum, N.Const) else clear_accum
+    g = N.Gemm(ra, rb, rc, bool(transpose_A), bool(transpose_B), False, pol, loc, pair)
+    if X.is_ir(clear) and pair:  # both blocks' C are cleared: the choice is between two pair gemms
+        tr.emit(N.If(X.to_bool(clear, loc), (dataclasses.replace(g, clear_accum=True),), (g,), loc))
+        return
     if X.is_ir(clear):  # `clear_accum=k == 0`: clear where it holds, then accumulate
         tr.emit(N.If(X.to_bool(clear, loc), (N.Fill(rc, N.Const(0, rc.dtype, loc), loc),), (), loc))
         clear = False
-    tr.emit(N.Gemm(ra, rb, rc, bool(transpose_A), bool(transpose_B), bool(clear), pol, loc))
+    tr.emit(dataclasses.replace(g, clear_accum=bool(clear)))
 
 
 def _reduce(tr, loc, kind, buffer, out, dim, clear):

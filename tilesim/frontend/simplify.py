@@ -5,7 +5,8 @@ Contract
 * :func:`linear` maps an integer trace-time value (a Python int, an integer IR expression, a ``var``
   buffer or an element access) to ``({atom: coeff}, const)``; it returns ``None`` for anything else
   (floats, booleans, regions). ``+``, ``-``, unary ``-``, multiplication by a constant and integer
-  widening casts are expanded; every other sub-expression (a variable, ``a * b`` of two non-constants,
+  widening casts are expanded, and so is ``f // d`` for a positive constant ``d`` that divides every
+  coefficient of ``f`` (``(d * L + c) // d == L + c // d``); every other sub-expression (a variable, ``a * b`` of two non-constants,
   ``a // 4``, a load of ``T.alloc_var`` or of a tensor element, ``T.min``) is an **atom**, compared
   structurally (IR nodes are frozen dataclasses whose equality ignores source locations).
 * Atoms are evaluated at one program point (the two bounds of one slice), so equal atoms have equal
@@ -65,6 +66,10 @@ def _lin(e: N.Expr, lets) -> Form:
             return _scale(la, lb[1])
         if not la[0]:
             return _scale(lb, la[1])
+    if isinstance(e, N.Binary) and e.op == "floordiv" and isinstance(e.b, N.Const) and int(e.b.value) > 0:
+        d, la = int(e.b.value), _lin(e.a, lets)
+        if all(c % d == 0 for c in la[0].values()):  # (d * L + c) // d == L + c // d for an integer form L
+            return {a: c // d for a, c in la[0].items()}, la[1] // d
     return {e: 1}, 0
 
 

@@ -19,7 +19,7 @@ Contract
 * ``T.atomic_<op>(dst_element, value, return_prev=True)`` emits
   :class:`~tilesim.ir.nodes.AtomicFetch` and evaluates to its variable (the value before the update).
 * ``T.device_assert(cond, msg)`` emits :class:`~tilesim.ir.nodes.DeviceAssert` (a Python-valued ``cond`` is
-  checked at trace time instead).
+  checked at trace time instead); ``T.assume(cond)`` (a promise to the compiler) is checked the same way.
 * Every error is a ``KernelError`` located at the call.
 """
 
@@ -197,6 +197,12 @@ def _b_device_assert(tr, loc, cond, msg=""):
             raise KernelTypeError(f"T.device_assert failed: {msg}", loc)
         return
     tr.emit(N.DeviceAssert(X.to_bool(cond, loc), str(msg), loc))
+
+
+@builder("assume")
+def _b_assume(tr, loc, cond):
+    """``T.assume(cond)``: a promise to the compiler; the interpreter checks it as ``T.device_assert``."""
+    _b_device_assert(tr, loc, cond, "T.assume: the assumed condition does not hold")
 
 
 @builder("sync_warp")

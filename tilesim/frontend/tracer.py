@@ -33,6 +33,7 @@ from . import (  # noqa: F401 (builder modules)
     prims,
     prims_compat,
     simplify,
+    tile_schedule,
 )
 from . import exprs as X
 from .source import Source, get_source, python_env

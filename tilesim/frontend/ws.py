@@ -16,7 +16,8 @@ Contract
   ``T.barrier_wait`` / ``T.mbarrier_wait_parity`` a wait on a parity (an integer expression).
   ``T.mbarrier_expect_tx`` checks its barrier and emits nothing (transfers complete at once);
   ``T.fence_proxy_async`` and ``T.wait_wgmma`` order nothing that program order does not and emit nothing.
-  A cluster ``cta_id`` is refused (no clusters here).
+  ``T.mbarrier_arrive(b, cta_id)`` (an arrival on another block of a cluster) is built by
+  :mod:`.cluster`.
 * Every error is a ``KernelError`` located at the call.
 """
 
@@ -122,23 +123,15 @@ def _kind(v):
     return f"a {type(v).__name__}"
 
 
-def _arrive(tr, loc, what, mbarrier, op="arrive"):
+def _arrive(tr, loc, what, mbarrier, op="arrive", cta=None):
     _context(tr, loc, what)
     buf, idx = barrier_operand(mbarrier, loc, what)
-    tr.emit(N.MBarrier(op, buf, idx, None, (), executing_threads(tr), loc))
+    tr.emit(N.MBarrier(op, buf, idx, None, (), executing_threads(tr), loc, cta=cta))
 
 
 @builder("barrier_arrive")
 def _b_barrier_arrive(tr, loc, mbarrier):
     _arrive(tr, loc, "T.barrier_arrive", mbarrier)
-
-
-@builder("mbarrier_arrive")
-def _b_mbarrier_arrive(tr, loc, mbarrier, cta_id):
-    if cta_id is not None:
-        raise KernelTypeError("T.mbarrier_arrive(..., cta_id=...) arrives on another CTA of a cluster; clusters "
-                              "are not modelled by tilesim", loc, hint="arrive on this block's barrier")
-    _arrive(tr, loc, "T.mbarrier_arrive", mbarrier)
 
 
 @builder("mbarrier_arrive_expect_tx")

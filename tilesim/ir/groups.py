@@ -18,7 +18,7 @@ CONTROL = frozenset({N.If, N.Break, N.Continue, N.Let, N.Launch, N.DeviceAssert,
 MEMORY = frozenset({N.Alloc, N.Store, N.PtrTensor})
 #: Per-thread (SIMT) statements: a barrier and an atomic that returns the previous value.
 SIMT = frozenset({N.SyncThreads, N.AtomicFetch})
-#: Warp-specialised code: mbarrier operations and ``T.ws`` warp-group bodies.
-WS = frozenset({N.MBarrier, N.WarpSpec})
+#: Warp-specialised code: mbarrier operations, ``T.ws`` warp-group bodies and cluster launch control.
+WS = frozenset({N.MBarrier, N.WarpSpec, N.ClusterCancel})
 #: Every statement class.
 STMTS = TILE_OPS | LOOPS | CONTROL | MEMORY | SIMT | WS

@@ -303,6 +303,9 @@ class Gemm(Stmt):
     clear_accum: bool = False
     policy: str = "Square"
     loc: Loc | None = field(default=None, compare=False)
+    #: a 2-CTA gemm (``T.tcgen05_gemm(..., use_2cta=True)``), issued by one block of a 2-block cluster: each
+    #: block ``r`` of the pair gets ``C_r (+)= op(A_r) @ [op(B_0) | op(B_1)]`` (the halves of B joined along N)
+    pair: bool = False
 
 
 #: Reduction kinds of :class:`Reduce`.
@@ -371,7 +374,7 @@ class SyncThreads(Stmt):
 
 
 #: Operations of :class:`MBarrier`.
-MBARRIER_OPS = ("init", "arrive", "cp_async_arrive", "commit", "wait")
+MBARRIER_OPS = ("init", "arrive", "cp_async_arrive", "commit", "commit_pair", "wait")
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,7 +389,10 @@ class MBarrier(Stmt):
     (``T.barrier_wait``/``T.mbarrier_wait_parity``): the threads wait until the phase
     of parity ``parity`` of barrier ``index`` has completed. ``threads`` is how many threads execute the
     statement at tile level (the block's, or those of the enclosing ``T.ws`` warp groups); ``docs/language.md``
-    ("Warp-specialised code") gives the semantics.
+    ("Warp-specialised code") gives the semantics. In a cluster launch, ``cta`` (an integer expression) sends
+    an ``"arrive"`` to barrier ``index`` of the block of that rank in the cluster (``T.mbarrier_arrive(b, cta_id)``),
+    and ``"commit_pair"`` (``arrive_2cta=True``, a 2-CTA gemm's ``mbar``) is a ``"commit"`` that arrives once in
+    both blocks of the 2-block cluster (``docs/language.md``, "Thread-block clusters").
     """
 
     op: str
@@ -395,6 +401,21 @@ class MBarrier(Stmt):
     parity: Expr | None = None
     counts: tuple[int, ...] = ()
     threads: int = 0
+    loc: Loc | None = field(default=None, compare=False)
+    cta: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterCancel(Stmt):
+    """``T.clc_try_cancel_multicast(result, barrier[index])`` (cluster launch control): the executing block asks
+    for a cluster of the launch that has not started; the answer (4 ``uint32`` words along the last axis of
+    ``result``: 1 and the first block's x, y, z when one was taken, else 0) is written into ``result`` in
+    every block of the asking block's cluster. The barrier receives the answer's bytes (its arrivals are the
+    program's own). ``docs/language.md`` ("Thread-block clusters") gives the order in which clusters start."""
+
+    result: Region
+    barrier: Buffer
+    index: Expr
     loc: Loc | None = field(default=None, compare=False)
 
 

@@ -179,7 +179,7 @@ def _copy(p, s, d):
 @STMTS.register(N.Gemm)
 def _gemm(p, s, d):
     flags = "".join([", transpose_A=True" if s.trans_a else "", ", transpose_B=True" if s.trans_b else "",
-                     ", clear_accum=True" if s.clear_accum else ""])
+                     ", clear_accum=True" if s.clear_accum else "", ", use_2cta=True" if s.pair else ""])
     p.w(d, f"T.gemm({p.region(s.a)}, {p.region(s.b)}, {p.region(s.c)}{flags})")
 
 
@@ -220,7 +220,7 @@ def _sync_threads(p, s, d):
 
 
 _MBAR_FN = {"arrive": "T.barrier_arrive", "cp_async_arrive": "T.cp_async_barrier_noinc",
-            "commit": "T.tcgen05_mma_arrive", "wait": "T.barrier_wait"}
+            "commit": "T.tcgen05_mma_arrive", "commit_pair": "T.tcgen05_mma_arrive", "wait": "T.barrier_wait"}
 
 
 @STMTS.register(N.MBarrier)
@@ -231,7 +231,16 @@ def _mbarrier(p, s, d):
         return
     bar = f"{p.name(s.buffer)}[{p.e(s.index)}]"
     extra = f", {p.e(s.parity)}" if s.parity is not None else ""
+    if s.cta is not None:
+        extra = f", {p.e(s.cta)}"
+    if s.op == "commit_pair":
+        extra = ", arrive_2cta=True"
     p.w(d, f"{_MBAR_FN.get(s.op, s.op)}({bar}{extra})  # {s.threads} threads")
+
+
+@STMTS.register(N.ClusterCancel)
+def _cluster_cancel(p, s, d):
+    p.w(d, f"T.clc_try_cancel_multicast({p.region(s.result)}, {p.name(s.barrier)}[{p.e(s.index)}])")
 
 
 @STMTS.register(N.WarpSpec)

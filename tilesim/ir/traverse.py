@@ -75,8 +75,9 @@ DECLS: dict[type, dict[str, str]] = {
     N.AtomicFetch: {"buffer": BUFFER, "indices": EXPR, "value": EXPR, "var": BIND},
     N.SyncThreads: {},
     # warp-specialised code
-    N.MBarrier: {"buffer": BUFFER, "index": EXPR, "parity": EXPR},
+    N.MBarrier: {"buffer": BUFFER, "index": EXPR, "parity": EXPR, "cta": EXPR},
     N.WarpSpec: {"body": BODY},
+    N.ClusterCancel: {"result": REGION, "barrier": BUFFER, "index": EXPR},
     # loops
     N.For: {"var": BIND, "start": EXPR, "stop": EXPR, "body": BODY},
     N.Parallel: {"vars": BIND, "body": BODY},
@@ -302,6 +303,8 @@ def regions(s) -> tuple[tuple, tuple]:
         writes.append(s.buffer)
     elif t is N.Alloc and s.init is not None:
         writes.append(s.buffer)
+    elif t is N.ClusterCancel:
+        writes.append(s.result)
     reads.extend(e.buffer for e in loads_in(stmt_exprs(s)))
     return tuple(reads), tuple(writes)
 

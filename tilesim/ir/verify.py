@@ -342,9 +342,24 @@ def _mbarrier(v, s, scope, ctx):
         v.bad(f"barrier {s.buffer.name} is used before it is allocated", s.loc)
     if s.index is None or (s.op == "wait") != (s.parity is not None) or not 0 < s.threads <= ctx.get("threads", 0):
         v.bad(f"{what}: malformed (index {s.index}, parity {s.parity}, threads {s.threads})", s.loc)
-    for e in (s.index, s.parity):
+    if s.cta is not None and s.op != "arrive":
+        v.bad(f"{what}: only an arrival goes to another block of the cluster", s.loc)
+    for e in (s.index, s.parity, s.cta):
         if e is not None:
             v.expr(e, scope)
+
+
+@STMTS.register(N.ClusterCancel)
+def _cluster_cancel(v, s, scope, ctx):
+    if not ctx.get("launch") or ctx.get("parallel"):
+        v.bad("T.clc_try_cancel_multicast outside a launch or inside T.Parallel", s.loc, user=True)
+    r = s.result
+    if r.buffer.scope not in ("shared", "shared.dyn") or r.buffer.dtype not in ("uint32", "int32") or r.extents[-1] != 4:
+        v.bad(f"T.clc_try_cancel_multicast: result {r.buffer.name} is not 4 words of a shared uint32 buffer", s.loc)
+    if s.barrier.scope != "shared.barrier" or s.barrier.uid not in v.buffers:
+        v.bad(f"T.clc_try_cancel_multicast: {s.barrier.name} is not an allocated barrier array", s.loc)
+    v.region(r, scope)
+    v.expr(s.index, scope)
 
 
 @STMTS.register(N.WarpSpec)

@@ -30,6 +30,7 @@ from .annotate import (
     annotate_layout,
     annotate_padding,
     annotate_safe_value,
+    assume,
     c2d_im2col,
     call_extern,
     device_assert,
@@ -44,6 +45,16 @@ from .annotate import (
 )
 from .atomic import atomic_add, atomic_max, atomic_min  # noqa: F401
 from .blackwell import alloc_tmem, mma_gemm_blockscaled, tcgen05_gemm, tcgen05_mma_arrive  # noqa: F401
+from .cluster import (  # noqa: F401
+    ClusterKernel,
+    alloc_cluster_barrier,
+    atomic_load,
+    atomic_store,
+    block_rank_in_cluster,
+    clc_get_first_ctaid_x,
+    clc_is_canceled,
+    clc_try_cancel_multicast,
+)
 from .copy import async_copy, copy, tma_copy  # noqa: F401
 from .gemm import GemmWarpPolicy, gemm, gemm_v2, wgmma_gemm  # noqa: F401
 from .kernel import Kernel, macro  # noqa: F401
@@ -120,6 +131,7 @@ from .simt import (  # noqa: F401
     tvm_warp_shuffle,
 )
 from .sparse import gemm_sp  # noqa: F401
+from .tile_schedule import PersistentTileScheduler  # noqa: F401
 from .types import (  # noqa: F401
     Buffer,
     DType,

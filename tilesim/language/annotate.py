@@ -77,6 +77,12 @@ def call_extern(*args, dtype=None):
 
 
 @marker()
+def assume(cond):
+    """``T.assume(cond)``: the program promises ``cond`` holds (a compiler hint); the interpreter checks it as
+    :func:`device_assert` does."""
+
+
+@marker()
 def device_assert(cond, msg=""):
     """``T.device_assert(cond, msg)``: stop the kernel with ``msg`` where ``cond`` is false (checked by the
     interpreter for every active block, thread and ``T.Parallel`` element; not checked on the CUDA backend)."""
@@ -87,20 +93,10 @@ def print(*args, msg=""):  # noqa: A001
     """Accepted; tilesim's interpreter ignores device prints."""
 
 
-_PLAIN = "write one block per tile with T.Kernel (T.copy + T.gemm / T.tcgen05_gemm into T.alloc_tmem)"
-_CLUSTER = ("thread-block clusters (blocks sharing barriers and shared memory, 2-CTA gemms) are not modelled by "
-            "tilesim: each block is independent; " + _PLAIN)
 _SF_TMEM = ("block-scale factors packed into tensor memory by tcgen05.cp (UE8M0 words in the hardware's warp-"
             "transposed layout) are not modelled; T.mma_gemm_blockscaled takes the scales from shared memory")
 #: Primitives that need per-thread (SIMT) execution or Hopper async machinery tilesim does not model.
 UNSUPPORTED = {
-    "ClusterKernel": _CLUSTER,
-    "alloc_cluster_barrier": _CLUSTER,
-    "block_rank_in_cluster": _CLUSTER,
-    "clc_try_cancel_multicast": "cluster launch control (a block cancelling a not-yet-launched cluster to take its "
-                                "tile) needs clusters, which tilesim does not model; " + _PLAIN,
-    "clc_is_canceled": "cluster launch control needs clusters, which tilesim does not model; " + _PLAIN,
-    "clc_get_first_ctaid_x": "cluster launch control needs clusters, which tilesim does not model; " + _PLAIN,
     "tcgen05_gemm_blockscaled": _SF_TMEM,
     "tcgen05_cp_warpx4": _SF_TMEM,
     "tcgen05_sf_warp_transpose": _SF_TMEM,

@@ -1,5 +1,5 @@
 """Blackwell (sm_100 / sm_120) primitives at tile level: tensor memory, ``tcgen05`` gemms, block-scaled
-gemms, and the cluster primitives those programs use.
+gemms.
 
 Contract
 --------
@@ -14,10 +14,11 @@ tilesim interprets a program's meaning, not the chip, so these primitives mean w
   (``k == 0``): the accumulator is cleared where it is true.
 * ``T.mma_gemm_blockscaled`` / ``T.tcgen05_gemm_blockscaled``: ``C += (A · sfa) @ (B · sfb)`` with one
   scale per ``sf_*_granularity_k`` elements of K (see :mod:`tilesim.frontend.blackwell`).
-* Cluster launches (``T.ClusterKernel``, ``T.alloc_cluster_barrier``, ``T.block_rank_in_cluster``), the
-  tensor-memory scale-factor moves (``T.tcgen05_cp_warpx4``, ``T.tcgen05_sf_warp_transpose``,
-  ``T.tcgen05_gemm_blockscaled``) and cluster launch control (``T.clc_*``) are refused with a
-  ``KernelSyntaxError`` naming the construct and why (:data:`tilesim.language.annotate.UNSUPPORTED`).
+* ``use_2cta=True`` / ``arrive_2cta=True`` (a gemm spread over the two blocks of a cluster) are given their
+  meaning in :mod:`tilesim.language.cluster`.
+* The tensor-memory scale-factor moves (``T.tcgen05_cp_warpx4``, ``T.tcgen05_sf_warp_transpose``,
+  ``T.tcgen05_gemm_blockscaled``) are refused with a ``KernelSyntaxError`` naming the construct and why
+  (:data:`tilesim.language.annotate.UNSUPPORTED`).
 
 The CUDA backend refuses tensor memory (the lent GPU is an H200; sm_100 code cannot run there).
 ``docs/language.md`` ("Blackwell programs") has the details.

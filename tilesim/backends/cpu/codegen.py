@@ -240,6 +240,8 @@ def has_atomics(stmts) -> bool:
 def gen_launch(pf: N.PrimFunc, launch: N.Launch, uninit: str = "nan", tf32: bool = False, workspaces=(),
                lets=()) -> LaunchSource:
     """The source of ``launch`` (see the module docstring)."""
+    if launch.annotation("cluster"):
+        raise Unsupported("a thread-block cluster launch (its blocks run together on the interpreter)", launch.loc)
     g = _Gen(pf, launch, uninit, tf32)
     g.safe = {uid: v for uid, v in ((b.uid, v) for b, v in dict(launch.annotation("safe_value", ())).items())}
     g.depth = 2

@@ -256,8 +256,8 @@ def _sync(g: _Gen, s) -> None:
         raise Unsupported("a grid barrier (T.sync_grid)", s.loc)
 
 
-@stmt_rule(N.Launch, N.MBarrier, N.WarpSpec)
+@stmt_rule(N.Launch, N.MBarrier, N.WarpSpec, N.ClusterCancel)
 def _unsupported(g: _Gen, s) -> None:
     names = {N.Launch: "a launch inside a launch", N.MBarrier: "mbarriers",
-             N.WarpSpec: "warp-specialised code (T.ws)"}
+             N.WarpSpec: "warp-specialised code (T.ws)", N.ClusterCancel: "cluster launch control"}
     raise Unsupported(names[type(s)], s.loc)

@@ -3,8 +3,9 @@
 Contract
 --------
 Numba's CUDA target has no mbarrier instructions and the lowering here runs tile operations with the
-whole block, so ``with T.ws(...)`` (``WarpSpec``) and the barrier operations (``MBarrier``:
-``T.alloc_barrier``, ``T.barrier_arrive``, ``T.barrier_wait``, ...) are refused with a ``KernelTypeError``
+whole block, so ``with T.ws(...)`` (``WarpSpec``), the barrier operations (``MBarrier``:
+``T.alloc_barrier``, ``T.barrier_arrive``, ``T.barrier_wait``, ...) and cluster launch control
+(``ClusterCancel``) are refused with a ``KernelTypeError``
 at the first such statement of a launch (:func:`refuse`, called before any planning) — and by the
 statement and event rules, should a launch reach them. The interpreter runs these programs.
 """
@@ -22,6 +23,10 @@ _NAMES = {"init": "T.alloc_barrier", "arrive": "T.barrier_arrive", "cp_async_arr
 
 
 def _error(s) -> KernelTypeError:
+    if type(s) is N.ClusterCancel:
+        return KernelTypeError("T.clc_try_cancel_multicast (cluster launch control) is not supported by the CUDA "
+                               "backend: Numba has no clusterlaunchcontrol instructions", s.loc,
+                               hint="run it on the interpreter (target='interp'), or launch one block per tile")
     what = f"with T.ws{s.groups}" if type(s) is N.WarpSpec else f"{_NAMES.get(s.op, s.op)} (an mbarrier)"
     return KernelTypeError(f"{what} is not supported by the CUDA backend: Numba has no mbarriers and runs tile "
                            "operations with the whole block", s.loc,
@@ -31,16 +36,17 @@ def _error(s) -> KernelTypeError:
 
 def refuse(g) -> None:
     """Raise at the launch's first warp-specialised statement, if any."""
-    for s in walk_stmts(g.launch.body):
-        if type(s) in (N.WarpSpec, N.MBarrier):
+    stmts = list(walk_stmts(g.launch.body))
+    for s in sorted(stmts, key=lambda s: type(s) is not N.ClusterCancel):  # the construct with no fallback first
+        if type(s) in (N.WarpSpec, N.MBarrier, N.ClusterCancel):
             raise _error(s)
 
 
-@STMT_RULES.register(N.WarpSpec, N.MBarrier)
+@STMT_RULES.register(N.WarpSpec, N.MBarrier, N.ClusterCancel)
 def _stmt(g, s):
     raise _error(s)
 
 
-@EVENT_RULES.register(N.WarpSpec, N.MBarrier)
+@EVENT_RULES.register(N.WarpSpec, N.MBarrier, N.ClusterCancel)
 def _events(g, s):
     raise _error(s)

@@ -9,8 +9,12 @@ time. ``per_block`` is the on-chip bytes estimate of one block.
 * A launch with a grid barrier (``T.sync_grid``, annotation ``sync_grid``): one chunk of all its blocks,
   one worker, whatever the mode and memory bound — a chunk runs its blocks statement by statement, so
   every block's writes before the barrier are seen by every block after it.
-* ``mode="serial"``, or a launch that binds a tensor to an address (``T.make_tensor``: the address may differ
-  per block, and a chunk's global storage is shared by its blocks): ``chunk = 1``, ``workers = 1``.
+* ``mode="serial"``, a launch that binds a tensor to an address (``T.make_tensor``: the address may differ
+  per block, and a chunk's global storage is shared by its blocks), or a launch whose blocks wait for values
+  other blocks publish (``T.atomic_load``, annotation ``ordered_blocks``): ``chunk = 1``, ``workers = 1`` —
+  blocks run one after another in launch order, so a block sees everything earlier blocks wrote.
+* A cluster launch plans in clusters (``unit`` blocks each, kept together): ``mode="serial"`` runs one
+  cluster per chunk.
 * Otherwise a chunk holds at most ``options.chunk_bytes // per_block`` blocks (the memory bound) and
   about ``TARGET_CHUNK_BYTES`` (cache-sized, yet big enough that NumPy calls, not Python, take the
   time); the grid is split into chunks of nearly equal size.
@@ -92,11 +96,16 @@ def parallel_safe(launch: N.Launch, options) -> bool:
             and not _has_atomic(launch.body))
 
 
-def plan(launch: N.Launch, total: int, per_block: int, options) -> tuple[int, int]:
-    """``(chunk, workers)`` for a launch of ``total`` blocks of ``per_block`` on-chip bytes each."""
+def plan(launch: N.Launch, total: int, per_block: int, options, unit: int = 1) -> tuple[int, int]:
+    """``(chunk, workers)`` for a launch of ``total`` blocks of ``per_block`` on-chip bytes each; ``chunk`` is
+    a multiple of ``unit`` (the blocks of a cluster, which run together)."""
+    if unit > 1:
+        chunk, workers = plan(launch, total // unit, per_block * unit, options)
+        return chunk * unit, workers
     if launch.annotation("sync_grid"):
         return total, 1  # a grid barrier: all blocks in one chunk, statement by statement (lockstep)
-    if options.mode == "serial" or any(type(st) is N.PtrTensor for st in walk_stmts(launch.body)):
+    if (options.mode == "serial" or launch.annotation("ordered_blocks")
+            or any(type(st) is N.PtrTensor for st in walk_stmts(launch.body))):
         return 1, 1
     cap = max(1, options.chunk_bytes // per_block)  # the memory bound
     chunk = max(1, min(total, cap, TARGET_CHUNK_BYTES // per_block))

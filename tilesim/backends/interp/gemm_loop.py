@@ -104,7 +104,7 @@ def _match(loop: N.For, launch: N.Launch, outer: set):
     body = list(loop.body)
     gemms = [st for st in body if isinstance(st, N.Gemm)]
     copies = [st for st in body if isinstance(st, N.Copy)]
-    if len(gemms) != 1 or len(copies) != 2:
+    if len(gemms) != 1 or len(copies) != 2 or gemms[0].pair:  # a 2-CTA gemm runs step by step
         return None
     g = gemms[0]
     gi = body.index(g)

@@ -4,7 +4,9 @@
 Control flow that differs between blocks (or between elements inside ``T.Parallel``) runs under a
 mask: both sides of a block-varying ``if`` run with complementary masks; a loop whose bounds differ
 per block runs to the largest bound with the blocks past their own bound masked off; ``break`` and
-``continue`` remove the current mask from the loop's live set.
+``continue`` remove the current mask from the loop's live set. A ``while`` loop whose body only stores
+to on-chip elements and whose iteration changes none of them can never end (nothing else runs while it
+spins): a located ``KernelRuntimeError`` (a deadlock), not a hang.
 """
 
 from __future__ import annotations
@@ -186,12 +188,29 @@ def _for(s, ctx):
         ctx.mask = entry
 
 
+_SPIN: dict[int, tuple] = {}
+
+
+def _spin_state(s: N.While):
+    """The buffers a loop of only element stores to on-chip buffers writes (a spin-wait's state), else None."""
+    hit = _SPIN.get(id(s))
+    if hit is not None and hit[0] is s:
+        return hit[1]
+    ok = all(type(t) is N.Store and t.buffer.scope != "global" for t in s.body)
+    out = tuple(sorted({t.buffer.uid for t in s.body})) if ok and s.body else None
+    if len(_SPIN) > 512:
+        _SPIN.clear()
+    _SPIN[id(s)] = (s, out)
+    return out
+
+
 @rule(N.While)
 def _while(s, ctx):
     entry = ctx.mask
     frame = LoopFrame()
     ctx.loops.append(frame)
     guard = 0
+    spin = _spin_state(s)
     try:
         while True:
             frame.cont = False
@@ -206,7 +225,17 @@ def _while(s, ctx):
                     break
             elif not bool(c):
                 break
+            before = [np.array(ctx.storage[u]) for u in spin] if spin is not None else None
             run_body(s.body, ctx)
+            if before is not None and all(np.array_equal(b, ctx.storage[u], equal_nan=b.dtype.kind in "fc")
+                                          for b, u in zip(before, spin)):
+                raise KernelRuntimeError(
+                    "deadlock: this while loop makes no progress — an iteration changed nothing it reads, so it spins "
+                    "forever (a spin-wait on a value that no block still to run writes: blocks run one after another "
+                    "in launch order here, so a block can only wait for earlier blocks — and the blocks of one "
+                    "cluster run in lock-step, so not for a block of its own cluster)", s.loc,
+                    hint="publish the value from a block that comes earlier in launch order, or use barriers inside "
+                         "a block")
             guard += 1
             if guard > 10_000_000:
                 raise KernelRuntimeError("while loop ran 10,000,000 iterations", s.loc,

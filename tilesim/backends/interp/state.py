@@ -127,6 +127,8 @@ class Ctx:
         self.block_ids = block_ids  # (nb,) int64 linear block ids
         self.mask = None
         self.rank = 0
+        self.cluster = 1  # blocks per cluster: rows r - r % cluster .. of the chunk are r's cluster
+        self.clc = None  # the launch's cluster.Launcher when it uses cluster launch control
         self.pvars: dict[int, tuple[int, int]] = {}  # parallel var uid -> (axis, extent)
         self.loops: list[LoopFrame] = []
         self.writers: dict[int, np.ndarray] = {}  # race detection: buffer uid -> writer block id

@@ -14,7 +14,11 @@ Contract
   active thread. A phase completes when its barrier's count is reached; further arrivals count towards
   the next phase.
 * ``commit`` (``T.tcgen05_mma_arrive``, a ``T.tcgen05_gemm``'s ``mbar``): one arrival per active block,
-  whatever the number of executing threads (the gemms complete at once).
+  whatever the number of executing threads (the gemms complete at once); ``commit_pair`` (``arrive_2cta``,
+  a 2-CTA gemm's ``mbar``) one in each block of the active block's 2-block cluster.
+* Clusters (``ctx.cluster`` blocks, consecutive rows of the chunk): an ``arrive`` with ``cta`` goes to the
+  barrier of the block of that rank in the executing block's cluster (a rank outside the cluster is a
+  ``KernelRuntimeError``).
 * ``wait(parity)``: returns when the current phase's parity differs from ``parity`` (the phase of that
   parity has completed; PTX ``mbarrier.try_wait.parity``): so before any completion, parity 1 returns at
   once and parity 0 waits. A wait whose phase has not completed blocks its task
@@ -76,7 +80,16 @@ def _executors(s: N.MBarrier, ctx: Ctx):
     parity = None
     if s.parity is not None:
         parity = np.broadcast_to(np.asarray(ev(s.parity, ctx), dtype=np.int64), shape)[act] & 1
-    return st, rows[act], idx[act], parity
+    rows = rows[act]
+    if s.cta is not None:  # an arrival on the barrier of another block of the cluster
+        cta = np.broadcast_to(np.asarray(ev(s.cta, ctx), dtype=np.int64), shape)[act]
+        bad = (cta < 0) | (cta >= ctx.cluster)
+        if bad.any():
+            raise KernelRuntimeError(f"T.mbarrier_arrive: cta_id {int(cta[bad][0])} is not a block of the cluster "
+                                     f"(ranks 0..{ctx.cluster - 1})", s.loc,
+                                     hint="arrive on a block of this cluster (T.block_rank_in_cluster() ranks)")
+        rows = rows - rows % ctx.cluster + cta
+    return st, rows, idx[act], parity
 
 
 @rule(N.MBarrier)
@@ -87,9 +100,13 @@ def _mbarrier(s: N.MBarrier, ctx: Ctx):
     if ctx.mask is False:
         return
     st, rows, idx, parity = _executors(s, ctx)
-    if s.op == "commit":  # one arrival per executing block (the MMA unit's completion)
+    if s.op in ("commit", "commit_pair"):  # one arrival per executing block (the MMA unit's completion)
         rows, first = np.unique(rows, return_index=True)
-        st.arrive(rows, idx[first], 1)
+        idx = idx[first]
+        if s.op == "commit_pair":  # ... on the barrier of both blocks of the 2-block cluster
+            base = rows - rows % 2
+            rows, idx = np.concatenate([base, base + 1]), np.concatenate([idx, idx])
+        st.arrive(rows, idx, 1)
         return
     if s.op != "wait":
         st.arrive(rows, idx, 1 if _per_thread(ctx) else s.threads)
