@@ -76,7 +76,7 @@ def load_module(source: str):
     """Write ``source`` to a file named by its hash (atomically, once) and import it: Numba's
     ``cache=True`` then keeps the compiled code beside it, so a later process compiles nothing."""
     numba = optional.require("numba", "the compiled CPU target (target='cpu')")
-    key = hashlib.sha1(f"{CODEGEN_VERSION}\n{numba.__version__}\n{source}".encode()).hexdigest()[:20]
+    key = hashlib.sha1(f"{CODEGEN_VERSION}\n{numba.__version__}\n{_helpers_digest()}\n{source}".encode()).hexdigest()[:20]
     name = f"tilesim_cpu_{key}"
     if name in sys.modules:
         return sys.modules[name]
@@ -91,6 +91,15 @@ def load_module(source: str):
     spec.loader.exec_module(mod)
     sys.modules[name] = mod
     return mod
+
+
+@functools.cache
+def _helpers_digest() -> str:
+    """A digest of the helper modules generated code calls (``prelude``, ``narrow``): Numba's cache of a
+    generated module does not notice a change in the functions it calls (or inlined), so the module's name,
+    and with it its cache, changes with them."""
+    here = Path(__file__).parent
+    return hashlib.sha1(b"".join((here / f).read_bytes() for f in ("prelude.py", "narrow.py"))).hexdigest()
 
 
 @functools.cache
