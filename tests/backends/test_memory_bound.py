@@ -73,6 +73,34 @@ def test_plain_softmax_unaligned_rows_use_scalar_accesses(tmp_path):
     assert "LDG.E.128" not in ops and "STG.E.128" not in ops
 
 
+def test_short_fp32_rows_get_8_byte_vectors(tmp_path):
+    # 64 fp32 columns over 32 lanes: 2 per thread, too few for 4 lanes: 2-lane (8-byte) accesses instead of scalars
+    src, sass = _sass(4096, 64, 4, 128, tmp_path)
+    assert "_ldv2(" in src and "_stv2(" in src and "_ldv4" not in src
+    ops = _ops(sass)
+    assert ops.get("LDG.E.64") == 1 and ops.get("STG.E.64") == 1
+    assert not any(op.startswith("BAR") for op in ops)
+
+
+def test_short_bf16_rows_keep_scalar_accesses():
+    # 2-byte globals: the 2-lane (4-byte) fallback stays off (docs/cuda-backend.md, run 4), code unchanged
+    from tilesim.backends.cuda.runtime import CudaProgram
+
+    k = core_module().softmax_plain(4096, 64, block_M=4, threads=128, dtype="bfloat16")
+    src = CudaProgram(k.prim_func, sim=False).source
+    assert "_ldv" not in src and "_stv" not in src
+
+
+def test_preferred_vec_by_global_dtype():
+    from tilesim.backends.cuda.layout import DEFAULT_VEC, default_layout
+
+    assert default_layout((4, 64), 128, 4, True, 2).vec == (1, 2)
+    assert default_layout((4, 64), 128, 4, True).vec == (1, 1)  # min_vec defaults to DEFAULT_VEC
+    assert default_layout((4, 1024), 128, 4, True, 2).vec == (1, DEFAULT_VEC)
+    assert default_layout((4, 96), 128, 4, True, 2).vec == (1, 2)
+    assert default_layout((4, 33), 128, 4, True, 2).vec == (1, 1)
+
+
 _SIM = r"""
 import json, sys
 import numpy as np
@@ -89,11 +117,12 @@ for M, N, bm, th in {cases!r}:
     e = np.exp(x64 - x64.max(axis=1, keepdims=True))
     ref = e / e.sum(axis=1, keepdims=True)
     print(json.dumps({{"case": [M, N, bm, th], "err": float(np.abs(y - ref).max() / np.abs(ref).max()),
-                      "vec": "_ldv4" in jk.get_kernel_source()}}))
+                      "vec": "_ldv4" in jk.get_kernel_source(),
+                      "v2": "_ldv2" in jk.get_kernel_source()}}))
 """
 
 # (M, N, block_M, threads): M never a multiple of block_M (the last block takes the guarded path)
-_CASES = [(10, 256, 4, 128), (5, 200, 4, 128), (3, 130, 1, 64), (7, 1001, 2, 64)]
+_CASES = [(10, 256, 4, 128), (5, 200, 4, 128), (3, 130, 1, 64), (7, 1001, 2, 64), (9, 64, 4, 128), (6, 96, 4, 128)]
 
 
 def test_plain_softmax_in_the_simulator_on_undivided_shapes():
@@ -106,3 +135,92 @@ def test_plain_softmax_in_the_simulator_on_undivided_shapes():
     for row in rows:
         assert row["err"] < 1e-5, row
     assert rows[0]["vec"] and rows[1]["vec"] and not rows[3]["vec"]
+    assert rows[4]["v2"] and rows[5]["v2"]  # 2-lane vectors, guarded edge rows
+
+
+# ------------------------------------------------------------------------------------ on a GPU
+@pytest.mark.gpu
+@pytest.mark.parametrize("M, N, block_M, threads", [(32768, 1024, 4, 128), (1001, 1000, 4, 128), (999, 64, 4, 128)])
+def test_plain_softmax_on_the_gpu(M, N, block_M, threads):
+    import numpy as np
+
+    from tilesim.backends.cuda.caps import available
+    from tilesim.backends.cuda.check import cuda_twin
+
+    if not available():
+        pytest.skip("no CUDA GPU")
+    x = (np.random.default_rng(5).standard_normal((M, N)) * 4).astype(np.float32)
+    y = np.asarray(cuda_twin(core_module().softmax_plain(M, N, block_M=block_M, threads=threads))(x.copy()))
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    ref = e / e.sum(axis=1, keepdims=True)
+    assert np.abs(y - ref).max() / np.abs(ref).max() < 1e-5
+
+
+# ------------------------------------------------------------------ narrow-lane vector access packing
+def _jit_lanes(n, bits):
+    """CPU-JIT (llvmlite) of the IR that ``_ldvN``/``_stvN`` emit for ``n`` lanes of ``bits`` bits: split a
+    ``<k x i32>`` into lanes (``split_words``) and pack lanes back (``join_words``)."""
+    import ctypes
+
+    from llvmlite import binding as llvm
+    from llvmlite import ir
+
+    from tilesim.backends.cuda.intrinsics import join_words, split_words
+
+    k = n * bits // 32
+    i32, ety = ir.IntType(32), ir.IntType(bits)
+    wty = ir.VectorType(i32, k)
+    mod = ir.Module(name="lanes")
+    for name in ("split", "join"):
+        fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [wty.as_pointer(), ety.as_pointer()]), name=name)
+        b = ir.IRBuilder(fn.append_basic_block())
+        wp, lp = fn.args
+        if name == "split":
+            for i, x in enumerate(split_words(ir, b, b.load(wp), ety, n)):
+                b.store(x, b.gep(lp, [ir.Constant(i32, i)]))
+        else:
+            xs = [b.load(b.gep(lp, [ir.Constant(i32, i)])) for i in range(n)]
+            b.store(join_words(ir, b, xs, wty), wp)
+        b.ret_void()
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    tm = llvm.Target.from_default_triple().create_target_machine()
+    eng = llvm.create_mcjit_compiler(llvm.parse_assembly(str(mod)), tm)
+    eng.finalize_object()
+    proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+    return eng, proto(eng.get_function_address("split")), proto(eng.get_function_address("join"))
+
+
+@pytest.mark.parametrize("n, bits", [(8, 16), (4, 16), (16, 8), (8, 8), (4, 8)])
+def test_narrow_lane_words_match_memory_order(n, bits):
+    import numpy as np
+
+    eng, split, join = _jit_lanes(n, bits)
+    dt = np.uint16 if bits == 16 else np.uint8
+    words = np.random.default_rng(n * bits).integers(0, 2 ** 32, n * bits // 32, dtype=np.uint64).astype(np.uint32)
+    lanes = np.zeros(n, dt)
+    split(words.ctypes.data, lanes.ctypes.data)
+    np.testing.assert_array_equal(lanes, words.view(dt))  # lane i is the i-th element in memory
+    back = np.zeros_like(words)
+    join(back.ctypes.data, lanes.ctypes.data)
+    np.testing.assert_array_equal(back, words)
+    del eng
+
+
+def test_bf16_and_fp8_vectors_are_single_wide_accesses():
+    # <8 x i16> used to become two ld.global.v4.u16 (8 bytes each): now one ld.global.v4.u32 (LDG.E.128)
+    import re
+
+    from kernels import fp8_cast, norms
+    from tilesim.backends.cuda.runtime import CudaProgram
+
+    if not can_compile_ptx():
+        pytest.skip("numba-cuda cannot compile here (no NVVM)")
+    k = norms.rms_norm(8192, 8192, dtype="bfloat16", eps=1e-6, block_N=None, threads=256)
+    (_, ptx), = CudaProgram(k.prim_func, sim=False).compile_ptx((9, 0))
+    assert "ld.global.v4.u16" not in ptx and "st.global.v4.u16" not in ptx
+    assert len(re.findall(r"ld\.global\.v4\.u32", ptx)) == 8 and len(re.findall(r"st\.global\.v4\.u32", ptx)) == 4
+    k = fp8_cast.per_token_cast(8192, 8192, group_size=128, block_M=32, in_dtype="bfloat16", threads=128)
+    (_, ptx), = CudaProgram(k.prim_func, sim=False).compile_ptx((9, 0))
+    assert "st.global.v4.u8" not in ptx and len(re.findall(r"st\.global\.v2\.u32", ptx)) == 4
