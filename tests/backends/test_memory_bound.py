@@ -224,3 +224,26 @@ def test_bf16_and_fp8_vectors_are_single_wide_accesses():
     k = fp8_cast.per_token_cast(8192, 8192, group_size=128, block_M=32, in_dtype="bfloat16", threads=128)
     (_, ptx), = CudaProgram(k.prim_func, sim=False).compile_ptx((9, 0))
     assert "st.global.v4.u8" not in ptx and len(re.findall(r"st\.global\.v2\.u32", ptx)) == 4
+
+
+def test_shared_tile_copies_use_16_byte_vectors(tmp_path):
+    # a 128x32 bf16 A tile and a 32x128 B tile into shared memory: 4 (resp. 16) threads x 8 lanes per row
+    from kernels import gemm as G
+    from tilesim.backends.cuda.layout import copy_layout
+    from tilesim.backends.cuda.runtime import CudaProgram
+
+    assert copy_layout((128, 32), 128, 2).vec == (1, 8) and copy_layout((128, 32), 128, 2).tcount[-1] == 4
+    assert copy_layout((32, 128), 128, 2).tcount[-1] == 16
+    assert copy_layout((64, 64), 128, 4).vec == (1, 4) and copy_layout((64, 6), 128, 4).vec == (1, 2)
+    assert copy_layout((8, 7), 128, 4).vec == (1, 1)
+    if not can_compile_ptx():
+        pytest.skip("numba-cuda cannot compile here (no NVVM)")
+    k = G.matmul(4096, 4096, 4096, dtype="bfloat16", out_dtype="float32", block_M=128, block_N=128, block_K=32,
+                 num_stages=2, threads=128)
+    prog = CudaProgram(k.prim_func, sim=False)
+    assert prog.source.count("_ldv8(") == 2
+    (_, ptx), = prog.compile_ptx((9, 0))
+    log, sass = sass_of(ptx, tmp_path)
+    assert "0 bytes spill stores" in log
+    ops = _ops(sass)
+    assert ops.get("LDG.E.128") == 8 and ops.get("LDG.E.U16") == 16  # fast path 4+4 per thread; edge path scalar
