@@ -458,22 +458,24 @@ def bench_plain_softmax(quick, copy_bw):
         return torch.softmax(x, dim=-1)
 
     t_ref, _ = gpu_time(tfn, reps=20)
-    variants = [(4, 128)] if quick else [(4, 128), (8, 256), (1, 128), (2, 64)]
-    for bm, th in variants:
+    variants = [(4, 128, False)] if quick else [(4, 128, False), (4, 128, True), (8, 256, False), (1, 128, False),
+                                                (2, 64, False)]
+    for bm, th, recip in variants:  # recip: the A/B of the per-element division (multiply by 1/sum)
         try:
-            kc, run, y = prepared(softmax_plain(M, N, block_M=bm, threads=th), x)
+            kc, run, y = prepared(softmax_plain(M, N, block_M=bm, threads=th, recip=recip), x)
             run()
             torch.cuda.synchronize()
             err = relnorm(y, ref)
             t, _ = gpu_time(run, reps=20)
-            e = bench_entry(f"softmax_plain/bm{bm}/t{th}", [M, N], t, t_ref, "torch.softmax", err,
+            e = bench_entry(f"softmax_plain/bm{bm}/t{th}" + ("/recip" if recip else ""), [M, N], t, t_ref,
+                            "torch.softmax", err,
                             {"GBps_ours": nbytes / t / 1e9, "GBps_ref": nbytes / t_ref / 1e9,
                              "fraction_of_copy_bw": nbytes / t / copy_bw, "ref_err": relnorm(tfn(), ref),
-                             "config": {"block_M": bm, "threads": th}}, kc=kc)
-            if (bm, th) == (4, 128):
+                             "config": {"block_M": bm, "threads": th, "recip": recip}}, kc=kc)
+            if (bm, th, recip) == (4, 128, False):
                 RESULTS.setdefault("best", {})["softmax_plain_fp32_32768x1024"] = e
         except Exception as ex:  # noqa: BLE001
-            RESULTS["errors"].append(f"softmax_plain bm{bm}/t{th}: {type(ex).__name__}: {ex}"[:2000])
+            RESULTS["errors"].append(f"softmax_plain bm{bm}/t{th}/{recip}: {type(ex).__name__}: {ex}"[:2000])
             log("softmax_plain variant failed", bm, th, repr(ex)[:500])
 
 

@@ -127,9 +127,10 @@ def softmax(M, N, block_M=8, dtype="float32", threads=128):
 
 
 @tilelang.jit(out_idx=[-1])
-def softmax_plain(M, N, block_M=4, dtype="float32", threads=128):
+def softmax_plain(M, N, block_M=4, dtype="float32", threads=128, recip=False):
     """Row softmax written the obvious TileLang way (issue 14 item 4's memory-bound yardstick): the whole
-    row in a fragment, ``T.exp`` and a division per element."""
+    row in a fragment, ``T.exp`` and a division per element. ``recip=True`` (an A/B variant for the GPU
+    benchmark, not the yardstick) multiplies by ``1 / sum`` instead: one division per row."""
 
     @T.prim_func
     def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
@@ -142,8 +143,14 @@ def softmax_plain(M, N, block_M=4, dtype="float32", threads=128):
             for i, j in T.Parallel(block_M, N):
                 x[i, j] = T.exp(x[i, j] - row_max[i])
             T.reduce_sum(x, row_sum, dim=1)
-            for i, j in T.Parallel(block_M, N):
-                x[i, j] = x[i, j] / row_sum[i]
+            if recip:
+                for i in T.Parallel(block_M):
+                    row_sum[i] = 1.0 / row_sum[i]
+                for i, j in T.Parallel(block_M, N):
+                    x[i, j] = x[i, j] * row_sum[i]
+            else:
+                for i, j in T.Parallel(block_M, N):
+                    x[i, j] = x[i, j] / row_sum[i]
             T.copy(x, Y[bx * block_M, 0])
 
     return main
