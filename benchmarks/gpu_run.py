@@ -12,7 +12,8 @@ Installs nothing. Steps:
    kernel also runs on torch CUDA tensors (in place, outputs allocated on the device);
 3. benchmarks, each checked first against a float64 reference on fresh random data (relative norm
    error): the device-to-device copy ceiling, fp32 GEMM 4096³ (torch with TF32 off), RMSNorm and row
-   softmax on (8192, 8192) bf16, the per-token FP8 cast (against the copy bandwidth), causal
+   softmax on (8192, 8192) bf16, the plain row softmax (``plainsm``: 32768x1024 fp32 written the obvious
+   way, issue 14 item 4), the per-token FP8 cast (against the copy bandwidth), causal
    flash-attention forward bf16 (against ``scaled_dot_product_attention``).
 
 Timing: medians of repeated event-timed loops, with the GPU kept busy (``torch.cuda._sleep``) while the
@@ -439,6 +440,45 @@ def bench_rows(quick, copy_bw):
         _defer_ab(x, w, refs["rmsnorm"], copy_bw, bytes_rms)
 
 
+def bench_plain_softmax(quick, copy_bw):
+    """Issue 14 item 4's yardstick: the row softmax written the obvious TileLang way
+    (``tests/core_kernels.softmax_plain``: T.copy to a fragment, reduce_max, T.exp, reduce_sum, a division,
+    T.copy out) on (32768, 1024) fp32, 4 rows per 128-thread block, against the copy bandwidth (target >= 70%);
+    float64-checked. Other row/thread splits are timed too (not with ``--quick``)."""
+    import torch
+
+    from tests.core_kernels import softmax_plain
+
+    M, N = 32768, 1024
+    x = torch.randn(M, N, device="cuda") * 4
+    ref = torch.softmax(x.double(), dim=1)
+    nbytes = 2 * M * N * 4
+
+    def tfn():
+        return torch.softmax(x, dim=-1)
+
+    t_ref, _ = gpu_time(tfn, reps=20)
+    variants = [(4, 128, False)] if quick else [(4, 128, False), (4, 128, True), (8, 256, False), (1, 128, False),
+                                                (2, 64, False)]
+    for bm, th, recip in variants:  # recip: the A/B of the per-element division (multiply by 1/sum)
+        try:
+            kc, run, y = prepared(softmax_plain(M, N, block_M=bm, threads=th, recip=recip), x)
+            run()
+            torch.cuda.synchronize()
+            err = relnorm(y, ref)
+            t, _ = gpu_time(run, reps=20)
+            e = bench_entry(f"softmax_plain/bm{bm}/t{th}" + ("/recip" if recip else ""), [M, N], t, t_ref,
+                            "torch.softmax", err,
+                            {"GBps_ours": nbytes / t / 1e9, "GBps_ref": nbytes / t_ref / 1e9,
+                             "fraction_of_copy_bw": nbytes / t / copy_bw, "ref_err": relnorm(tfn(), ref),
+                             "config": {"block_M": bm, "threads": th, "recip": recip}}, kc=kc)
+            if (bm, th, recip) == (4, 128, False):
+                RESULTS.setdefault("best", {})["softmax_plain_fp32_32768x1024"] = e
+        except Exception as ex:  # noqa: BLE001
+            RESULTS["errors"].append(f"softmax_plain bm{bm}/t{th}/{recip}: {type(ex).__name__}: {ex}"[:2000])
+            log("softmax_plain variant failed", bm, th, repr(ex)[:500])
+
+
 def _defer_ab(x, w, ref, copy_bw, nbytes):
     """The chunked RMSNorm with ``tile_reduce.DEFER_LOOP_REDUCTIONS`` off and on, timed back to back."""
     import torch
@@ -617,7 +657,7 @@ def main():
                     help="core: only the test kernels of tests/registry.py (a short re-check)")
     ap.add_argument("--sweep", action="store_true",
                     help="time more configurations per kernel (data for benchmarks/numba_profile_validation.py)")
-    ap.add_argument("--only", nargs="*", help="benchmarks to run: copy gemm rows fp8 attention overhead, and tc "
+    ap.add_argument("--only", nargs="*", help="benchmarks to run: copy gemm rows plainsm fp8 attention overhead, and tc "
                                               "(tensor cores; never by default)")
     ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(ROOT, "reports", "measurements"))
     a = ap.parse_args()
@@ -639,10 +679,11 @@ def main():
             RESULTS["errors"].append("checks: " + traceback.format_exc()[-2000:])
         log(f"checks done in {time.time() - t0:.0f} s")
     if not a.skip_bench:
-        only = set(a.only or ["copy", "gemm", "rows", "fp8", "attention", "overhead"])
+        only = set(a.only or ["copy", "gemm", "rows", "plainsm", "fp8", "attention", "overhead"])
         copy_bw = 4.2e12
         steps = [("copy", lambda: bench_copy()), ("gemm", lambda: bench_gemm(a.quick)),
-                 ("rows", lambda: bench_rows(a.quick, copy_bw)), ("fp8", lambda: bench_fp8(copy_bw, a.quick)),
+                 ("rows", lambda: bench_rows(a.quick, copy_bw)),
+                 ("plainsm", lambda: bench_plain_softmax(a.quick, copy_bw)), ("fp8", lambda: bench_fp8(copy_bw, a.quick)),
                  ("attention", lambda: bench_attention(a.quick)), ("overhead", call_overhead),
                  ("tc", lambda: bench_tensor_cores(a.quick))]
         for name, fn in steps:

@@ -127,6 +127,36 @@ def softmax(M, N, block_M=8, dtype="float32", threads=128):
 
 
 @tilelang.jit(out_idx=[-1])
+def softmax_plain(M, N, block_M=4, dtype="float32", threads=128, recip=False):
+    """Row softmax written the obvious TileLang way (issue 14 item 4's memory-bound yardstick): the whole
+    row in a fragment, ``T.exp`` and a division per element. ``recip=True`` (an A/B variant for the GPU
+    benchmark, not the yardstick) multiplies by ``1 / sum`` instead: one division per row."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
+            x = T.alloc_fragment((block_M, N), "float32")
+            row_max = T.alloc_fragment((block_M,), "float32")
+            row_sum = T.alloc_fragment((block_M,), "float32")
+            T.copy(X[bx * block_M, 0], x)
+            T.reduce_max(x, row_max, dim=1)
+            for i, j in T.Parallel(block_M, N):
+                x[i, j] = T.exp(x[i, j] - row_max[i])
+            T.reduce_sum(x, row_sum, dim=1)
+            if recip:
+                for i in T.Parallel(block_M):
+                    row_sum[i] = 1.0 / row_sum[i]
+                for i, j in T.Parallel(block_M, N):
+                    x[i, j] = x[i, j] * row_sum[i]
+            else:
+                for i, j in T.Parallel(block_M, N):
+                    x[i, j] = x[i, j] / row_sum[i]
+            T.copy(x, Y[bx * block_M, 0])
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
 def rms_norm(M, N, block_M=4, eps=1e-6, dtype="float32"):
     @T.prim_func
     def main(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype), Y: T.Tensor((M, N), dtype)):

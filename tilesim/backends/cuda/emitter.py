@@ -18,7 +18,7 @@ from ...errors import InternalError, KernelError, KernelTypeError
 from ...ir import nodes as N
 from . import rules as Rl
 from .codestr import _IDENT, _add, _c, _mul, _prod, _san
-from .layout import Layout, Placement, default_layout, place_buffers
+from .layout import Layout, Placement, copy_layout, default_layout, place_buffers
 from .mma_layout import tensor_core_accumulator
 
 
@@ -297,17 +297,22 @@ class Emitter:
             out[a] = b
         return out
 
-    def domain_layout(self, r: N.Region) -> Layout | None:
+    def domain_layout(self, r: N.Region, global_itemsize: int = 0) -> Layout | None:
+        """Thread layout of a copy's iteration domain: a fragment's own; for a static shared/global tile the
+        default coalesced layout, or with ``global_itemsize`` (a shared tile copied from/to global memory of
+        that element size) ``layout.copy_layout``'s vector-width-first one."""
         if self.where(r.buffer) == "reg":
             return self.layout(r.buffer)
         ext = r.extents
         if all(isinstance(e, int) for e in ext):
+            if global_itemsize:
+                return copy_layout(tuple(ext), self.nt, global_itemsize)
             return default_layout(tuple(ext), self.nt)
         return None
 
-    def iterate(self, dom: N.Region, body_fn, side_effects=True, vector_last=False):
+    def iterate(self, dom: N.Region, body_fn, side_effects=True, vector_last=False, global_itemsize: int = 0):
         """Run ``body_fn(rel_codes, slot_code)`` for each element of ``dom`` this thread handles."""
-        lay = self.domain_layout(dom)
+        lay = self.domain_layout(dom, global_itemsize)
         if lay is None:
             # a global tile with symbolic extents: a flat block-stride loop
             ext = [self.hoist(_c(e) if isinstance(e, int) else self._outer_expr(e)) for e in dom.extents]

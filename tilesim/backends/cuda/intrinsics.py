@@ -160,6 +160,37 @@ def sim_namespace() -> dict:
     return ns
 
 
+def split_words(ir, builder, v, ety, n: int) -> list:
+    """The ``n`` narrow lanes (LLVM type ``ety``, 1 or 2 bytes) of a ``<k x i32>`` value ``v``, lane ``i`` from
+    bits ``[b·(i mod p), b·(i mod p + 1))`` of word ``i // p`` (little-endian, as memory holds them). Shifts and
+    truncations: a vector bitcast would be folded back into a narrow-lane load that NVVM splits."""
+    per = n // v.type.count
+    bits, i32 = 32 // per, ir.IntType(32)
+    out = []
+    for i in range(n):
+        w = builder.extract_element(v, ir.Constant(i32, i // per))
+        if i % per:
+            w = builder.lshr(w, ir.Constant(i32, bits * (i % per)))
+        out.append(builder.bitcast(builder.trunc(w, ir.IntType(bits)), ety))
+    return out
+
+
+def join_words(ir, builder, xs, wty):
+    """Inverse of ``split_words``: narrow lane values ``xs`` packed into a ``<k x i32>`` (``wty``)."""
+    per, i32 = len(xs) // wty.count, ir.IntType(32)
+    bits = 32 // per
+    v = ir.Constant(wty, ir.Undefined)
+    for j in range(wty.count):
+        w = None
+        for k in range(per):
+            x = builder.zext(builder.bitcast(xs[j * per + k], ir.IntType(bits)), i32)
+            if k:
+                x = builder.shl(x, ir.Constant(i32, bits * k))
+            w = x if w is None else builder.or_(w, x)
+        v = builder.insert_element(v, w, ir.Constant(i32, j))
+    return v
+
+
 _GPU_NS = None
 
 
@@ -206,6 +237,14 @@ def gpu_namespace() -> dict:
 
         return sig, codegen
 
+    def _wide_vector(vty, nbytes, esize):
+        """NVVM splits a vector of 1- or 2-byte lanes into 4-lane pieces (``<8 x i16>`` became two
+        ``ld.global.v4.u16``): an 8- or 16-byte access of narrow lanes goes through ``<k x i32>`` and a
+        bitcast, one ``ld.global.v{2,4}.u32`` (LDG.E.64 / LDG.E.128)."""
+        if esize < 4 and nbytes in (8, 16):
+            return ir.VectorType(ir.IntType(32), nbytes // 4)
+        return vty
+
     def _vec_load(n):
         @intrinsic
         def ldv(typingctx, arr, idx):
@@ -220,8 +259,11 @@ def gpu_namespace() -> dict:
                 ptr = builder.gep(ary.data, [_cast_index(context, builder, args[1], sig.args[1])], inbounds=True)
                 ety = context.get_data_type(aty.dtype)
                 vty = ir.VectorType(ety, n)
-                vptr = builder.bitcast(ptr, vty.as_pointer(ptr.type.addrspace))
+                wty = _wide_vector(vty, n * context.get_abi_sizeof(ety), context.get_abi_sizeof(ety))
+                vptr = builder.bitcast(ptr, wty.as_pointer(ptr.type.addrspace))
                 v = builder.load(vptr, align=n * context.get_abi_sizeof(ety))
+                if wty is not vty:
+                    return context.make_tuple(builder, sig.return_type, split_words(ir, builder, v, ety, n))
                 vals = [builder.extract_element(v, ir.Constant(ir.IntType(32), i)) for i in range(n)]
                 return context.make_tuple(builder, sig.return_type, vals)
 
@@ -244,12 +286,16 @@ def gpu_namespace() -> dict:
                 ptr = builder.gep(ary.data, [_cast_index(context, builder, args[1], sig.args[1])], inbounds=True)
                 ety = context.get_data_type(aty.dtype)
                 vty = ir.VectorType(ety, n)
-                v = ir.Constant(vty, ir.Undefined)
-                for i in range(n):
-                    x = builder.extract_value(args[2], i)
-                    x = context.cast(builder, x, sig.args[2][i], aty.dtype)
-                    v = builder.insert_element(v, x, ir.Constant(ir.IntType(32), i))
-                vptr = builder.bitcast(ptr, vty.as_pointer(ptr.type.addrspace))
+                wty = _wide_vector(vty, n * context.get_abi_sizeof(ety), context.get_abi_sizeof(ety))
+                xs = [context.cast(builder, builder.extract_value(args[2], i), sig.args[2][i], aty.dtype)
+                      for i in range(n)]
+                if wty is not vty:
+                    v = join_words(ir, builder, xs, wty)
+                else:
+                    v = ir.Constant(vty, ir.Undefined)
+                    for i in range(n):
+                        v = builder.insert_element(v, xs[i], ir.Constant(ir.IntType(32), i))
+                vptr = builder.bitcast(ptr, wty.as_pointer(ptr.type.addrspace))
                 builder.store(v, vptr, align=n * context.get_abi_sizeof(ety))
                 return context.get_dummy_value()
 

@@ -146,15 +146,18 @@ def full_replicated(shape, nthreads: int) -> Layout:
 DEFAULT_VEC = 4
 
 
-def default_layout(shape, nthreads: int, vec: int | None = None, fallback: bool = False) -> Layout:
+def default_layout(shape, nthreads: int, vec: int | None = None, fallback: bool = False,
+                   min_vec: int = DEFAULT_VEC) -> Layout:
     """Coalesced layout: the last dimension over consecutive threads (``vec`` consecutive elements each,
     when the dimension is long enough), then outwards. ``fallback``: when ``vec`` does not fit, halve it
-    (down to ``DEFAULT_VEC``) — and for a wide ``vec`` give the last dimension fewer threads if the outer dimensions can
-    take the rest (16-byte accesses for a 128-wide bf16 tile)."""
+    (down to ``min_vec``, at least 2) — and for a wide ``vec`` give the last dimension fewer threads if the outer
+    dimensions can take the rest (16-byte accesses for a 128-wide bf16 tile). ``min_vec`` is ``DEFAULT_VEC``
+    unless the launch's global dtypes make 2 lanes an 8-byte access (``_preferred_vec``): the 4-byte 2-lane
+    bf16 fallback of run 4 stays off (see docs, run 4)."""
     v0 = DEFAULT_VEC if vec is None else vec
     cands = [v0]
-    if fallback:  # halve down to DEFAULT_VEC only: the 2-lane fallback of run 4 is off (see docs, run 4)
-        while cands[-1] > max(2, DEFAULT_VEC):
+    if fallback:
+        while cands[-1] > max(2, min_vec):
             cands.append(cands[-1] // 2)
     lay = None
     for v in cands:
@@ -162,6 +165,21 @@ def default_layout(shape, nthreads: int, vec: int | None = None, fallback: bool 
         if lay.vec and lay.vec[-1] == v or v <= 1:
             return lay
     return lay
+
+
+def copy_layout(shape, nthreads: int, itemsize: int) -> Layout:
+    """Layout of a copy between a static shared tile and global memory of ``itemsize``-byte elements: the
+    widest vector of at most 16 bytes (at least 4) that the last dimension allows, giving a row fewer threads
+    when the outer dimensions take the rest (a 64-wide fp16 tile: 8 threads x 8 lanes per row, 4 rows per
+    warp: still whole 128-byte segments); else ``default_layout``."""
+    if itemsize in (1, 2, 4, 8):
+        v, floor = min(8, 16 // itemsize), max(2, 4 // itemsize)
+        while v >= floor:
+            lay = _default_layout_v(shape, nthreads, v, shrink=True)
+            if lay.vec and lay.vec[-1] == v:
+                return lay
+            v //= 2
+    return default_layout(shape, nthreads)
 
 
 def _default_layout_v(shape, nthreads: int, v: int, shrink: bool = False) -> Layout:
@@ -401,7 +419,7 @@ def _place_once(launch, nt, frags, forced, accumulator=None):
                         demote(r.buffer, "broadcast by T.copy into a larger tile")
                     del other
 
-    vpref = _preferred_vec(copies, frags)
+    vpref, vmin = _preferred_vec(copies, frags)
 
     # 2. gemm accumulators
     rows_for_m: dict[int, int] = {}
@@ -434,7 +452,7 @@ def _place_once(launch, nt, frags, forced, accumulator=None):
             return assign[a.buf.uid].permuted_from(a.dims, p.extents), accs
         if any(a.aligned and len(a.dims) == len(p.extents) and assign.get(a.buf.uid) is None for a in accs):
             return None, accs
-        return default_layout(p.extents, nt, vpref, True), accs
+        return default_layout(p.extents, nt, vpref, True, vmin), accs
 
     def apply_loop(p, lay, accs):
         changed = False
@@ -480,12 +498,12 @@ def _place_once(launch, nt, frags, forced, accumulator=None):
                                 (len(stuck.extents), _size(stuck.extents))):
                 stuck = p
         if stuck is not None:
-            apply_loop(stuck, default_layout(stuck.extents, nt, vpref, True), _parallel_accesses(stuck, onchip_reg))
+            apply_loop(stuck, default_layout(stuck.extents, nt, vpref, True, vmin), _parallel_accesses(stuck, onchip_reg))
             continue
         left = [b for uid, b in frags.items() if assign.get(uid) is None]
         if not left:
             break
-        assign[left[0].uid] = default_layout(left[0].shape, nt, vpref, True)
+        assign[left[0].uid] = default_layout(left[0].shape, nt, vpref, True, vmin)
 
     for uid, a in assign.items():
         if isinstance(a, Layout):
@@ -496,18 +514,24 @@ def _place_once(launch, nt, frags, forced, accumulator=None):
     return pl
 
 
-def _preferred_vec(copies, frags) -> int:
-    """8 lanes (16-byte bf16/fp16 loads, 8-byte fp8 stores) when every global <-> fragment copy of the
-    launch has a global dtype of at most 2 bytes; else ``DEFAULT_VEC``."""
-    seen = False
+def _preferred_vec(copies, frags) -> tuple[int, int]:
+    """(lanes, fewest lanes) of fragment default layouts: (8, 4) — 16-byte bf16/fp16 loads, 8-byte fp8 stores —
+    when every global <-> fragment copy of the launch has a global dtype of at most 2 bytes; (4, 2) when they
+    are all 4 bytes (fp32/int32: a row too short for 4 lanes per thread still gets 8-byte accesses); else
+    (``DEFAULT_VEC``, ``DEFAULT_VEC``)."""
+    sizes = set()
     for c in copies:
         for g, f in ((c.src, c.dst), (c.dst, c.src)):
             if g.buffer.scope == "global" and f.buffer.uid in frags:
                 sz = dt.itemsize(g.buffer.dtype)
-                if g.buffer.dtype == "float4_e2m1fn" or not sz or sz > 2:
-                    return DEFAULT_VEC
-                seen = True
-    return 8 if seen else DEFAULT_VEC
+                if g.buffer.dtype == "float4_e2m1fn" or not sz or sz > 4:
+                    return DEFAULT_VEC, DEFAULT_VEC
+                sizes.add(sz)
+    if sizes and max(sizes) <= 2:
+        return 8, DEFAULT_VEC
+    if sizes == {4}:
+        return DEFAULT_VEC, 2
+    return DEFAULT_VEC, DEFAULT_VEC
 
 
 def _validate(launch, pl: Placement, frags) -> dict:

@@ -51,8 +51,12 @@ class CopyLowering:
         dstarts = self.region_starts(dom)
         ostarts = self.region_starts(other)
 
-        lay = self.domain_layout(dom)
         nd, no = len(dom.extents), len(other.extents)
+        # a shared tile copied from/to global memory: vector-width-first layout (16-byte accesses where the rows allow)
+        gsz = (int(dt.itemsize(other.dtype) or 0) if self.where(dom.buffer) == "shared" and not broadcast
+               and self.where(other.buffer) == "global" and pairing[no - 1] == nd - 1
+               and other.dtype != "float4_e2m1fn" else 0)
+        lay = self.domain_layout(dom, gsz)
         vec = (lay is not None and lay.vec[-1] > 1 and self.where(other.buffer) == "global"
                and pairing[no - 1] == nd - 1 and other.extents[-1] != 1
                and lay.vec[-1] * max(1, int(dt.itemsize(other.dtype))) in (4, 8, 16)
@@ -74,7 +78,7 @@ class CopyLowering:
         globs = [(r, st) for r, st in ((src, ostarts if dom_is_dst else dstarts),
                                        (dst, dstarts if dom_is_dst else ostarts)) if self.where(r.buffer) == "global"]
         if lay is None or not globs:
-            self.iterate(dom, body, side_effects=side)
+            self.iterate(dom, body, side_effects=side, global_itemsize=gsz)
             return
         # fast path: the whole tile is inside its global tensor(s) (and aligned for vector accesses):
         # no per-element guards; otherwise the guarded element-wise path (TileLang's edge semantics)
@@ -88,12 +92,12 @@ class CopyLowering:
             saved = self.unguarded
             self.unguarded = saved | {(r.buffer.alias_of or r.buffer).uid for r, _ in globs}
             try:
-                self.iterate(dom, body, side_effects=side, vector_last=vec)
+                self.iterate(dom, body, side_effects=side, vector_last=vec, global_itemsize=gsz)
             finally:
                 self.unguarded = saved
         self.emit("else:")
         with self.indent():
-            self.iterate(dom, body, side_effects=side)
+            self.iterate(dom, body, side_effects=side, global_itemsize=gsz)
 
     def _tile_in_bounds(self, r: N.Region, starts) -> list:
         dims, _ = self.gdims(r.buffer)
