@@ -507,6 +507,19 @@ PROGRAM_BUG_ERRORS = {
         "remaining iterations read and write nz_idx[2], past the 2-element local array (e.g. a group whose "
         "nonzeros sit at positions 0 and 1: i = 2 and i = 3). On a GPU that is an out-of-bounds local-memory "
         "access (undefined behaviour; it happens to store back the byte it read); tilesim reports it"),
+    "gdn/example_chunk_delta_h.py": (
+        r"do_bench\(\) got an unexpected keyword argument 'k'",
+        "lines 302-312 call do_bench(chunk_gated_delta_rule_fwd_h, k=K, w=W, ...), but tilelang.profiler.do_bench "
+        "(tilelang/profiler/bench.py line 68) takes the function and timing keywords only, no arguments for it; "
+        "tile-ai/tilelang 651f885ed ('Use centralized do_bench from tilelang.profiler', #1670) replaced the "
+        "example's local do_bench(fn, *args, **kwargs) with it, so TileLang raises the same TypeError before the "
+        "program's reference check (which comes after the timing)"),
+    "gdn/example_chunk_delta_bwd.py": (
+        r"do_bench\(\) got an unexpected keyword argument 'chunk_size'",
+        "line 480 calls do_bench(chunk_gated_delta_rule_bwd_dhu, Q, K, ..., chunk_size=chunk_size), but "
+        "tilelang.profiler.do_bench (tilelang/profiler/bench.py line 68) takes no arguments for the function: "
+        "tile-ai/tilelang 651f885ed (#1670) replaced the example's local do_bench(fn, *args, **kwargs) with it, so "
+        "TileLang raises the same TypeError"),
 }
 
 
