@@ -3,6 +3,7 @@
 Usage::
 
     python benchmarks/tilelang_example_tests.py --mirror DIR [--only SUBSTR ...] [--timeout S] [--jobs N]
+                                                [--fla-mirror FLA_DIR]
 
 The companion of ``benchmarks/tilelang_examples.py`` (which runs each example *program* as its ``__main__``
 does, often at GPU sizes): here every ``test_*.py`` wrapper of ``examples/`` (the pytest files TileLang's CI
@@ -12,8 +13,9 @@ test sizes in under 2 s").
 
 Contract
 --------
-* Staging, the import swap, the CUDA-on-CPU torch shim, the environment and the excluded directories are
-  ``tilelang_examples.py``'s (imported from it), so a test sees what a program sees.
+* Staging, the import swap, the CUDA-on-CPU torch shim, the environment, the excluded directories and
+  ``--fla-mirror`` (fla at the commit the gdn examples cite) are ``tilelang_examples.py``'s (imported from it),
+  so a test sees what a program sees.
 * Each wrapper runs in its own subprocess (``python -m pytest -p no:cacheprovider --junitxml``) from a private
   copy of its top-level example directory, ``--jobs`` at a time, ``--timeout`` seconds per wrapper (a
   wrapper past it: every test of it is ``timeout``).
@@ -135,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", default=[], help="run wrappers whose path contains this (repeatable)")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per wrapper file")
     ap.add_argument("--jobs", type=int, default=2, help="wrappers run in parallel")
+    ap.add_argument("--fla-mirror", type=Path, help="bare git dir of fla-org/flash-linear-attention (see "
+                                                    "tilelang_examples.py)")
     args = ap.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="tilelang_example_tests_") as tmp:
@@ -147,10 +151,12 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg", TRITON_INTERPRET="1",
                    OMP_NUM_THREADS=str(max(1, (os.cpu_count() or 1) // args.jobs)),
                    PYTHONPATH=os.pathsep.join([str(work / "shim"), str(REPO), os.environ.get("PYTHONPATH", "")]))
+        fla_dirs = TE.stage_fla(args.fla_mirror.resolve() if args.fla_mirror else None, work)
         print(f"{len(todo)} test files; timeout {args.timeout:g} s each, jobs {args.jobs}", flush=True)
         rows: list[dict] = []
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-            futures = {pool.submit(run_wrapper, rel, work / "staged", work, env, args.timeout): rel for rel in todo}
+            futures = {pool.submit(run_wrapper, rel, work / "staged", work, TE.env_for(rel, env, fla_dirs),
+                                   args.timeout): rel for rel in todo}
             for fut in concurrent.futures.as_completed(futures):
                 got = fut.result()
                 rows += got
