@@ -37,9 +37,6 @@ from numba.extending import intrinsic
 from .narrow import encode_bits
 
 _jit = numba.njit(cache=True, error_model="numpy", nogil=True)
-#: inlined into the caller by Numba (a call into a cached function of another module is not inlined by LLVM:
-#: the exp loops of a kernel then neither inline nor vectorise, and ran 2x slower than libm's expf)
-_inline = numba.njit(cache=True, error_model="numpy", nogil=True, inline="always")
 njit = numba.njit
 
 enc = _jit(encode_bits)
@@ -213,41 +210,50 @@ def _float64(typingctx, u):
 
 #: (ln 2)**k / k! for k = 0..12: 2**f = e**(f ln 2) on |f| <= 1/2, truncation error below 1e-14 relative
 _E = tuple(math.log(2) ** k / math.factorial(k) for k in range(13))
-_E0, _E1, _E2, _E3, _E4, _E5, _E6, _E7, _E8, _E9, _E10, _E11, _E12 = _E
 _LOG2E = 1.0 / math.log(2)
 
 
-@_inline
-def _exp2d(xd):
-    """2**xd for a float64 ``xd`` that is a float32 value (or a float32 value times log2 e), as float32."""
-    xc = min(max(xd, -200.0), 200.0)  # beyond +-200 the float32 result is 0 or inf either way
-    n = np.floor(xc + 0.5)
-    f = xc - n
-    p = _E12
-    p = p * f + _E11
-    p = p * f + _E10
-    p = p * f + _E9
-    p = p * f + _E8
-    p = p * f + _E7
-    p = p * f + _E6
-    p = p * f + _E5
-    p = p * f + _E4
-    p = p * f + _E3
-    p = p * f + _E2
-    p = p * f + _E1
-    p = p * f + _E0
-    r = np.float32(p * _float64((np.int64(n) + 1023) << 52))
-    return r if xd == xd else np.float32(xd)  # NaN in, NaN out
+def _exp2_ir(builder, xd):
+    """LLVM IR of 2**xd for a float64 ``xd`` (a float32 value, or one times log2 e), rounded once to float32:
+    a degree-12 polynomial of the fraction times an exact power of two. Emitted into the caller (an intrinsic,
+    not a call): a loop of them vectorises, and Numba types one signature instead of an inlined function."""
+    f64 = llvm_ir.DoubleType()
+    c = lambda v: llvm_ir.Constant(f64, v)  # noqa: E731
+    lo = builder.select(builder.fcmp_ordered(">", xd, c(-200.0)), xd, c(-200.0))  # NaN -> -200, fixed below
+    xc = builder.select(builder.fcmp_ordered("<", lo, c(200.0)), lo, c(200.0))  # beyond +-200: 0 or inf
+    floor = builder.module.declare_intrinsic("llvm.floor", [f64])
+    n = builder.call(floor, [builder.fadd(xc, c(0.5))])
+    f = builder.fsub(xc, n)
+    p = c(_E[12])
+    for k in range(11, -1, -1):
+        p = builder.fadd(builder.fmul(p, f), c(_E[k]))
+    i64 = llvm_ir.IntType(64)
+    bits = builder.shl(builder.add(builder.fptosi(n, i64), llvm_ir.Constant(i64, 1023)), llvm_ir.Constant(i64, 52))
+    r = builder.fptrunc(builder.fmul(p, builder.bitcast(bits, f64)), llvm_ir.FloatType())
+    return builder.select(builder.fcmp_unordered("uno", xd, xd), builder.fptrunc(xd, llvm_ir.FloatType()), r)
 
 
-@_inline
-def exp2f(x):
-    return _exp2d(np.float64(x))
+@intrinsic
+def exp2f(typingctx, x):
+    """float32 2**x, correctly rounded (see the module docstring)."""
+    if x != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return _exp2_ir(builder, builder.fpext(args[0], llvm_ir.DoubleType()))
+    return types.float32(types.float32), codegen
 
 
-@_inline
-def expf(x):
-    return _exp2d(np.float64(x) * _LOG2E)
+@intrinsic
+def expf(typingctx, x):
+    """float32 e**x, correctly rounded (2**(x log2 e) with the product in float64)."""
+    if x != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        xd = builder.fmul(builder.fpext(args[0], llvm_ir.DoubleType()), llvm_ir.Constant(llvm_ir.DoubleType(), _LOG2E))
+        return _exp2_ir(builder, xd)
+    return types.float32(types.float32), codegen
 
 
 @intrinsic
