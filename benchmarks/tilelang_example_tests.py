@@ -13,14 +13,15 @@ test sizes in under 2 s").
 
 Contract
 --------
-* Staging, the import swap, the CUDA-on-CPU torch shim, the environment, the excluded directories and
+* Staging, the import swap, the CUDA-on-CPU torch shim, the stand-ins of CUDA-only reference packages
+  (``STANDINS``), the environment, the excluded directories and
   ``--fla-mirror`` (fla at the commit the gdn examples cite) are ``tilelang_examples.py``'s (imported from it),
   so a test sees what a program sees.
 * Each wrapper runs in its own subprocess (``python -m pytest -p no:cacheprovider --junitxml``) from a private
   copy of its top-level example directory, ``--jobs`` at a time, ``--timeout`` seconds per wrapper (a
   wrapper past it: every test of it is ``timeout``).
 * Per test: ``passed``/``failed``/``error``/``skipped`` (pytest's outcome, with the first line of its message)
-  and ``seconds`` (pytest's time for the test: setup, call and teardown). A wrapper whose collection fails
+  and ``seconds``; a file that defines no tests (a helper named ``test_*.py``) is one ``no-tests`` row (pytest's time for the test: setup, call and teardown). A wrapper whose collection fails
   (an import error) is one ``error`` row named after the file.
 * Output: a table, a summary (outcomes; of the passed tests, how many took under 2 s and the median) and JSON
   written atomically to ``reports/measurements/tilelang_example_tests_<UTC timestamp>.json``.
@@ -32,6 +33,7 @@ import argparse
 import collections
 import concurrent.futures
 import datetime
+import importlib.util
 import json
 import os
 import shutil
@@ -107,6 +109,9 @@ def run_wrapper(rel: str, staging: Path, work: Path, env: dict, timeout: float) 
     if timed_out:
         return [{"wrapper": rel, "test": "*", "outcome": "timeout", "seconds": seconds,
                  "message": f"timeout after {timeout:g} s"}]
+    if not rows and proc.returncode == 5:  # pytest collected nothing: a helper module named test_*.py
+        return [{"wrapper": rel, "test": "(none)", "outcome": "no-tests", "seconds": seconds,
+                 "message": "the file defines no tests"}]
     if not rows:
         tail = [line for line in out.strip().splitlines() if line.strip()][-1:] or [f"exit code {proc.returncode}"]
         return [{"wrapper": rel, "test": "(collection)", "outcome": "error", "seconds": seconds, "message": tail[0][:200]}]
@@ -148,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         TE.stage(examples, work / "staged")
         (work / "shim").mkdir()
         (work / "shim" / "sitecustomize.py").write_text(TE.SHIM)
+        for module, source in TE.STANDINS.items():  # CUDA-only reference packages: the harness's stand-ins
+            if importlib.util.find_spec(module) is None:
+                shutil.copy2(Path(TE.__file__).parent / source, work / "shim" / f"{module}.py")
         env = dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg", TRITON_INTERPRET="1",
                    OMP_NUM_THREADS=str(max(1, (os.cpu_count() or 1) // args.jobs)),
                    PYTHONPATH=os.pathsep.join([str(work / "shim"), str(REPO), os.environ.get("PYTHONPATH", "")]))

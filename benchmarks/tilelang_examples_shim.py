@@ -87,8 +87,13 @@ if torch is not None:
             Stream=Stream, current_stream=lambda d=None: _stream, default_stream=lambda d=None: _stream,
             stream=lambda s=None: contextlib.nullcontext(), device=lambda d=None: contextlib.nullcontext(),
             memory_allocated=lambda d=None: 0, max_memory_allocated=lambda d=None: 0,
-            reset_peak_memory_stats=_noop(), is_current_stream_capturing=lambda: False).items():
+            reset_peak_memory_stats=_noop(), is_current_stream_capturing=lambda: False,
+            get_rng_state=lambda device=None: torch.get_rng_state(),
+            set_rng_state=lambda state, device=None: torch.set_rng_state(state)).items():
         setattr(torch.cuda, _name, _value)
+    for _name in ("get_rng_state", "set_rng_state"):  # torch.random.fork_rng(devices=...) asks the device module
+        if not hasattr(torch.cpu, _name):
+            setattr(torch.cpu, _name, getattr(torch.cuda, _name))
     class _Profile(torch.profiler.profile):
         """torch.profiler with CUDA activity: the CPU activity (where the shim runs the CUDA work)."""
         def __init__(self, *args, activities=None, **kwargs):
