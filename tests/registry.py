@@ -238,6 +238,10 @@ _rows("rms_norm", K.rms_norm, rms_norm_ref, {"rtol": 1e-5, "atol": 1e-5},
 _rows("rms_norm_vec", K.rms_norm, rms_norm_ref, {"rtol": 1e-5, "atol": 1e-5},
       st.fixed_dictionaries({"M": dim(2, 3), "N": st.just(256), "block_M": st.just(2)}), 2,
       toy=dict(M=5, N=256, block_M=2), gpu=dict(M=999, N=4096, block_M=2), ptx=False, with_w=True)
+# the row softmax written the obvious way (issue 14's memory-bound yardstick), and its 1/sum variant
+_rows("softmax_plain", K.softmax_plain, softmax_ref, {"rtol": 1e-5, "atol": 1e-6},
+      st.fixed_dictionaries({"M": dim(4, 3), "N": st.integers(1, 150), "recip": st.booleans()}), 6,
+      toy=dict(M=10, N=37, block_M=4, threads=32), gpu=dict(M=1001, N=1024), ptx=True, with_w=False)
 _rows("softmax_vec", K.softmax, softmax_ref, {"rtol": 1e-5, "atol": 1e-6},
       st.fixed_dictionaries({"M": dim(2, 3), "N": st.just(256), "block_M": st.just(2), "threads": st.just(32)}), 2,
       toy=dict(M=5, N=256, block_M=2, threads=32), gpu=dict(M=999, N=4096, block_M=2, threads=128), ptx=False,
