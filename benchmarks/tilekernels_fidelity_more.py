@@ -27,6 +27,7 @@ from kernels.moe_gate import top2_sum_gate, topk_gate
 from kernels.moe_groups import aux_fi, group_count, topk_group_idx, unique_group_indices
 from kernels.moe_mapping import get_fused_mapping
 from kernels.quant_cast import per_channel_cast, per_token_cast_e5m6, per_token_cast_fp4
+from kernels.quant_cast_sf import per_token_cast_sf_only, per_token_cast_with_sf
 from kernels.swiglu_bwd import routed_inputs, swiglu_backward
 from kernels.swiglu_moe import swiglu_fp8_routed
 
@@ -342,4 +343,38 @@ def gate_cases(h, R, rng, n):
     return rows
 
 
+def cast_sf_cases(h, R, rng, n):
+    """``per_token_cast_with_sf_only`` (against ``cast(...)[1]``) and ``per_token_cast_with_precomputed_sf``
+    (against ``cast(..., sf=S)``) for e4m3 and packed e2m1, fp32 and UE8M0 scales, bitwise."""
+    sat = h._act(rng, (n, 256))
+    sat[1] = 0.0
+    sat[2, :64] = 3e38
+    sat[5, 100:140] = 1e-30
+    inputs = [("random bf16 %dx512" % n, h._act(rng, (n, 512)).astype(h.BF16)),
+              ("edges fp32: zero row, 3e38, tiny group", sat),
+              ("ragged bf16 37x200", h._act(rng, (37, 200)).astype(h.BF16))]
+    rows = []
+    for label, x in inputs:
+        M, N = x.shape
+        xt = h._to_torch(x)
+        in_dtype = "bfloat16" if x.dtype == h.BF16 else "float32"
+        for fmt, g in (("e4m3", 128), ("e2m1", 32)):
+            for ue8m0 in (False, True):
+                tag = f" {fmt} 1x{g}" + (" ue8m0" if ue8m0 else "")
+                s = per_token_cast_sf_only(M, N, fmt=fmt, group_size=g, in_dtype=in_dtype, use_ue8m0=ue8m0)(x)
+                _, rs = R["cast"].cast(xt, fmt, (1, g), round_sf=ue8m0)
+                rows.append(("quant_cast_per_token_sf_only" + tag, label, [h.bitwise("S", s, rs.numpy())]))
+            # precomputed scales: the cast's own, and the same scaled by 1/4 ... 2 (values saturate)
+            s0 = per_token_cast_sf_only(M, N, fmt=fmt, group_size=g, in_dtype=in_dtype)(x)
+            s1 = (s0 * rng.choice(np.float32([0.25, 0.5, 0.7, 1.0, 2.0]), s0.shape)).astype(np.float32)
+            for sl, sf in (("own scales", s0), ("scales x 1/4..2", s1)):
+                q = per_token_cast_with_sf(M, N, fmt=fmt, group_size=g, in_dtype=in_dtype)(x, sf)
+                rq = R["cast"].cast(xt, fmt, (1, g), sf=h.torch.from_numpy(sf))
+                rq = h._to_np(rq) if fmt == "e4m3" else rq.numpy()
+                rows.append((f"quant_cast_per_token_with_sf {fmt} 1x{g}", f"{label}, {sl}",
+                             [h.bitwise("Q", q, rq)]))
+    return rows
+
+
 FAMILIES["gate"] = gate_cases
+FAMILIES["cast_sf"] = cast_sf_cases
