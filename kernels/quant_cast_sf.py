@@ -23,8 +23,9 @@ module it was built with, and the GPU benchmark loads each kernel module's sourc
 
 Partial groups at the edges read 0 (never raising ``amax``); columns past N are never written. Errors
 (``ValueError`` at build time): an unknown ``fmt``; for e2m1 an odd ``N`` or ``group_size``. NaN/Inf
-policy: ``X`` finite; given scales positive and finite (``S = 0`` gives an infinite multiplier:
-``0·inf`` is NaN, stored as e4m3 NaN or an unspecified e2m1 code).
+policy: ``X`` finite; given scales positive, finite and with a finite ``1 / S`` (``S ≥ 2^-127``; a
+smaller ``S`` gives an infinite multiplier, ``0·inf`` is NaN, stored as e4m3 NaN or an unspecified e2m1
+code — the NumPy reference and TileKernels' may then differ from the kernel).
 """
 
 import ml_dtypes
