@@ -26,6 +26,10 @@ Kernels (registry names):
     ``-1``; the others ``v = id − tp_rank·per_rank; v − (v // per_dp)·(per_dp − per_rank)`` (``-1`` if
     negative). ``num_ep_ranks = num_tp_ranks = 1`` (the defaults) is the identity.
 
+  The expert axis of the fragments is padded to a power of two (what TileLang's butterfly reductions
+  need; TileKernels pads to a warp multiple the same way): padding experts score ``-inf`` and are never
+  selected (``topk_gate`` marks them taken).
+
   Outputs ``Idx (T, k+S)`` int32 (TileKernels: int64; same values), ``W (T, k+S)`` fp32 (routed slots
   ``s / max(Σ s, 1e-20) · routed_scaling_factor``, the sum left to right in fp32; shared slots 1; the
   weights are not masked by EP/TP, as in TileKernels) and ``Unmapped (T, k)`` int32, the logical routed
@@ -49,31 +53,39 @@ NEG_INF = float("-inf")
 PRIME = 23333  # TileKernels' duplicate-selection multiplier
 
 
+def _pow2(n):
+    return 1 << max(n - 1, 0).bit_length()
+
+
 @tilelang.jit(out_idx=[1])
 def topk_gate(num_tokens, num_experts, topk, block_T=8, threads=128):
     E = num_experts
     if not 1 <= topk <= E:
         raise ValueError(f"topk={topk} must be in [1, num_experts={E}]")
 
+    Ep = _pow2(E)
+
     @T.prim_func
     def main(Scores: T.Tensor((num_tokens, E), "float32"), Idx: T.Tensor((num_tokens, topk), "int32")):
         with T.Kernel(T.ceildiv(num_tokens, block_T), threads=threads) as bx:
-            b = T.alloc_fragment((block_T, E), "float32")
-            taken = T.alloc_fragment((block_T, E), "int32")
-            cand = T.alloc_fragment((block_T, E), "int32")
+            b = T.alloc_fragment((block_T, Ep), "float32")
+            taken = T.alloc_fragment((block_T, Ep), "int32")
+            cand = T.alloc_fragment((block_T, Ep), "int32")
             row_max = T.alloc_fragment((block_T,), "float32")
             first = T.alloc_fragment((block_T,), "int32")
             idx_shared = T.alloc_shared((block_T, topk), "int32")
-            T.copy(Scores[bx * block_T, 0], b)
-            T.clear(taken)
+            for i, e in T.Parallel(block_T, Ep):  # experts padded to a power of two: -inf, never taken
+                b[i, e] = T.if_then_else(e < E, Scores[T.min(bx * block_T + i, num_tokens - 1), T.min(e, E - 1)],
+                                         NEG_INF)
+                taken[i, e] = T.if_then_else(e < E, 0, 1)
             for r in T.serial(topk):
                 T.reduce_max(b, row_max, dim=1)
-                for i, e in T.Parallel(block_T, E):
+                for i, e in T.Parallel(block_T, Ep):
                     cand[i, e] = T.if_then_else((b[i, e] == row_max[i]) & (taken[i, e] == 0), e, E)
                 T.reduce_min(cand, first, dim=1)
                 for i in T.Parallel(block_T):
                     idx_shared[i, r] = first[i]
-                for i, e in T.Parallel(block_T, E):
+                for i, e in T.Parallel(block_T, Ep):
                     taken[i, e] = T.if_then_else(e == first[i], 1, taken[i, e])
                     b[i, e] = T.if_then_else(e == first[i], NEG_INF, b[i, e])
             T.copy(idx_shared, Idx[bx * block_T, 0])
@@ -104,6 +116,7 @@ def top2_sum_gate(num_tokens, num_experts=256, topk=8, n_groups=8, topk_groups=4
     _validate_gate(E, S, D, map_physical, num_ep_ranks, tp_rank, num_tp_ranks)
     per_rank = (E + D - 1) // num_ep_ranks
     per_dp = per_rank * num_tp_ranks
+    Ep = _pow2(E)  # the expert axis padded to a power of two (-inf, never selected)
 
     @T.prim_func
     def main(Logits: T.Tensor((num_tokens, E), "float32"), Bias: T.Tensor((E,), "float32"),
@@ -112,23 +125,26 @@ def top2_sum_gate(num_tokens, num_experts=256, topk=8, n_groups=8, topk_groups=4
              LogicalCount: T.Tensor((E + S,), "int32"), Idx: T.Tensor((num_tokens, K), "int32"),
              W: T.Tensor((num_tokens, K), "float32"), Unmapped: T.Tensor((num_tokens, topk), "int32")):
         with T.Kernel(T.ceildiv(num_tokens, block_T), threads=threads) as bx:
-            s = T.alloc_fragment((block_T, E), "float32")
-            b = T.alloc_fragment((block_T, E), "float32")
-            bias = T.alloc_fragment((E,), "float32")
-            cand = T.alloc_fragment((block_T, E), "int32")
+            s = T.alloc_fragment((block_T, Ep), "float32")
+            b = T.alloc_fragment((block_T, Ep), "float32")
+            bias = T.alloc_fragment((Ep,), "float32")
+            cand = T.alloc_fragment((block_T, Ep), "int32")
             row_max = T.alloc_fragment((block_T,), "float32")
             row_sum = T.alloc_fragment((block_T,), "float32")
             first = T.alloc_fragment((block_T,), "int32")
             ids = T.alloc_fragment((block_T, K), "int32")
             w = T.alloc_fragment((block_T, K), "float32")
             um = T.alloc_fragment((block_T, topk), "int32")
-            s_shared = T.alloc_shared((block_T, E), "float32")
+            s_shared = T.alloc_shared((block_T, Ep), "float32")
             idx_shared = T.alloc_shared((block_T, topk), "int32")
             w_shared = T.alloc_shared((block_T, topk), "float32")
             flags = T.alloc_shared((block_T, 2), "int32")  # [route, fixed] per token
 
-            T.copy(Logits[bx * block_T, 0], s)
-            T.copy(Bias, bias)
+            for i, e in T.Parallel(block_T, Ep):
+                s[i, e] = T.if_then_else(e < E, Logits[T.min(bx * block_T + i, num_tokens - 1), T.min(e, E - 1)],
+                                         NEG_INF)
+            for e in T.Parallel(Ep):
+                bias[e] = T.if_then_else(e < E, Bias[T.min(e, E - 1)], 0.0)
             for i in T.Parallel(block_T):
                 if use_mask:
                     flags[i, 0] = Mask[T.min(bx * block_T + i, num_tokens - 1)]
@@ -139,26 +155,28 @@ def top2_sum_gate(num_tokens, num_experts=256, topk=8, n_groups=8, topk_groups=4
                 else:
                     flags[i, 1] = 0
             if scoring == "softmax":
-                for i, e in T.Parallel(block_T, E):
+                for i, e in T.Parallel(block_T, Ep):
                     b[i, e] = s[i, e] + bias[e]
                 T.reduce_max(s, row_max, dim=1)
-                for i, e in T.Parallel(block_T, E):
+                for i, e in T.Parallel(block_T, Ep):
                     s[i, e] = T.exp(s[i, e] - row_max[i])
                 T.reduce_sum(s, row_sum, dim=1)
-                for i, e in T.Parallel(block_T, E):
+                for i, e in T.Parallel(block_T, Ep):
                     s[i, e] = s[i, e] / row_sum[i]
             elif scoring == "sigmoid":
-                for i, e in T.Parallel(block_T, E):
+                for i, e in T.Parallel(block_T, Ep):
                     s[i, e] = T.sigmoid(s[i, e])
                     b[i, e] = s[i, e] + bias[e]
             else:
-                for i, e in T.Parallel(block_T, E):
+                for i, e in T.Parallel(block_T, Ep):
                     s[i, e] = T.sqrt(T.if_then_else(s[i, e] > 20.0, s[i, e], T.log1p(T.exp(s[i, e]))))
                     b[i, e] = s[i, e] + bias[e]
+            for i, e in T.Parallel(block_T, Ep):
+                b[i, e] = T.if_then_else(e < E, b[i, e], NEG_INF)
             T.copy(s, s_shared)
 
             if topk_groups < G:
-                b_shared = T.alloc_shared((block_T, E), "float32")
+                b_shared = T.alloc_shared((block_T, Ep), "float32")
                 keep_shared = T.alloc_shared((block_T, G), "int32")
                 bg = T.alloc_fragment((block_T, G, Eg), "float32")
                 gcand = T.alloc_fragment((block_T, G, Eg), "int32")
@@ -190,17 +208,17 @@ def top2_sum_gate(num_tokens, num_experts=256, topk=8, n_groups=8, topk_groups=4
                         gkeep[i, g] = T.if_then_else(g == first[i], 1, gkeep[i, g])
                         gscore[i, g] = T.if_then_else(g == first[i], NEG_INF, gscore[i, g])
                 T.copy(gkeep, keep_shared)
-                for i, e in T.Parallel(block_T, E):
-                    b[i, e] = T.if_then_else(keep_shared[i, e // Eg] != 0, b[i, e], NEG_INF)
+                for i, e in T.Parallel(block_T, Ep):
+                    b[i, e] = T.if_then_else(keep_shared[i, T.min(e // Eg, G - 1)] != 0, b[i, e], NEG_INF)
 
             for r in T.serial(topk):
                 T.reduce_max(b, row_max, dim=1)
-                for i, e in T.Parallel(block_T, E):
-                    cand[i, e] = T.if_then_else(b[i, e] == row_max[i], e, E)
+                for i, e in T.Parallel(block_T, Ep):
+                    cand[i, e] = T.if_then_else(b[i, e] == row_max[i], e, Ep)
                 T.reduce_min(cand, first, dim=1)
                 for i in T.Parallel(block_T):
                     idx_shared[i, r] = first[i]
-                for i, e in T.Parallel(block_T, E):
+                for i, e in T.Parallel(block_T, Ep):
                     b[i, e] = T.if_then_else(e == first[i], NEG_INF, b[i, e])
 
             # fixed routing replaces the selection; the scores of the final ids, summed left to right
