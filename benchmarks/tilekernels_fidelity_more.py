@@ -23,9 +23,11 @@ from kernels.mhc import (
 )
 from kernels.moe_dispatch import expand_to_fused, fused_mapping, routed_topk
 from kernels.moe_dispatch_sf import expand_to_fused_sf, reduce_fused_sf
+from kernels.moe_gate import top2_sum_gate, topk_gate
 from kernels.moe_groups import aux_fi, group_count, topk_group_idx, unique_group_indices
 from kernels.moe_mapping import get_fused_mapping
 from kernels.quant_cast import per_channel_cast, per_token_cast_e5m6, per_token_cast_fp4
+from kernels.quant_cast_sf import per_token_cast_sf_only, per_token_cast_with_sf
 from kernels.swiglu_bwd import routed_inputs, swiglu_backward
 from kernels.swiglu_moe import swiglu_fp8_routed
 
@@ -276,3 +278,103 @@ def swiglu_routed_cases(h, R, rng, n):
 FAMILIES = {"quant": quant_cases, "swiglu_bwd": swiglu_bwd_cases, "moe_groups": moe_groups_cases,
             "moe_dispatch_sf": dispatch_sf_cases, "moe_mapping": mapping_cases, "mhc": mhc_cases,
             "engram": engram_cases, "swiglu_routed": swiglu_routed_cases}
+
+
+# ------------------------------------------------------------------ helper S: MoE gates (kernels/moe_gate.py)
+def gate_cases(h, R, rng, n):
+    """``topk_gate`` against ``stable_topk`` (bitwise, order included) and ``top2_sum_gate`` with its options
+    (token mask, fixed routing, shared experts as routed slots, logical -> physical map, EP/TP masking)
+    against TileKernels' reference: Idx and Unmapped bitwise, W ``rtol 1e-5`` (bitwise reported)."""
+    torch = h.torch
+    rows = []
+    tie = rng.integers(-8, 9, (n, 256)).astype(np.float32) / 4
+    tie[3] = -np.inf
+    tie[4, ::2] = -np.inf
+    for label, x, k in (("random 72 experts top-6", rng.standard_normal((n, 72)), 6),
+                        ("random 256 experts top-8", rng.standard_normal((n, 256)), 8),
+                        ("ties (1/4 grid), -inf rows, 256 top-8", tie, 8),
+                        ("ragged: 13 tok, 36 experts top-6", rng.standard_normal((13, 36)), 6)):
+        x = np.asarray(x, np.float32)
+        ours = topk_gate(*x.shape, k, block_T=8)(x)
+        ref = R["topk"].stable_topk(torch.from_numpy(x), k).numpy()
+        rows.append(("moe_topk_gate", label, [h.bitwise("Idx (order included)", ours, ref)]))
+
+    def run(label, T_, E, k, G, TG, S, scoring, ep, tp, tpr, pad, fix, mapped, tie_grid=False):
+        logits = (rng.integers(-8, 9, (T_, E)) / 4 if tie_grid else rng.standard_normal((T_, E)) * 2).astype(np.float32)
+        bias = (rng.integers(-2, 3, E) / 32 if tie_grid else rng.standard_normal(E) * 0.1).astype(np.float32)
+        mask = np.ones(T_, np.int32)
+        if pad:
+            mask[-pad:] = 0
+        fixm = (rng.random(T_) < 0.3).astype(np.int32)
+        fidx = rng.integers(0, E, (T_, k)).astype(np.int32)
+        D = 33 if mapped else 1
+        if mapped:
+            tph = rng.integers(0, E + D - 1, (E + S, D)).astype(np.int32)
+            cnt = rng.integers(1, D + 1, E + S).astype(np.int32)
+        else:
+            tph, cnt = np.arange(E + S, dtype=np.int32)[:, None], np.ones(E + S, np.int32)
+        kern = top2_sum_gate(T_, num_experts=E, topk=k, n_groups=max(G, 1), topk_groups=max(TG, 1), scoring=scoring,
+                             routed_scaling_factor=1.5, num_shared_experts=S, num_duplicates=D, use_mask=bool(pad),
+                             fix_routing=fix, map_physical=mapped, ep_rank=0, num_ep_ranks=ep, tp_rank=tpr,
+                             num_tp_ranks=tp, block_T=8)
+        idx, w, um = kern(logits, bias, mask, fixm, fidx, tph, cnt)
+        un = torch.from_numpy(fidx).long() if fix else torch.zeros((T_, k), dtype=torch.int64)
+        ridx, rw = R["topk"].top2_sum_gate(
+            torch.from_numpy(logits), torch.from_numpy(bias), k, TG, G, S > 0, S, 1.5, 0, ep, tpr, tp, scoring,
+            mask=torch.from_numpy(mask != 0) if pad else None,
+            fix_routing_mask=torch.from_numpy(fixm != 0) if fix else None,
+            to_physical_map=torch.from_numpy(tph) if mapped else None,
+            logical_count=torch.from_numpy(cnt) if mapped else None, unmapped_topk_idx=un)
+        rows.append(("moe_top2_sum_gate", label, [
+            h.bitwise("Idx (order included)", idx, ridx.numpy()), h.bitwise("Unmapped", um, un.numpy()),
+            h.close("W", w, rw.numpy(), 1e-5, 1e-8), dict(h.bitwise("W", w, rw.numpy()), mode="bitwise (informative)")]))
+
+    for scoring in ("sigmoid", "sqrtsoftplus", "softmax"):
+        run(f"DeepSeek-V3 8/4 groups, 2 shared, 32 extra, EP 4 TP 2 rank 1, mask, fixed, {scoring}",
+            n, 256, 8, 8, 4, 2, scoring, 4, 2, 1, 10, True, True)
+    run("8/8 groups (plain), 2 shared, mapped, EP 4 TP 2 rank 0, sigmoid", n, 256, 8, 8, 8, 2, "sigmoid", 4, 2, 0,
+        0, False, True)
+    run("72 experts top-6, no groups, 1 shared, mapped, mask, fixed, softmax", n, 72, 6, 0, 0, 1, "softmax", 4, 2, 0,
+        10, True, True)
+    run("ties (1/4 grid), 256 top-8 8/4, no map, EP 4 TP 2 rank 1, fixed", n, 256, 8, 8, 4, 0, "sigmoid", 4, 2, 1,
+        0, True, False, tie_grid=True)
+    run("ragged: 13 tok, 36 experts top-6 in 2 groups/1, mask, sqrtsoftplus", 13, 36, 6, 2, 1, 0, "sqrtsoftplus",
+        1, 1, 0, 3, False, False)
+    return rows
+
+
+def cast_sf_cases(h, R, rng, n):
+    """``per_token_cast_with_sf_only`` (against ``cast(...)[1]``) and ``per_token_cast_with_precomputed_sf``
+    (against ``cast(..., sf=S)``) for e4m3 and packed e2m1, fp32 and UE8M0 scales, bitwise."""
+    sat = h._act(rng, (n, 256))
+    sat[1] = 0.0
+    sat[2, :64] = 3e38
+    sat[5, 100:140] = 1e-30
+    inputs = [("random bf16 %dx512" % n, h._act(rng, (n, 512)).astype(h.BF16)),
+              ("edges fp32: zero row, 3e38, tiny group", sat),
+              ("ragged bf16 37x200", h._act(rng, (37, 200)).astype(h.BF16))]
+    rows = []
+    for label, x in inputs:
+        M, N = x.shape
+        xt = h._to_torch(x)
+        in_dtype = "bfloat16" if x.dtype == h.BF16 else "float32"
+        for fmt, g in (("e4m3", 128), ("e2m1", 32)):
+            for ue8m0 in (False, True):
+                tag = f" {fmt} 1x{g}" + (" ue8m0" if ue8m0 else "")
+                s = per_token_cast_sf_only(M, N, fmt=fmt, group_size=g, in_dtype=in_dtype, use_ue8m0=ue8m0)(x)
+                _, rs = R["cast"].cast(xt, fmt, (1, g), round_sf=ue8m0)
+                rows.append(("quant_cast_per_token_sf_only" + tag, label, [h.bitwise("S", s, rs.numpy())]))
+            # precomputed scales: the cast's own, and the same scaled by 1/4 ... 2 (values saturate)
+            s0 = per_token_cast_sf_only(M, N, fmt=fmt, group_size=g, in_dtype=in_dtype)(x)
+            s1 = (s0 * rng.choice(np.float32([0.25, 0.5, 0.7, 1.0, 2.0]), s0.shape)).astype(np.float32)
+            for sl, sf in (("own scales", s0), ("scales x 1/4..2", s1)):
+                q = per_token_cast_with_sf(M, N, fmt=fmt, group_size=g, in_dtype=in_dtype)(x, sf)
+                rq = R["cast"].cast(xt, fmt, (1, g), sf=h.torch.from_numpy(sf))
+                rq = h._to_np(rq) if fmt == "e4m3" else rq.numpy()
+                rows.append((f"quant_cast_per_token_with_sf {fmt} 1x{g}", f"{label}, {sl}",
+                             [h.bitwise("Q", q, rq)]))
+    return rows
+
+
+FAMILIES["gate"] = gate_cases
+FAMILIES["cast_sf"] = cast_sf_cases

@@ -17,9 +17,9 @@ get weights 0, not NaN. ``softplus(x)`` is ``x`` above 20 and ``log1p(exp(x))`` 
 threshold). DeepSeek-V3: 256 experts, top-8, 8 groups of 32, top-4 groups, sigmoid, factor 2.5.
 ``n_groups=1`` is plain top-k (Mixtral / Qwen-MoE style, usually with softmax scoring).
 
-Not carried over from ``top2_sum_gate`` (tilesim has no counterpart yet; docs/kernels-1.md): shared
-experts appended as routed slots, the token mask and fixed routing, the logical → physical expert map,
-and EP/TP index masking (``mask_indices_by_tp`` is its own kernel in TileKernels).
+The options of ``top2_sum_gate`` this kernel leaves out — shared experts appended as routed slots, the
+token mask and fixed routing, the logical → physical expert map, and EP/TP index masking — are options of
+``kernels.moe_gate.top2_sum_gate`` (registry ``moe_top2_sum_gate``), which computes the same selection.
 
 The kernel holds ``block_T`` tokens × all experts in registers. Fragments are only ever indexed by their
 own ``T.Parallel`` variables; every other access goes through shared memory: the unbiased scores (the
