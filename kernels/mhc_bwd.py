@@ -154,4 +154,177 @@ register(KernelSpec(
     tolerance={"rtol": 1e-4, "atol": 1e-5},
 ))
 
-__all__ = ["sinkhorn_bwd", "ref_sinkhorn_bwd", "ref_sinkhorn"]
+
+
+# ------------------------------------------------------------------------------------------ stream kernels
+@tilelang.jit(out_idx=[1])
+def mhc_expand_bwd(N, m, H, block_N=8, block_H=256, dtype="bfloat16", threads=128):
+    @T.prim_func
+    def main(OG: T.Tensor((N, m, H), dtype), XG: T.Tensor((N, H), dtype)):
+        with T.Kernel(T.ceildiv(H, block_H), T.ceildiv(N, block_N), threads=threads) as (bx, by):
+            og = T.alloc_shared((block_N, m, block_H), dtype)
+            acc = T.alloc_fragment((block_N, block_H), "float32")
+            T.copy(OG[by * block_N, 0, bx * block_H], og)
+            T.clear(acc)
+            for r in T.serial(m):
+                for i, j in T.Parallel(block_N, block_H):
+                    acc[i, j] = acc[i, j] + T.cast(og[i, r, j], "float32")
+            T.copy(acc, XG[by * block_N, bx * block_H])
+
+    return main
+
+
+@tilelang.jit(out_idx=[3, 4])
+def mhc_pre_apply_mix_bwd(N, m, H, block_N=4, block_H=256, dtype="bfloat16", threads=128):
+    @T.prim_func
+    def main(OG: T.Tensor((N, H), dtype), X: T.Tensor((N, m, H), dtype), Mix: T.Tensor((N, m), "float32"),
+             XG: T.Tensor((N, m, H), dtype), MixG: T.Tensor((N, m), "float32")):
+        with T.Kernel(T.ceildiv(N, block_N), threads=threads) as bx:
+            og = T.alloc_shared((block_N, block_H), dtype)
+            xs = T.alloc_shared((block_N, m, block_H), dtype)
+            w = T.alloc_shared((block_N, m), "float32")
+            xg = T.alloc_fragment((block_N, m, block_H), "float32")
+            t = T.alloc_fragment((block_N, m, block_H), "float32")
+            mg = T.alloc_fragment((block_N, m), "float32")
+            T.copy(Mix[bx * block_N, 0], w)
+            T.clear(mg)
+            for hb in T.serial(T.ceildiv(H, block_H)):
+                T.copy(OG[bx * block_N, hb * block_H], og)
+                T.copy(X[bx * block_N, 0, hb * block_H], xs)
+                for i, r, j in T.Parallel(block_N, m, block_H):
+                    xg[i, r, j] = w[i, r] * T.cast(og[i, j], "float32")
+                    t[i, r, j] = T.cast(og[i, j], "float32") * T.cast(xs[i, r, j], "float32")
+                T.reduce_sum(t, mg, dim=2, clear=False)
+                T.copy(xg, XG[bx * block_N, 0, hb * block_H])
+            T.copy(mg, MixG[bx * block_N, 0])
+
+    return main
+
+
+@tilelang.jit(out_idx=[5, 6, 7, 8])
+def mhc_post_bwd(N, m, H, block_N=2, block_H=256, dtype="bfloat16", threads=128):
+    @T.prim_func
+    def main(OG: T.Tensor((N, m, H), dtype), X: T.Tensor((N, H), dtype), Res: T.Tensor((N, m, H), dtype),
+             Post: T.Tensor((N, m), "float32"), Comb: T.Tensor((N, m, m), "float32"),
+             XG: T.Tensor((N, H), dtype), ResG: T.Tensor((N, m, H), dtype), PostG: T.Tensor((N, m), "float32"),
+             CombG: T.Tensor((N, m, m), "float32")):
+        with T.Kernel(T.ceildiv(N, block_N), threads=threads) as bx:
+            og = T.alloc_shared((block_N, m, block_H), dtype)
+            xs = T.alloc_shared((block_N, block_H), dtype)
+            rs = T.alloc_shared((block_N, m, block_H), dtype)
+            ps = T.alloc_shared((block_N, m), "float32")
+            cs = T.alloc_shared((block_N, m, m), "float32")
+            cg = T.alloc_shared((block_N, m, m), "float32")
+            xg = T.alloc_fragment((block_N, block_H), "float32")
+            rg = T.alloc_fragment((block_N, m, block_H), "float32")
+            t = T.alloc_fragment((block_N, m, block_H), "float32")
+            pg = T.alloc_fragment((block_N, m), "float32")
+            d = T.alloc_fragment((block_N, m), "float32")
+            T.copy(Post[bx * block_N, 0], ps)
+            T.copy(Comb[bx * block_N, 0, 0], cs)
+            T.clear(pg)
+            for i, r, c in T.Parallel(block_N, m, m):
+                cg[i, r, c] = 0.0
+            for hb in T.serial(T.ceildiv(H, block_H)):
+                T.copy(OG[bx * block_N, 0, hb * block_H], og)
+                T.copy(X[bx * block_N, hb * block_H], xs)
+                T.copy(Res[bx * block_N, 0, hb * block_H], rs)
+                T.clear(xg)
+                T.clear(rg)
+                for c in T.serial(m):
+                    for i, j in T.Parallel(block_N, block_H):
+                        xg[i, j] = xg[i, j] + ps[i, c] * T.cast(og[i, c, j], "float32")
+                    for i, r, j in T.Parallel(block_N, m, block_H):
+                        rg[i, r, j] = rg[i, r, j] + cs[i, r, c] * T.cast(og[i, c, j], "float32")
+                for i, c, j in T.Parallel(block_N, m, block_H):
+                    t[i, c, j] = T.cast(xs[i, j], "float32") * T.cast(og[i, c, j], "float32")
+                T.reduce_sum(t, pg, dim=2, clear=False)
+                for r in T.serial(m):
+                    for i, c, j in T.Parallel(block_N, m, block_H):
+                        t[i, c, j] = T.cast(rs[i, r, j], "float32") * T.cast(og[i, c, j], "float32")
+                    T.reduce_sum(t, d, dim=2)
+                    for i, c in T.Parallel(block_N, m):
+                        cg[i, r, c] = cg[i, r, c] + d[i, c]
+                T.copy(xg, XG[bx * block_N, hb * block_H])
+                T.copy(rg, ResG[bx * block_N, 0, hb * block_H])
+            T.copy(pg, PostG[bx * block_N, 0])
+            T.copy(cg, CombG[bx * block_N, 0, 0])
+
+    return main
+
+
+def _round(a, dtype):
+    return _dt.convert(np.asarray(a).astype(np.float32), _dt.canon(str(dtype)))
+
+
+def ref_expand_bwd(OG, **_):
+    return _round(OG.astype(np.float64).sum(axis=1), OG.dtype)
+
+
+def ref_pre_apply_mix_bwd(OG, X, Mix, **_):
+    og = OG.astype(np.float64)
+    return (_round(Mix[:, :, None].astype(np.float64) * og[:, None, :], X.dtype),
+            np.einsum("nh,nrh->nr", og, X.astype(np.float64)).astype(np.float32))
+
+
+def ref_post_bwd(OG, X, Res, Post, Comb, **_):
+    og, x, res = OG.astype(np.float64), X.astype(np.float64), Res.astype(np.float64)
+    return (_round(np.einsum("nc,nch->nh", Post.astype(np.float64), og), X.dtype),
+            _round(np.einsum("nrc,nch->nrh", Comb.astype(np.float64), og), X.dtype),
+            np.einsum("nh,nch->nc", x, og).astype(np.float32),
+            np.einsum("nrh,nch->nrc", res, og).astype(np.float32))
+
+
+def _bf(rng, shape, dtype="bfloat16"):
+    return _round(rng.standard_normal(shape), dtype)
+
+
+def _isz(dtype):
+    return _dt.itemsize(_dt.canon(dtype))
+
+
+_TOK = ({"label": "DeepSeek-V4-style mHC x4, hidden 7168, 4096 tok", "N": 4096, "H": 7168},)
+_EDGE = ({"label": "ragged: 37 tok, hidden 200", "N": 37, "H": 200},
+         {"label": "m 2, 5 tok, hidden 70", "N": 5, "H": 70, "m": 2})
+_TUNE = {"block_N": [1, 2, 4, 8], "block_H": [128, 256, 512]}
+_BF_TOL = {"rtol": 2.0 ** -7, "atol": 1e-5}
+
+register(KernelSpec(
+    name="mhc_expand_bwd", family="mhc_bwd", description="mHC expand backward: the m stream gradients summed (fp32)",
+    build=lambda N, m, H, block_N, block_H, threads, dtype="bfloat16", **_: mhc_expand_bwd(N, m, H, block_N, block_H,
+                                                                                           dtype, threads),
+    make_inputs=lambda rng, N, m, H, dtype="bfloat16", **_: (_bf(rng, (N, m, H), dtype),), reference=ref_expand_bwd,
+    flops=lambda N, m, H, **_: N * m * H, bytes=lambda N, m, H, dtype="bfloat16", **_: int(N * H * (m + 1) * _isz(dtype)),
+    shapes=_TOK, test_shapes=_EDGE, tunables=_TUNE,
+    defaults={"m": 4, "threads": 128, "block_N": 8, "block_H": 256, "dtype": "bfloat16"}, tolerance=_BF_TOL))
+
+register(KernelSpec(
+    name="mhc_pre_apply_mix_bwd", family="mhc_bwd",
+    description="mHC pre-apply-mix backward: stream gradients mix * grad, mix gradient sum_h grad * x (fp32)",
+    build=lambda N, m, H, block_N, block_H, threads, dtype="bfloat16", **_: mhc_pre_apply_mix_bwd(
+        N, m, H, block_N, block_H, dtype, threads),
+    make_inputs=lambda rng, N, m, H, dtype="bfloat16", **_: (_bf(rng, (N, H), dtype), _bf(rng, (N, m, H), dtype),
+                                                             rng.random((N, m)).astype(np.float32)),
+    reference=ref_pre_apply_mix_bwd,
+    flops=lambda N, m, H, **_: 3 * N * m * H, bytes=lambda N, m, H, dtype="bfloat16", **_: int(N * H * (2 * m + 1) * _isz(dtype)),
+    shapes=_TOK, test_shapes=_EDGE, tunables=_TUNE,
+    defaults={"m": 4, "threads": 128, "block_N": 4, "block_H": 256, "dtype": "bfloat16"},
+    tolerance={"rtol": 2.0 ** -7, "atol": 1e-4}))
+
+register(KernelSpec(
+    name="mhc_post_bwd", family="mhc_bwd",
+    description="mHC post backward: x and residual gradients (one rounding), post and comb gradients (fp32 sums over H)",
+    build=lambda N, m, H, block_N, block_H, threads, dtype="bfloat16", **_: mhc_post_bwd(N, m, H, block_N, block_H,
+                                                                                         dtype, threads),
+    make_inputs=lambda rng, N, m, H, dtype="bfloat16", **_: (
+        _bf(rng, (N, m, H), dtype), _bf(rng, (N, H), dtype), _bf(rng, (N, m, H), dtype),
+        rng.standard_normal((N, m)).astype(np.float32), rng.standard_normal((N, m, m)).astype(np.float32)),
+    reference=ref_post_bwd,
+    flops=lambda N, m, H, **_: 4 * N * m * (m + 1) * H,
+    bytes=lambda N, m, H, dtype="bfloat16", **_: int(N * H * (3 * m + 2) * _isz(dtype)),
+    shapes=_TOK, test_shapes=_EDGE, tunables=_TUNE,
+    defaults={"m": 4, "threads": 128, "block_N": 2, "block_H": 256, "dtype": "bfloat16"},
+    tolerance={"rtol": 2.0 ** -7, "atol": 1e-4}))
+
+__all__ = ["mhc_expand_bwd", "mhc_post_bwd", "mhc_pre_apply_mix_bwd", "ref_expand_bwd", "ref_post_bwd",
+           "ref_pre_apply_mix_bwd", "ref_sinkhorn", "ref_sinkhorn_bwd", "sinkhorn_bwd"]
