@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import tilesim
 from kernels import mhc_bwd as K
+from kernels import mhc_bwd_mix as KM
 from kernels.sinkhorn import ref_sinkhorn
 from tilesim import dtypes as dt
 from tilesim.testing.compare import compare_arrays
@@ -129,3 +130,68 @@ def test_stream_bwd_serial_equals_batched():
     k = K.mhc_post_bwd(N, m, H, block_N=2, block_H=64)
     for a, b in zip(k(*args), k.run(*args, options=tilesim.InterpOptions(mode="serial")), strict=True):
         assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+def _sig(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _split_fwd64(x, sc, base, m, pm=2.0):
+    part = np.repeat([0, 1, 2], [m, m, m * m])
+    v = x * sc[part] + base
+    return np.concatenate([_sig(v[:, :m]) + 1e-6, _sig(v[:, m:2 * m]) * pm, v[:, 2 * m:]], axis=1)
+
+
+@settings(max_examples=6, deadline=None)
+@given(N=st.integers(1, 150), m=st.sampled_from([1, 2, 3, 4]), block_N=st.sampled_from([16, 32, 64]),
+       seed=st.integers(0, 999))
+def test_mix_bwd_match_references(N, m, block_N, seed):
+    rng = np.random.default_rng(seed)
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    args = (f(N, m), f(N, m), f(1), f(m))
+    for o, r, name in zip(KM.mhc_head_compute_mix_bwd(N, m, block_N)(*args), KM.ref_head_compute_mix_bwd(*args),
+                          ("MixG", "ScaleG", "BaseG"), strict=True):
+        _ok(o, r, 1e-4, 1e-5, name)
+    args = (f(N, m), f(N, m), f(N, m, m), f(N, m * (2 + m)), f(3), f(m * (2 + m)))
+    for o, r, name in zip(KM.mhc_pre_split_mixes_bwd(N, m, 2.0, block_N)(*args), KM.ref_pre_split_mixes_bwd(*args, m=m),
+                          ("MixesG", "ScaleG", "BaseG"), strict=True):
+        _ok(o, r, 1e-4, 1e-5, name)
+
+
+def test_mix_bwd_finite_differences():
+    """The references against central differences of float64 forwards; the kernels against the references."""
+    rng = np.random.default_rng(3)
+    N, m, h = 6, 2, 1e-6
+    M3 = m * (2 + m)
+    gp, gq, gc = rng.standard_normal((N, m)), rng.standard_normal((N, m)), rng.standard_normal((N, m, m))
+    x, sc, base = rng.standard_normal((N, M3)), rng.standard_normal(3).astype(np.float32).astype(np.float64), \
+        rng.standard_normal(M3)
+    gcat = np.concatenate([gp, gq, gc.reshape(N, m * m)], axis=1)
+    loss = lambda x_, s_, b_: (_split_fwd64(x_, s_, b_, m) * gcat).sum()  # noqa: E731
+    ref = KM.ref_pre_split_mixes_bwd(gp, gq, gc, x, sc, base, m=m)
+
+    def fd(arr, which):
+        out = np.zeros_like(arr)
+        for idx in np.ndindex(*arr.shape):
+            a, b = arr.copy(), arr.copy()
+            a[idx] += h
+            b[idx] -= h
+            args_p = [a if k == which else v for k, v in enumerate((x, sc, base))]
+            args_m = [b if k == which else v for k, v in enumerate((x, sc, base))]
+            out[idx] = (loss(*args_p) - loss(*args_m)) / (2 * h)
+        return out
+
+    for k, arr in enumerate((x, sc, base)):
+        assert np.abs(ref[k] - fd(arr, k)).max() <= 1e-5 * max(1.0, np.abs(ref[k]).max())
+    f32 = [a.astype(np.float32) for a in (gp, gq, gc, x, sc, base)]
+    for o, r in zip(KM.mhc_pre_split_mixes_bwd(N, m, 2.0, 4)(*f32), KM.ref_pre_split_mixes_bwd(*f32, m=m), strict=True):
+        _ok(o, r, 1e-4, 1e-5)
+    # head mix: the same sigmoid gradient on the pre part alone
+    g1, x1, s1, b1 = (rng.standard_normal(s).astype(np.float32) for s in ((N, m), (N, m), (1,), (m,)))
+    mg, sg, bg = KM.mhc_head_compute_mix_bwd(N, m, 4)(g1, x1, s1, b1)
+    hl = lambda xx, ss: (g1 * _sig(xx * ss + b1.astype(np.float64))).sum()  # noqa: E731
+    x64, s64 = x1.astype(np.float64), float(s1[0])
+    assert abs(sg[0] - (hl(x64, s64 + h) - hl(x64, s64 - h)) / (2 * h)) <= 1e-4 * max(1.0, abs(sg[0]))
+    e = np.zeros_like(x64)
+    e[2, 1] = h
+    assert abs(mg[2, 1] - (hl(x64 + e, s64) - hl(x64 - e, s64)) / (2 * h)) <= 1e-5
