@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import tilesim
 from kernels import mhc_bwd as K
 from kernels import mhc_bwd_mix as KM
+from kernels import mhc_bwd_norm as KN
 from kernels.sinkhorn import ref_sinkhorn
 from tilesim import dtypes as dt
 from tilesim.testing.compare import compare_arrays
@@ -195,3 +196,53 @@ def test_mix_bwd_finite_differences():
     e = np.zeros_like(x64)
     e[2, 1] = h
     assert abs(mg[2, 1] - (hl(x64 + e, s64) - hl(x64 - e, s64)) / (2 * h)) <= 1e-5
+
+
+def _norm_fwd64(x, fn, eps=1e-6):
+    return (x @ fn.T) / np.sqrt((x * x).mean(axis=1, keepdims=True) + eps)
+
+
+@settings(max_examples=5, deadline=None)
+@given(N=st.integers(1, 45), H=st.integers(1, 150), m=st.sampled_from([1, 2, 4]), dtype=st.sampled_from(["bfloat16", "float32"]),
+       block_K=st.sampled_from([32, 128]), seed=st.integers(0, 999))
+def test_norm_fn_bwd_matches_reference(N, H, m, dtype, block_K, seed):
+    rng = np.random.default_rng(seed)
+    M3 = m * (2 + m)
+    g = rng.standard_normal((N, M3)).astype(np.float32)
+    res = dt.convert((rng.standard_normal((N, m * H)) * 3).astype(np.float32), dtype)
+    fn = (rng.standard_normal((M3, m * H)) * 0.05).astype(np.float32)
+    rg, fg = KN.mhc_pre_norm_fn_bwd(N, m * H, M3, block_N=16, block_K=block_K, dtype=dtype)(g, res, fn)
+    rrg, rfg = KN.ref_pre_norm_fn_bwd(g, res, fn)
+    # ResG: one output ulp plus fp32 error relative to |G|·|Fn| / rms (the terms of the sum)
+    x64 = res.astype(np.float64)
+    scale = (np.abs(g) @ np.abs(fn)) / np.sqrt((x64 ** 2).mean(axis=1, keepdims=True) + 1e-6)
+    ulp = 2.0 ** -7 if dtype == "bfloat16" else 1e-6
+    assert np.all(np.abs(rg.astype(np.float64) - rrg.astype(np.float64)) <= ulp * np.abs(rrg.astype(np.float64)) + 1e-5 * scale + 1e-6)
+    fscale = (np.abs(g) / np.sqrt((x64 ** 2).mean(axis=1, keepdims=True) + 1e-6)).T @ np.abs(x64)
+    assert np.all(np.abs(fg - rfg) <= 1e-5 * fscale + 1e-6)
+
+
+def test_norm_fn_bwd_finite_differences():
+    rng = np.random.default_rng(9)
+    N, m, H = 4, 2, 12
+    M3, K = m * (2 + m), m * H
+    g = rng.standard_normal((N, M3))
+    x, fn = rng.standard_normal((N, K)), rng.standard_normal((M3, K)) * 0.1
+    rrg, rfg = KN.ref_pre_norm_fn_bwd(g, x, fn)
+    h = 1e-6
+    for arr, ref, which in ((x, rrg, 0), (fn, rfg, 1)):
+        fd = np.zeros_like(arr)
+        for idx in np.ndindex(*arr.shape):
+            a, b = arr.copy(), arr.copy()
+            a[idx] += h
+            b[idx] -= h
+            fp = _norm_fwd64(a, fn) if which == 0 else _norm_fwd64(x, a)
+            fm = _norm_fwd64(b, fn) if which == 0 else _norm_fwd64(x, b)
+            fd[idx] = ((fp - fm) * g).sum() / (2 * h)
+        assert np.abs(ref - fd).max() <= 1e-5 * max(1.0, np.abs(fd).max())
+    rg, fg = KN.mhc_pre_norm_fn_bwd(N, K, M3, block_N=2, block_K=16, dtype="float32")(
+        g.astype(np.float32), x.astype(np.float32), fn.astype(np.float32))
+    _ok(rg, rrg, 1e-4, 1e-5, "ResG")
+    _ok(fg, rfg, 1e-4, 1e-5, "FnG")
+    with pytest.raises(ValueError, match="M3 <= 32"):
+        KN.mhc_pre_norm_fn_bwd(8, 64, 35)
