@@ -23,6 +23,7 @@ from kernels.mhc import (
 )
 from kernels.mhc_bwd import mhc_expand_bwd, mhc_post_bwd, mhc_pre_apply_mix_bwd, sinkhorn_bwd
 from kernels.mhc_bwd_mix import mhc_head_compute_mix_bwd, mhc_pre_split_mixes_bwd
+from kernels.mhc_bwd_norm import mhc_pre_norm_fn_bwd
 from kernels.moe_dispatch import expand_to_fused, fused_mapping, routed_topk
 from kernels.moe_dispatch_sf import expand_to_fused_sf, reduce_fused_sf
 from kernels.moe_groups import aux_fi, group_count, topk_group_idx, unique_group_indices
@@ -335,6 +336,19 @@ def _mhc_mix_bwd_rows(h, M, rng, label, n0, n1, m):
     return rows
 
 
+def _mhc_norm_bwd_rows(h, M, rng, label, n0, n1, m, H):
+    N, M3 = n0 * n1, m * (2 + m)
+    g = rng.standard_normal((N, M3)).astype(np.float32)
+    res = (rng.standard_normal((N, m * H)) * 2).astype(np.float32).astype(h.BF16)
+    fn = (rng.standard_normal((M3, m * H)) * 0.05).astype(np.float32)
+    rg, fg = mhc_pre_norm_fn_bwd(N, m * H, M3, eps=1e-6)(g, res, fn)
+    rrg, rfg = _grads(h, lambda a, b: M.mhc_pre_norm_fn_ref(a.view(n0, n1, m, H), b, None, 1e-6).view(N, M3), [res, fn], g)
+    rrg = rrg.reshape(N, m * H)
+    return [("mhc_pre_norm_fn_bwd", label, [
+        h.close("ResG bf16 (1 ulp)", rg, rrg, 2**-7, 1e-4), dict(h.bitwise("ResG", rg, rrg), mode="bitwise (informative)"),
+        h.close("FnG (TileKernels' test tol.)", fg, rfg, 1e-3, 1e-3), h.close("FnG (fp32 tol.)", fg, rfg, 1e-4, 1e-4)])]
+
+
 def mhc_bwd_cases(h, R, rng, n):
     """Sinkhorn and mHC stream backward kernels against autograd through TileKernels' ``*_ref`` functions (what
     TileKernels' own tests compare its backward kernels with); tokens flattened as in ``mhc_cases``."""
@@ -359,6 +373,7 @@ def mhc_bwd_cases(h, R, rng, n):
                                 ("ragged: 37 tok, x2, hidden 200", 1, 37, 2, 200)):
         rows += _mhc_stream_bwd_rows(h, M, rng, label, n0, n1, m, H)
         rows += _mhc_mix_bwd_rows(h, M, rng, label, n0, n1, m)
+        rows += _mhc_norm_bwd_rows(h, M, rng, label, n0, n1, m, H)
     return rows
 
 
