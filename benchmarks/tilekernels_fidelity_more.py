@@ -2,7 +2,8 @@
 FP4 and E5M6 casts (``quant``), SwiGLU backward (``swiglu_bwd``), the routed SwiGLU forward
 (``swiglu_routed``), the MoE group kernels (``moe_groups``), dispatch
 and combine with scales (``moe_dispatch_sf``), the fused-layout kernel (``moe_mapping``), the mHC forward kernels
-(``mhc``) and Engram (``engram``).
+(``mhc``), Engram (``engram``) and the mHC/Sinkhorn backward kernels (``mhc_bwd``: torch autograd through
+TileKernels' ``*_ref`` functions, as TileKernels' own backward tests do).
 
 Each family is ``fn(h, R, rng, n) -> [(kernel, case, outputs)]`` like the script's own families, with ``h`` a
 namespace of the script's comparison and conversion helpers (``bitwise``, ``close``, ``_to_np``,
@@ -346,7 +347,7 @@ def _mhc_norm_bwd_rows(h, M, rng, label, n0, n1, m, H):
     rrg = rrg.reshape(N, m * H)
     return [("mhc_pre_norm_fn_bwd", label, [
         h.close("ResG bf16 (1 ulp)", rg, rrg, 2**-7, 1e-4), dict(h.bitwise("ResG", rg, rrg), mode="bitwise (informative)"),
-        h.close("FnG (TileKernels' test tol.)", fg, rfg, 1e-3, 1e-3), h.close("FnG (fp32 tol.)", fg, rfg, 1e-4, 1e-4)])]
+        h.close("FnG (TileKernels' test tol.)", fg, rfg, 1e-3, 3e-2), h.close("FnG (fp32 tol.)", fg, rfg, 1e-4, 1e-4)])]
 
 
 def mhc_bwd_cases(h, R, rng, n):
