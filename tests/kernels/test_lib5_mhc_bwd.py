@@ -1,8 +1,8 @@
-"""mHC backward kernels (kernels/mhc_bwd.py) against float64 references on batch sizes, token counts and hidden
-sizes the tiles do not divide; the Sinkhorn gradient against central finite differences of the float64
-forward and the exact identity of its softmax (each row of the input gradient sums to 0); the stream
-kernels' adjoint identities (``<OG, forward(inputs)> = Σ gradient·input`` for the bilinear forwards) and
-bitwise stream sums."""
+"""mHC backward kernels (kernels/mhc_bwd.py, mhc_bwd_mix.py, mhc_bwd_norm.py) against float64 references on batch
+sizes, token counts and hidden sizes the tiles do not divide; the Sinkhorn gradient against central finite
+differences of the float64 forward and the exact identity of its softmax (each row of the input gradient sums to
+0); the stream kernels' adjoint identities (``<OG, forward(inputs)> = Σ gradient·input`` for the bilinear
+forwards) and bitwise stream sums; the mix and norm_fn references against central finite differences."""
 
 import numpy as np
 import pytest
