@@ -2,7 +2,8 @@
 FP4 and E5M6 casts (``quant``), SwiGLU backward (``swiglu_bwd``), the routed SwiGLU forward
 (``swiglu_routed``), the MoE group kernels (``moe_groups``), dispatch
 and combine with scales (``moe_dispatch_sf``), the fused-layout kernel (``moe_mapping``), the mHC forward kernels
-(``mhc``) and Engram (``engram``).
+(``mhc``), Engram (``engram``) and the mHC/Sinkhorn backward kernels (``mhc_bwd``: torch autograd through
+TileKernels' ``*_ref`` functions, as TileKernels' own backward tests do).
 
 Each family is ``fn(h, R, rng, n) -> [(kernel, case, outputs)]`` like the script's own families, with ``h`` a
 namespace of the script's comparison and conversion helpers (``bitwise``, ``close``, ``_to_np``,
@@ -21,6 +22,9 @@ from kernels.mhc import (
     mhc_pre_norm_fn,
     mhc_pre_split_mixes,
 )
+from kernels.mhc_bwd import mhc_expand_bwd, mhc_post_bwd, mhc_pre_apply_mix_bwd, sinkhorn_bwd
+from kernels.mhc_bwd_mix import mhc_head_compute_mix_bwd, mhc_pre_split_mixes_bwd
+from kernels.mhc_bwd_norm import mhc_pre_norm_fn_bwd
 from kernels.moe_dispatch import expand_to_fused, fused_mapping, routed_topk
 from kernels.moe_dispatch_sf import expand_to_fused_sf, reduce_fused_sf
 from kernels.moe_gate import top2_sum_gate, topk_gate
@@ -275,7 +279,108 @@ def swiglu_routed_cases(h, R, rng, n):
     return rows
 
 
-FAMILIES = {"quant": quant_cases, "swiglu_bwd": swiglu_bwd_cases, "moe_groups": moe_groups_cases,
+def _grads(h, fn, inputs, out_grad):
+    """TileKernels' reference ``fn`` differentiated by torch autograd: the inputs' gradients for ``out_grad``."""
+    ts = [h._to_torch(a).requires_grad_() for a in inputs]
+    outs, ogs = fn(*ts), out_grad
+    if not isinstance(outs, tuple):
+        outs, ogs = (outs,), (out_grad,)
+    h.torch.autograd.backward(list(outs), [h._to_torch(g) for g in ogs])
+    return [h._to_np(t.grad) for t in ts]
+
+
+def _mhc_stream_bwd_rows(h, M, rng, label, n0, n1, m, H):
+    rows = []
+    N = n0 * n1
+    bf = lambda *s: (rng.standard_normal(s)).astype(np.float32).astype(h.BF16)  # noqa: E731
+    og3, og2, x, res = bf(N, m, H), bf(N, H), bf(N, H), bf(N, m, H)
+    ours = mhc_expand_bwd(N, m, H)(og3)
+    (ref,) = _grads(h, lambda t: M.expand_to_mhc_ref(t.view(n0, n1, H), m).view(N, m, H), [x], og3)
+    rows.append(("mhc_expand_bwd", label, [h.close("XG bf16 (1 ulp)", ours, ref, 2**-7, 1e-5),
+                                           dict(h.bitwise("XG", ours, ref), mode="bitwise (informative)")]))
+    w = np.exp(rng.standard_normal((N, m))).astype(np.float32)
+    w /= w.sum(axis=1, keepdims=True)
+    xg, mg = mhc_pre_apply_mix_bwd(N, m, H)(og2, res, w)
+    rxg, rmg = _grads(h, lambda a, b: M.mhc_pre_apply_mix_ref(a.view(n0, n1, m, H), b.view(n0, n1, m, 1)).view(N, H),
+                      [res, w], og2)
+    rows.append(("mhc_pre_apply_mix_bwd", label, [
+        h.close("XG bf16 (1 ulp)", xg, rxg, 2**-7, 1e-5), dict(h.bitwise("XG", xg, rxg), mode="bitwise (informative)"),
+        h.close("MixG (fp32)", mg, rmg.reshape(N, m), 1e-4, 1e-5)]))
+    pm, cm = rng.standard_normal((N, m)).astype(np.float32), rng.standard_normal((N, m, m)).astype(np.float32)
+    outs = mhc_post_bwd(N, m, H)(og3, x, res, pm, cm)
+    refs = _grads(h, lambda a, b, c, d: M.mhc_post_ref(a.view(n0, n1, H), b.view(n0, n1, m, H), c.view(n0, n1, m, 1),
+                                                       d.view(n0, n1, m, m)).view(N, m, H), [x, res, pm, cm], og3)
+    refs = [refs[0], refs[1], refs[2].reshape(N, m), refs[3].reshape(N, m, m)]
+    rows.append(("mhc_post_bwd", label, [
+        h.close("XG bf16 (1 ulp)", outs[0], refs[0], 2**-7, 1e-5), dict(h.bitwise("XG", outs[0], refs[0]), mode="bitwise (informative)"),
+        h.close("ResG bf16 (1 ulp)", outs[1], refs[1], 2**-7, 1e-5),
+        dict(h.bitwise("ResG", outs[1], refs[1]), mode="bitwise (informative)"),
+        h.close("PostG (fp32)", outs[2], refs[2], 1e-4, 1e-5), h.close("CombG (fp32)", outs[3], refs[3], 1e-4, 1e-5)]))
+    return rows
+
+
+def _mhc_mix_bwd_rows(h, M, rng, label, n0, n1, m):
+    N, M3 = n0 * n1, m * (2 + m)
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    g, mix, sc, base = f(N, m), f(N, m), f(1), f(m)
+    ours = mhc_head_compute_mix_bwd(N, m)(g, mix, sc, base)
+    refs = _grads(h, lambda a, b, c: M.mhc_head_compute_mix_ref(a.view(n0, n1, m), b, c, 1e-6).view(N, m), [mix, sc, base], g)
+    rows = [("mhc_head_compute_mix_bwd", label, [
+        h.close("MixG", ours[0], refs[0], 1e-4, 1e-5), dict(h.bitwise("MixG", ours[0], refs[0]), mode="bitwise (informative)"),
+        h.close("ScaleG", ours[1], refs[1], 1e-4, 1e-5), h.close("BaseG", ours[2], refs[2], 1e-4, 1e-5)])]
+    gp, gq, gc, mixes, sc3, base3 = f(N, m), f(N, m), f(N, m, m), f(N, M3), f(3), f(M3)
+    ours = mhc_pre_split_mixes_bwd(N, m, 2.0)(gp, gq, gc, mixes, sc3, base3)
+    refs = _grads(h, lambda a, b, c: M.mhc_pre_split_mixes_ref(a.view(n0, n1, M3), b, c, m, 2.0, 1e-6),
+                  [mixes, sc3, base3], (gp.reshape(n0, n1, m, 1), gq.reshape(n0, n1, m, 1), gc.reshape(n0, n1, m, m)))
+    rows.append(("mhc_pre_split_mixes_bwd", label, [
+        h.close("MixesG", ours[0], refs[0].reshape(N, M3), 1e-4, 1e-5),
+        dict(h.bitwise("MixesG", ours[0], refs[0].reshape(N, M3)), mode="bitwise (informative)"),
+        h.close("ScaleG", ours[1], refs[1], 1e-4, 1e-5), h.close("BaseG", ours[2], refs[2], 1e-4, 1e-5)]))
+    return rows
+
+
+def _mhc_norm_bwd_rows(h, M, rng, label, n0, n1, m, H):
+    N, M3 = n0 * n1, m * (2 + m)
+    g = rng.standard_normal((N, M3)).astype(np.float32)
+    res = (rng.standard_normal((N, m * H)) * 2).astype(np.float32).astype(h.BF16)
+    fn = (rng.standard_normal((M3, m * H)) * 0.05).astype(np.float32)
+    rg, fg = mhc_pre_norm_fn_bwd(N, m * H, M3, eps=1e-6)(g, res, fn)
+    rrg, rfg = _grads(h, lambda a, b: M.mhc_pre_norm_fn_ref(a.view(n0, n1, m, H), b, None, 1e-6).view(N, M3), [res, fn], g)
+    rrg = rrg.reshape(N, m * H)
+    return [("mhc_pre_norm_fn_bwd", label, [
+        h.close("ResG bf16 (1 ulp)", rg, rrg, 2**-7, 1e-4), dict(h.bitwise("ResG", rg, rrg), mode="bitwise (informative)"),
+        h.close("FnG (TileKernels' test tol.)", fg, rfg, 1e-3, 3e-2), h.close("FnG (fp32 tol.)", fg, rfg, 1e-4, 1e-4)])]
+
+
+def mhc_bwd_cases(h, R, rng, n):
+    """Sinkhorn and mHC stream backward kernels against autograd through TileKernels' ``*_ref`` functions (what
+    TileKernels' own tests compare its backward kernels with); tokens flattened as in ``mhc_cases``."""
+    M = R["mhc"]
+    rows = []
+    edge = rng.standard_normal((8, 4, 4)).astype(np.float32)
+    edge[0] = 0.0
+    edge[1, :, 0] = -np.inf
+    edge[2] *= 50.0
+    edge[3] = 1e30 * np.sign(edge[3])
+    edge[5, 2, 3] = np.nan
+    for label, x in (("random 4x4, %d matrices" % n, rng.standard_normal((n, 4, 4)).astype(np.float32)),
+                     ("edges: zeros, -inf column, x50 scale, +-1e30, NaN", edge),
+                     ("ragged: 13 matrices 3x3, x3 scale", (rng.standard_normal((13, 3, 3)) * 3).astype(np.float32)),
+                     ("37 matrices 8x8", rng.standard_normal((37, 8, 8)).astype(np.float32))):
+        g = rng.standard_normal(x.shape).astype(np.float32)
+        ours = sinkhorn_bwd(x.shape[0], x.shape[1], block_B=8)(g, x)
+        (ref,) = _grads(h, M.sinkhorn_normalize_ref, [x], g)
+        rows.append(("sinkhorn_bwd", label, [h.close("GX (assert_close fp32)", ours, ref, 1.3e-6, 1e-5),
+                                             dict(h.bitwise("GX", ours, ref), mode="bitwise (informative)")]))
+    for label, n0, n1, m, H in (("%d tok (2x%d), x4, hidden 512" % (n, n // 2), 2, n // 2, 4, 512),
+                                ("ragged: 37 tok, x2, hidden 200", 1, 37, 2, 200)):
+        rows += _mhc_stream_bwd_rows(h, M, rng, label, n0, n1, m, H)
+        rows += _mhc_mix_bwd_rows(h, M, rng, label, n0, n1, m)
+        rows += _mhc_norm_bwd_rows(h, M, rng, label, n0, n1, m, H)
+    return rows
+
+
+FAMILIES = {"quant": quant_cases, "mhc_bwd": mhc_bwd_cases, "swiglu_bwd": swiglu_bwd_cases, "moe_groups": moe_groups_cases,
             "moe_dispatch_sf": dispatch_sf_cases, "moe_mapping": mapping_cases, "mhc": mhc_cases,
             "engram": engram_cases, "swiglu_routed": swiglu_routed_cases}
 

@@ -9,7 +9,7 @@ import tilesim
 from kernels import registry
 from tilesim.testing.compare import compare_arrays
 
-FAMILIES = ("gemm", "fp8_gemm", "norms", "fp8_cast", "swiglu", "transpose", "moe", "sinkhorn", "mhc", "engram")
+FAMILIES = ("gemm", "fp8_gemm", "norms", "fp8_cast", "swiglu", "transpose", "moe", "sinkhorn", "mhc", "mhc_bwd", "engram")
 SPECS = [s for s in registry.all_specs() if s.family in FAMILIES]
 CASES = [(s, ts) for s in SPECS for ts in s.test_shapes]
 
