@@ -400,6 +400,15 @@ CALL_MUTATIONS = ["dtype", "rank", "shape", "missing", "extra", "none-tensor", "
                   "scalar-none", "scalar-str", "scalar-complex", "readonly-output", "out-idx", "factory-arg",
                   "float-tensor", "bad-options", "torch-dtype"]
 VALID_MUTATIONS = ["odd-shape", "transposed-input", "readonly-input", "strided-output", "serial", "by-name", "torch"]
+#: the mutations that call the kernel with torch tensors: generated only where torch is installed (optional)
+TORCH_MUTATIONS = ("torch", "torch-dtype")
+
+
+def torch_installed() -> bool:
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 # ------------------------------------------------------------------------------------------ generation
@@ -409,6 +418,7 @@ def generate(n: int, seed: int = 0) -> list:
     cases = []
     kinds = [("src", m) for m in SRC_MUTATIONS] + [("call", m) for m in CALL_MUTATIONS] + \
             [("ok", m) for m in VALID_MUTATIONS]
+    kinds = [k for k in kinds if k[1] not in TORCH_MUTATIONS or torch_installed()]
     while len(cases) < n:
         family, mut = kinds[len(cases) % len(kinds)]
         base = rng.choice(sorted(BASES))
