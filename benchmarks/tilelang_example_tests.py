@@ -33,8 +33,6 @@ import argparse
 import collections
 import concurrent.futures
 import datetime
-import importlib.util
-import json
 import os
 import shutil
 import signal
@@ -126,16 +124,6 @@ def summarise(rows: list[dict]) -> dict:
             "passed_median_s": passed[len(passed) // 2] if passed else None}
 
 
-def write_json(report: dict) -> Path:
-    out_dir = REPO / "reports" / "measurements"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"tilelang_example_tests_{report['date'].replace('-', '').replace(':', '')}.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(report, indent=1) + "\n")
-    os.replace(tmp, path)
-    return path
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mirror", type=Path, required=True, help="bare git dir or checkout of TileLang")
@@ -150,16 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         examples, commit = TE.extract_examples(args.mirror.resolve(), work)
         todo = wrappers(examples, args.only)
-        TE.stage(examples, work / "staged")
-        (work / "shim").mkdir()
-        (work / "shim" / "sitecustomize.py").write_text(TE.SHIM)
-        for module, source in TE.STANDINS.items():  # CUDA-only reference packages: the harness's stand-ins
-            if importlib.util.find_spec(module) is None:
-                shutil.copy2(Path(TE.__file__).parent / source, work / "shim" / f"{module}.py")
-        env = dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg", TRITON_INTERPRET="1",
-                   OMP_NUM_THREADS=str(max(1, (os.cpu_count() or 1) // args.jobs)),
-                   PYTHONPATH=os.pathsep.join([str(work / "shim"), str(REPO), os.environ.get("PYTHONPATH", "")]))
-        fla_dirs = TE.stage_fla(args.fla_mirror.resolve() if args.fla_mirror else None, work)
+        env, fla_dirs = TE.prepare(examples, work, args.jobs, args.fla_mirror)
         print(f"{len(todo)} test files; timeout {args.timeout:g} s each, jobs {args.jobs}", flush=True)
         rows: list[dict] = []
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
@@ -183,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
               **TE.versions(), "timeout_s": args.timeout, "jobs": args.jobs, "only": args.only,
               "summary": summary, "rows": rows}
-    print(f"\nwrote {write_json(report).relative_to(REPO)}")
+    print(f"\nwrote {TE.write_json(report, 'tilelang_example_tests').relative_to(REPO)}")
     return 0
 
 

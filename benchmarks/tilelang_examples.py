@@ -688,10 +688,25 @@ def print_report(rows: list[dict], summary: dict, hist) -> None:
         print(f"{n:4d}  {error}\n        e.g. {', '.join(programs[:3])}")
 
 
-def write_json(report: dict) -> Path:
+def prepare(examples: Path, work: Path, jobs: int, fla_mirror: Path | None) -> tuple[dict, dict]:
+    """Stage ``examples`` under ``work/staged`` and the shim (with the :data:`STANDINS` of missing packages)
+    under ``work/shim``; return the programs' environment and :func:`stage_fla`'s directories."""
+    stage(examples, work / "staged")
+    (work / "shim").mkdir()
+    (work / "shim" / "sitecustomize.py").write_text(SHIM)
+    for module, source in STANDINS.items():
+        if importlib.util.find_spec(module) is None:
+            shutil.copy2(Path(__file__).resolve().parent / source, work / "shim" / f"{module}.py")
+    env = dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg", TRITON_INTERPRET="1",
+               OMP_NUM_THREADS=str(max(1, (os.cpu_count() or 1) // jobs)),
+               PYTHONPATH=os.pathsep.join([str(work / "shim"), str(REPO), os.environ.get("PYTHONPATH", "")]))
+    return env, stage_fla(fla_mirror.resolve() if fla_mirror else None, work)
+
+
+def write_json(report: dict, prefix: str = "tilelang_examples") -> Path:
     out_dir = REPO / "reports" / "measurements"
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"tilelang_examples_{report['date'].replace('-', '').replace(':', '')}.json"
+    path = out_dir / f"{prefix}_{report['date'].replace('-', '').replace(':', '')}.json"
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(report, indent=1) + "\n")
     os.replace(tmp, path)
@@ -718,16 +733,7 @@ def main(argv: list[str] | None = None) -> int:
                     (not args.only or any(s in rel for s in args.only))]
         excluded = [rel for rel in selected if EXCLUDED_DIRS & set(rel.split("/")[:-1])]
         to_run = [rel for rel in selected if rel not in excluded]
-        stage(examples, work / "staged")
-        (work / "shim").mkdir()
-        (work / "shim" / "sitecustomize.py").write_text(SHIM)
-        for module, source in STANDINS.items():
-            if importlib.util.find_spec(module) is None:
-                shutil.copy2(Path(__file__).resolve().parent / source, work / "shim" / f"{module}.py")
-        env = dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg", TRITON_INTERPRET="1",
-                   OMP_NUM_THREADS=str(max(1, (os.cpu_count() or 1) // args.jobs)),
-                   PYTHONPATH=os.pathsep.join([str(work / "shim"), str(REPO), os.environ.get("PYTHONPATH", "")]))
-        fla_dirs = stage_fla(args.fla_mirror.resolve() if args.fla_mirror else None, work)
+        env, fla_dirs = prepare(examples, work, args.jobs, args.fla_mirror)
         missing = missing_optional()
         if missing:
             print("missing optional packages: " + "; ".join(f"{m} ({OPTIONAL[m]})" for m in missing), flush=True)
