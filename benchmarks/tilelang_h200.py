@@ -309,17 +309,40 @@ def _source_flags(kernel) -> dict:
     except Exception as exc:  # noqa: BLE001
         flags["host_error"] = repr(exc)[:120]
     try:
-        so = tempfile.mktemp(suffix=".so")
-        kernel.export_library(so)
-        res = subprocess.run(["cuobjdump", "-res-usage", so], capture_output=True, text=True, timeout=20).stdout
-        m = re.search(r"REG:(\d+)", res)
-        flags["registers"] = int(m.group(1)) if m else None
-        m = re.search(r"SHARED:(\d+)", res)
-        flags["static_smem_bytes"] = int(m.group(1)) if m else None
-        os.unlink(so)
+        flags.update(_res_usage(src))
     except Exception as exc:  # noqa: BLE001
-        flags["res_usage_error"] = repr(exc)[:120]
+        flags["res_usage_error"] = repr(exc)[:160]
     return flags
+
+
+def _res_usage(src: str) -> dict:
+    """Registers per thread and static shared memory of the kernel source, compiled to an sm_90a cubin.
+
+    TileLang's tvm_ffi module keeps its cubin in a blob that ``cuobjdump`` does not read (the 2026-12-01
+    run recorded no register counts that way), so the source is compiled again with TileLang's own nvcc
+    wrapper and the options its CUDA backend uses (C++20, its template and CUTLASS include paths)."""
+    import re
+
+    from tilelang import env as tl_env
+    from tilelang.contrib import nvcc as tl_nvcc
+
+    cubin = tl_nvcc.compile_cuda(src, "cubin", ["-gencode", "arch=compute_90a,code=sm_90a"],
+                                 options=["-std=c++20", "-I" + tl_env.TILELANG_TEMPLATE_PATH,
+                                          "-I" + tl_env.CUTLASS_INCLUDE_DIR])
+    path = tempfile.mktemp(suffix=".cubin")
+    try:
+        with open(path, "wb") as fh:
+            fh.write(bytes(cubin))
+        res = subprocess.run(["cuobjdump", "-res-usage", path], capture_output=True, text=True, timeout=30)
+    finally:
+        os.unlink(path)
+    text = res.stdout + res.stderr
+    regs = [int(x) for x in re.findall(r"REG:(\d+)", text)]
+    smem = [int(x) for x in re.findall(r"SHARED:(\d+)", text)]
+    spill = [int(x) for x in re.findall(r"LOCAL:(\d+)", text)]
+    return {"registers": max(regs) if regs else None, "static_smem_bytes": max(smem) if smem else None,
+            "local_bytes": max(spill) if spill else None,
+            "res_usage_raw": None if regs else text[-300:]}
 
 
 def _versions(torch):

@@ -51,7 +51,9 @@ def mla_decode(batch, heads, seq_kv, dim=512, pe_dim=64, num_splits=4, sm_scale=
             KV_s = T.alloc_shared((block_N, dim), dtype)
             Kpe_s = T.alloc_shared((block_N, pe_dim), dtype)
             acc_s = T.alloc_fragment((block_H, block_N), accum)
-            acc_s_cast = T.alloc_fragment((block_H, block_N), dtype)
+            # P goes through shared memory: real TileLang 0.1.15 cannot give this (rows x block_N) fragment one layout
+            # for both gemms ("Layout infer conflict between acc_s and acc_s_cast", H200 2026-12-01)
+            P_s = T.alloc_shared((block_H, block_N), dtype)
             acc_o = T.alloc_fragment((block_H, dim), accum)
             m = T.alloc_fragment((block_H,), accum)
             m_prev = T.alloc_fragment((block_H,), accum)
@@ -89,10 +91,10 @@ def mla_decode(batch, heads, seq_kv, dim=512, pe_dim=64, num_splits=4, sm_scale=
                 T.reduce_sum(acc_s, r_sum, dim=1)
                 for h in T.Parallel(block_H):
                     l[h] = l[h] * r_scale[h] + r_sum[h]
-                T.copy(acc_s, acc_s_cast)
+                T.copy(acc_s, P_s)
                 for h, j in T.Parallel(block_H, dim):
                     acc_o[h, j] *= r_scale[h]
-                T.gemm(acc_s_cast, KV_s, acc_o)
+                T.gemm(P_s, KV_s, acc_o)
             for h, j in T.Parallel(block_H, dim):
                 O_part[bb, by * block_H + h, bs, j] = T.if_then_else(l[h] > 0, acc_o[h, j] / l[h], 0)
             for h in T.Parallel(block_H):

@@ -63,7 +63,9 @@ def paged_decode(batch, heads, dim, num_blocks, block_size, max_blocks, groups=1
             K_s = T.alloc_shared((block_N, dim), dtype)
             V_s = T.alloc_shared((block_N, dim), dtype)
             acc_s = T.alloc_fragment((rows, block_N), accum)
-            acc_s_cast = T.alloc_fragment((rows, block_N), dtype)
+            # P goes through shared memory: real TileLang 0.1.15 cannot give this (rows x block_N) fragment one layout
+            # for both gemms ("Layout infer conflict between acc_s and acc_s_cast", H200 2026-12-01)
+            P_s = T.alloc_shared((rows, block_N), dtype)
             acc_o = T.alloc_fragment((rows, dim), accum)
             m = T.alloc_fragment((rows,), accum)
             m_prev = T.alloc_fragment((rows,), accum)
@@ -105,10 +107,10 @@ def paged_decode(batch, heads, dim, num_blocks, block_size, max_blocks, groups=1
                 T.reduce_sum(acc_s, r_sum, dim=1)
                 for r in T.Parallel(rows):
                     l[r] = l[r] * r_scale[r] + r_sum[r]
-                T.copy(acc_s, acc_s_cast)
+                T.copy(acc_s, P_s)
                 for r, j in T.Parallel(rows, dim):
                     acc_o[r, j] *= r_scale[r]
-                T.gemm(acc_s_cast, V_s, acc_o)
+                T.gemm(P_s, V_s, acc_o)
             for r, j in T.Parallel(rows, dim):
                 O_part[bb, r // groups, bh * groups + r % groups, bs, j] = T.if_then_else(
                     l[r] > 0, acc_o[r, j] / l[r], 0)

@@ -166,4 +166,11 @@ def test_registry_kernels_with_tensor_cores_on_the_gpu(name):
     inputs = tk.inputs(np.random.default_rng(3), tk.toy)
     jk = cuda_twin(k, tensor_cores=True)
     assert "_mma_" in jk.get_kernel_source()
-    assert rel_err(jk(*[x.copy() for x in inputs]), interp_twin(k)(*[x.copy() for x in inputs])) < 1e-5
+    got = jk(*[x.copy() for x in inputs])
+    want = interp_twin(k)(*[x.copy() for x in inputs])
+    # mma.sync sums its k-products in another order than the interpreter, so a 16-bit output can round the
+    # other way in a few elements (flash_attention_full, fp16 out: 1.5e-5 on the H200, 2026-12-01); a wrong
+    # fragment or tile gives errors of order 1. Allow a sixteenth of the output type's epsilon.
+    out_dtype = np.asarray(want).dtype
+    tol = 1e-5 if out_dtype.itemsize >= 4 else float(np.finfo(out_dtype).eps) / 16
+    assert rel_err(got, want) < tol
