@@ -52,7 +52,8 @@ def mla_decode(batch, heads, seq_kv, dim=512, pe_dim=64, num_splits=4, sm_scale=
             Kpe_s = T.alloc_shared((block_N, pe_dim), dtype)
             acc_s = T.alloc_fragment((block_H, block_N), accum)
             # P goes through shared memory: real TileLang 0.1.15 cannot give this (rows x block_N) fragment one layout
-            # for both gemms ("Layout infer conflict between acc_s and acc_s_cast", H200 2026-12-01)
+            # for both gemms ("Layout infer conflict between acc_s and acc_s_cast", H200 2026-12-01), and its warps split N
+            # (FullCol): split along M, a warp would get fewer than the 16 rows an mma needs
             P_s = T.alloc_shared((block_H, block_N), dtype)
             acc_o = T.alloc_fragment((block_H, dim), accum)
             m = T.alloc_fragment((block_H,), accum)
@@ -80,8 +81,8 @@ def mla_decode(batch, heads, seq_kv, dim=512, pe_dim=64, num_splits=4, sm_scale=
                     Kpe_s[i, j] = T.if_then_else(base + i < hi, KV[bb, base + i, dim + j], 0)
                 for h, i in T.Parallel(block_H, block_N):
                     acc_s[h, i] = T.if_then_else(base + i < hi, 0, ninf)
-                T.gemm(Q_s, KV_s, acc_s, transpose_B=True)
-                T.gemm(Qpe_s, Kpe_s, acc_s, transpose_B=True)
+                T.gemm(Q_s, KV_s, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)
+                T.gemm(Qpe_s, Kpe_s, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)
                 T.copy(m, m_prev)
                 T.reduce_max(acc_s, m, dim=1, clear=False)
                 for h in T.Parallel(block_H):
@@ -94,7 +95,7 @@ def mla_decode(batch, heads, seq_kv, dim=512, pe_dim=64, num_splits=4, sm_scale=
                 T.copy(acc_s, P_s)
                 for h, j in T.Parallel(block_H, dim):
                     acc_o[h, j] *= r_scale[h]
-                T.gemm(P_s, KV_s, acc_o)
+                T.gemm(P_s, KV_s, acc_o, policy=T.GemmWarpPolicy.FullCol)
             for h, j in T.Parallel(block_H, dim):
                 O_part[bb, by * block_H + h, bs, j] = T.if_then_else(l[h] > 0, acc_o[h, j] / l[h], 0)
             for h in T.Parallel(block_H):

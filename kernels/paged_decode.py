@@ -64,7 +64,8 @@ def paged_decode(batch, heads, dim, num_blocks, block_size, max_blocks, groups=1
             V_s = T.alloc_shared((block_N, dim), dtype)
             acc_s = T.alloc_fragment((rows, block_N), accum)
             # P goes through shared memory: real TileLang 0.1.15 cannot give this (rows x block_N) fragment one layout
-            # for both gemms ("Layout infer conflict between acc_s and acc_s_cast", H200 2026-12-01)
+            # for both gemms ("Layout infer conflict between acc_s and acc_s_cast", H200 2026-12-01), and its warps split N
+            # (FullCol): split along M, a warp would get fewer than the 16 rows an mma needs
             P_s = T.alloc_shared((rows, block_N), dtype)
             acc_o = T.alloc_fragment((rows, dim), accum)
             m = T.alloc_fragment((rows,), accum)
@@ -92,7 +93,7 @@ def paged_decode(batch, heads, dim, num_blocks, block_size, max_blocks, groups=1
                 for r, i in T.Parallel(rows, block_N):
                     acc_s[r, i] = T.if_then_else((base + i < hi) & (base + i <= seq_len - q_len + r // groups),
                                                  0, ninf)
-                T.gemm(Q_s, K_s, acc_s, transpose_B=True)
+                T.gemm(Q_s, K_s, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)
                 for i, j in T.Parallel(block_N, dim):
                     V_s[i, j] = T.if_then_else(base + i < hi, V_cache[BlockTable[bb, (base + i) // block_size],
                                                                       (base + i) % block_size, bh, j], 0)
@@ -110,7 +111,7 @@ def paged_decode(batch, heads, dim, num_blocks, block_size, max_blocks, groups=1
                 T.copy(acc_s, P_s)
                 for r, j in T.Parallel(rows, dim):
                     acc_o[r, j] *= r_scale[r]
-                T.gemm(P_s, V_s, acc_o)
+                T.gemm(P_s, V_s, acc_o, policy=T.GemmWarpPolicy.FullCol)
             for r, j in T.Parallel(rows, dim):
                 O_part[bb, r // groups, bh * groups + r % groups, bs, j] = T.if_then_else(
                     l[r] > 0, acc_o[r, j] / l[r], 0)
