@@ -48,8 +48,8 @@ HONOURED = {
     "tilesim.lint": "False turns off the compile-time TileLang-compatibility warnings (tilesim.lint)",
     "tl.enable_fast_math": "the CUDA backend compiles with fastmath",
     "tl.disable_fast_math": "the CUDA backend compiles without fastmath (the default)",
-    "tilesim.cuda_tensor_cores": "True lowers fp16/bf16 T.gemm to mma.sync tensor-core code in the CUDA backend "
-                                 "(off by default: not yet run on a GPU)",
+    "tilesim.cuda_tensor_cores": "False keeps fp16/bf16 T.gemm on the CUDA cores in the CUDA backend (the default, "
+                                 "True, lowers it to mma.sync tensor-core code; off under the CUDA simulator)",
     "tl.disable_safe_memory_legalize": "the interpreter reports out-of-range global accesses as errors",
 }
 

@@ -26,14 +26,28 @@ def _src(k, **kw):
     return compile_cuda(k.prim_func, sim=False, **kw).source
 
 
-def test_off_by_default_and_by_env(monkeypatch):
+def test_on_by_default_and_off_by_env(monkeypatch):
     k = _mm()
     monkeypatch.delenv("TILESIM_CUDA_TENSOR_CORES", raising=False)
+    on = _src(k)
+    assert "_mma_bf16(" in on and on == _src(k, tensor_cores=True)
+    monkeypatch.setenv("TILESIM_CUDA_TENSOR_CORES", "0")
     plain = _src(k)
     assert "_mma_" not in plain and "_ldsm4" not in plain
-    assert _src(k, tensor_cores=False) == plain
+    assert plain == _src(k, tensor_cores=False)
     monkeypatch.setenv("TILESIM_CUDA_TENSOR_CORES", "1")
-    assert "_mma_bf16(" in _src(k) and "_mma_bf16(" in _src(k, tensor_cores=True)
+    assert "_mma_bf16(" in _src(k)
+
+
+def test_off_under_the_cuda_simulator(monkeypatch):
+    from tilesim.backends.cuda import caps
+
+    monkeypatch.delenv("TILESIM_CUDA_TENSOR_CORES", raising=False)
+    monkeypatch.setattr(caps, "simulator", lambda: True)
+    assert caps.tensor_cores_default() is False
+    monkeypatch.setattr(caps, "simulator", lambda: False)
+    assert caps.tensor_cores_default() is True
+    assert caps.tensor_cores_default(sim=True) is False  # code compiled for the simulator
 
 
 @pytest.mark.parametrize("kw, why", [

@@ -5,7 +5,9 @@
 is the generated Python source (``JITKernel.get_kernel_source()``), ``.compile_ptx(cc)`` compiles it
 for a compute capability without a GPU, ``.run``/``.call`` launch it. ``tensor_cores=True`` (or the pass
 config ``"tilesim.cuda_tensor_cores": True``, or ``TILESIM_CUDA_TENSOR_CORES=1``) lowers eligible fp16/bf16
-``T.gemm`` to ``mma.sync`` — off by default: compiled and emulated here, not yet run on a GPU.
+``T.gemm`` to ``mma.sync`` + ``ldmatrix`` — on by default (run on the H200 2026-12-01), off under the CUDA
+simulator, which cannot run inline PTX; ``tensor_cores=False`` or ``TILESIM_CUDA_TENSOR_CORES=0`` keeps the
+CUDA-core FMA loop.
 
 Importing this package registers the target ``"cuda"`` (see :mod:`tilesim.backends`): chosen by
 ``target="auto"`` where ``available()``; it runs where ``available()`` or under numba's CUDA simulator.
@@ -23,9 +25,9 @@ from .runtime import CudaProgram, reject_unsupported
 
 
 def compile_cuda(pf, fastmath: bool = False, sim: bool | None = None, tensor_cores: bool | None = None) -> CudaProgram:
-    """``tensor_cores=None`` reads :func:`caps.tensor_cores_default` (env ``TILESIM_CUDA_TENSOR_CORES``, off)."""
+    """``tensor_cores=None`` reads :func:`caps.tensor_cores_default` (on; off under the CUDA simulator)."""
     reject_unsupported(pf)
-    tc = tensor_cores_default() if tensor_cores is None else bool(tensor_cores)
+    tc = tensor_cores_default(sim) if tensor_cores is None else bool(tensor_cores)
     return CudaProgram(pf, fastmath=fastmath, sim=sim, tensor_cores=tc)
 
 

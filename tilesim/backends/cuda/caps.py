@@ -10,7 +10,9 @@
 * ``opt_in_dynamic_smem(kernel, nbytes)`` lets a compiled kernel launch with ``nbytes`` of dynamic shared
   memory (``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``, needed past 48 KB), refusing with a
   ``KernelRuntimeError`` when the device's opt-in limit is lower.
-* ``tensor_cores_default()``: ``TILESIM_CUDA_TENSOR_CORES=1`` turns the tensor-core gemm on by default.
+* ``tensor_cores_default()``: whether ``T.gemm`` lowers to tensor cores when not asked explicitly: on, except
+  under numba's CUDA simulator (it cannot run the inline PTX of ``mma.sync``/``ldmatrix``);
+  ``TILESIM_CUDA_TENSOR_CORES=0`` turns it off, ``=1`` on.
 * ``available()`` is true only with a real CUDA GPU and numba-cuda (the simulator does not count), so
   ``target="auto"`` picks the GPU only where one is present.
 """
@@ -60,9 +62,16 @@ def simulator() -> bool:
         return False
 
 
-def tensor_cores_default() -> bool:
-    """Whether ``T.gemm`` uses tensor cores when not asked explicitly: ``TILESIM_CUDA_TENSOR_CORES=1`` (off)."""
-    return os.environ.get("TILESIM_CUDA_TENSOR_CORES", "0") not in ("", "0")
+def tensor_cores_default(sim: bool | None = None) -> bool:
+    """Whether ``T.gemm`` uses tensor cores when not asked explicitly.
+
+    On since the H200 run of 2026-12-01 (every GPU test passed with it on), except for code compiled for the
+    CUDA simulator (``sim``; ``None``: whether the simulator is on), which cannot run inline PTX.
+    ``TILESIM_CUDA_TENSOR_CORES`` set to ``0``/``1`` decides instead."""
+    env = os.environ.get("TILESIM_CUDA_TENSOR_CORES", "")
+    if env != "":
+        return env != "0"
+    return not (simulator() if sim is None else sim)
 
 
 def available() -> bool:
