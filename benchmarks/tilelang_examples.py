@@ -33,8 +33,9 @@ Contract
   module-level statements that do work (a bare call of a plain name such as ``main()`` or ``print(...)``,
   a loop, a ``with``), is a
   **program**; the rest (and ``conftest.py``) are helper modules, listed in the JSON only.
-  Programs under a path component in :data:`EXCLUDED_DIRS` (other vendors' hardware, layout
-  plotting/analysis tools) get verdict ``skip`` and are not run.
+  Programs under a path component in :data:`EXCLUDED_DIRS` (other vendors' hardware: AMD, AWS; layout
+  plotting/visualisation tools) get verdict ``skip`` and are not run. ``analyze/`` (``tilelang.tools.Analyzer``)
+  has been run since tilesim provides the analyzer (2026-12-02).
 * **Run.** The examples tree is staged once to a temp dir with every ``.py`` passed through
   :func:`rewrite_imports` (``tilelang`` -> ``tilesim`` in import statements only; nothing else is
   edited). Each program then runs in its own subprocess (``--jobs`` at a time, default 2; ``--timeout``
@@ -95,7 +96,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-EXCLUDED_DIRS = {"amd", "aws", "plot_layout", "visual_layout_inference", "analyze"}
+EXCLUDED_DIRS = {"amd", "aws", "plot_layout", "visual_layout_inference"}
 WRAPPER_PREFIXES = ("test_", "regression_")
 
 #: what the programs import besides tilesim (module -> what it is); flash_attn has no CPU build on PyPI

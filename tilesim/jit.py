@@ -116,6 +116,10 @@ class EagerJIT:
         return tensors, scalars
 
     @user_facing
+    def get_tir(self, *args, **bindings):
+        """The kernel's ``PrimFunc`` for these arguments/bindings (TileLang's ``get_tir``): ``compile(...).prim_func``."""
+        return self.compile(*args, **bindings).prim_func
+
     def compile(self, *args, **bindings) -> JITKernel:
         """Kernel for explicit ``T.const`` values and scalar parameters (no tensors needed); with positional
         arguments, the kernel a call with these arguments would run (TileLang's ``f.compile(*call_args)``)."""
