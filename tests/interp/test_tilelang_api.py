@@ -257,3 +257,20 @@ def test_autotune_configs_may_carry_pass_configs():
     assert k.config in configs
     assert k.pass_configs["tl.disable_safe_memory_legalize"] is k.config["pass_configs"]["tl.disable_safe_memory_legalize"]
     assert k.options.oob == ("error" if k.config["block_M"] == 16 else "zero")
+
+
+def test_supply_prog_gets_kernel_params():
+    """``supply_prog(params)`` gets TileLang's KernelParam view: int shapes, a T.dtype (``as_torch()``)."""
+    seen = []
+
+    def supply(params):
+        seen.append([(p.name, p.shape, str(p.dtype), p.is_scalar(), p.is_float8()) for p in params])
+        assert all(isinstance(p.dtype, T.dtype) for p in params)
+        return [np.random.default_rng(0).standard_normal([int(s) for s in p.shape]).astype(np.float32) for p in params]
+
+    tuned = autotune(configs=CONFIGS[:2], oracle="measure", warmup=1, rep=1, supply_prog=supply,
+                     ref_prog=lambda a, b: a @ b)(tilelang.jit(out_idx=[-1])(_matmul_factory([])))
+    k = tuned(40, 24, 16)
+    assert seen and seen[0] == [("A", [40, 16], "float32", False, False), ("B", [16, 24], "float32", False, False)]
+    a, b = np.random.rand(40, 16).astype(np.float32), np.random.rand(16, 24).astype(np.float32)
+    np.testing.assert_allclose(k(a, b), a @ b, rtol=1e-5)

@@ -37,7 +37,8 @@ Contract
   candidate whose evaluation took longer as failed (Python cannot interrupt NumPy safely, so it is checked
   after the candidate finishes).
 * **Inputs** for measuring and checking: ``set_autotune_inputs(*tensors)`` (a context manager), else
-  ``supply_prog(params)``, else the kernel profiler's inputs by ``supply_type``; an eager call uses its own
+  ``supply_prog(params)`` (``params``: :class:`tilesim.engine.param.KernelParam` of each input), else the kernel
+  profiler's inputs by ``supply_type``; an eager call uses its own
   tensors.
 """
 
@@ -50,6 +51,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..config import TensorSupplyType
+from ..engine.param import KernelParam
 from ..errors import KernelError, KernelTypeError
 from ..ir import nodes as N
 from ..kernel import JITKernel
@@ -203,7 +205,7 @@ class AutoTuner:
         if captured is not None:
             return list(captured)
         if self.profile.supply_prog is not None:
-            return list(self.profile.supply_prog(kernel.input_params))
+            return list(self.profile.supply_prog([KernelParam.of(p) for p in kernel.input_params]))
         return Profiler(kernel, self.profile.supply_type or TensorSupplyType.Auto,
                         tensor_type="auto").inputs()
 

@@ -1,3 +1,3 @@
-"""``tilelang.engine``: compilation hooks (:mod:`.callback`)."""
+"""``tilelang.engine``: compilation hooks (:mod:`.callback`) and ``param.KernelParam`` (:mod:`.param`)."""
 
-from . import callback  # noqa: F401
+from . import callback, param  # noqa: F401
