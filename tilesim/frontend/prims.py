@@ -413,7 +413,8 @@ def _gemm_shape(r, name, loc):
 
 
 @builder("gemm", "wgmma_gemm")
-def _b_gemm(tr, loc, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_wait, mbar, pair=False):
+def _b_gemm(tr, loc, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_pack, wg_wait, mbar, pair=False,
+            annotations=None):
     _tile_op_context(tr, loc, "gemm")
     ra, rb, rc = (R.operand(x, loc, f"T.gemm {n}") for x, n in ((A, "A"), (B, "B"), (C, "C")))
     for r, n in ((ra, "A"), (rb, "B"), (rc, "C")):
@@ -479,7 +480,7 @@ def _reduce(tr, loc, kind, buffer, out, dim, clear):
 
 for _k in ("max", "min", "sum", "absmax"):
     def _mk(kind):
-        def b(tr, loc, buffer, out, dim, clear):
+        def b(tr, loc, buffer, out, dim, clear, annotations=None):
             return _reduce(tr, loc, kind, buffer, out, dim, clear)
         return b
     BUILDERS[f"reduce_{_k}"] = _mk(_k)
@@ -515,7 +516,7 @@ def _b_cumsum(tr, loc, src, dst, dim, reverse):
 
 
 @builder("fill")
-def _b_fill(tr, loc, buffer, value):
+def _b_fill(tr, loc, buffer, value, annotations=None):
     _tile_op_context(tr, loc, "fill")
     r = R.operand(buffer, loc, "T.fill")
     if isinstance(r, R.Corner):

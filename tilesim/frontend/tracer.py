@@ -34,6 +34,7 @@ from . import (  # noqa: F401 (builder modules)
     prims_compat,
     simplify,
     tile_schedule,
+    ws_schedule,
 )
 from . import exprs as X
 from .source import Source, get_source, python_env
@@ -463,6 +464,8 @@ class Tracer(ExprVisitor):
             return iket.with_range(self, node, call)
         if getattr(fn, "__tilesim_prim__", None) == "ws":
             return prims.W.with_ws(self, node, call)
+        if getattr(fn, "__tilesim_prim__", None) == "ws_op":
+            return ws_schedule.with_ws_op(self, node, call)
         if getattr(fn, "__tilesim_unsupported__", None):  # e.g. T.ClusterKernel: the reason, at the with
             raise self.error(KernelSyntaxError, f"T.{fn.__tilesim_prim__} is not supported by tilesim", call,
                              hint=fn.__tilesim_unsupported__)

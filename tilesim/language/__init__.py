@@ -132,6 +132,16 @@ from .simt import (  # noqa: F401
 )
 from .sparse import gemm_sp  # noqa: F401
 from .tile_schedule import PersistentTileScheduler  # noqa: F401
+from .ws_schedule import (  # noqa: F401
+    WSID,
+    WSPipeline,
+    WSRole,
+    WSSchedule,
+    WSScope,
+    WSSync,
+    annotate_ws_schedule,
+    ws_op,
+)
 from .types import (  # noqa: F401
     Buffer,
     DType,

@@ -6,7 +6,7 @@ from ._marker import marker
 
 
 @marker()
-def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None, loop_layout=None):
+def copy(src, dst, coalesced_width=None, disable_tma=False, eviction_policy=None, loop_layout=None, annotations=None):
     """Copy ``src`` to ``dst`` element-wise, converting to ``dst``'s dtype.
 
     Operands are buffers, slice regions ``A[i0:i1, :]`` or one element ``A[y, x]`` used as the start

@@ -54,7 +54,7 @@ class GemmWarpPolicy(enum.IntEnum):
 
 @marker()
 def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Square,
-         clear_accum=False, k_pack=1, wg_wait=0, mbar=None):
+         clear_accum=False, k_pack=1, wg_wait=0, mbar=None, annotations=None):
     """``C += op(A) @ op(B)`` (``C = ...`` with ``clear_accum=True``), accumulating in C's dtype.
 
     Products are formed at full (accumulator) precision, as on tensor cores. ``A`` may be a fragment.

@@ -6,7 +6,7 @@ from ._marker import marker
 
 
 @marker()
-def Parallel(*extents, coalesced_width=None, loop_layout=None):  # noqa: N802
+def Parallel(*extents, coalesced_width=None, loop_layout=None, annotations=None):  # noqa: N802
     """``for i, j in T.Parallel(M, N):`` independent element iterations over a tile.
 
     The body holds element statements only (no tile operations). Extents must be constants.
@@ -20,7 +20,8 @@ def parallel(start, stop=None, annotations=None):
 
 
 @marker()
-def Pipelined(start, stop=None, num_stages=0, order=None, stage=None, sync=None, group=None):  # noqa: N802
+def Pipelined(start, stop=None, num_stages=0, order=None, stage=None, sync=None, group=None,  # noqa: N802
+              annotations=None):
     """``for k in T.Pipelined(n, num_stages=3):`` a serial loop whose copies a compiler may overlap
     with the compute of earlier iterations (``num_stages`` deep). Observably a serial loop."""
 

@@ -6,22 +6,22 @@ from ._marker import marker
 
 
 @marker()
-def reduce_max(buffer, out, dim=-1, clear=True):
+def reduce_max(buffer, out, dim=-1, clear=True, annotations=None):
     """``out = max(buffer, dim)``; ``clear=False`` folds into ``out``'s values (running max)."""
 
 
 @marker()
-def reduce_min(buffer, out, dim=-1, clear=True):
+def reduce_min(buffer, out, dim=-1, clear=True, annotations=None):
     """``out = min(buffer, dim)``; ``clear=False`` folds into ``out``."""
 
 
 @marker()
-def reduce_sum(buffer, out, dim=-1, clear=True):
+def reduce_sum(buffer, out, dim=-1, clear=True, annotations=None):
     """``out = sum(buffer, dim)``; ``clear=False`` adds to ``out``."""
 
 
 @marker()
-def reduce_absmax(buffer, out, dim=-1, clear=True):
+def reduce_absmax(buffer, out, dim=-1, clear=True, annotations=None):
     """``out = max(|buffer|, dim)``; ``clear=False`` folds into ``out``."""
 
 
@@ -41,7 +41,7 @@ def cumsum(src, dst=None, dim=0, reverse=False):
 
 
 @marker()
-def fill(buffer, value):
+def fill(buffer, value, annotations=None):
     """Set every element of ``buffer`` (or a region) to ``value``."""
 
 
