@@ -132,16 +132,6 @@ from .simt import (  # noqa: F401
 )
 from .sparse import gemm_sp  # noqa: F401
 from .tile_schedule import PersistentTileScheduler  # noqa: F401
-from .ws_schedule import (  # noqa: F401
-    WSID,
-    WSPipeline,
-    WSRole,
-    WSSchedule,
-    WSScope,
-    WSSync,
-    annotate_ws_schedule,
-    ws_op,
-)
 from .types import (  # noqa: F401
     Buffer,
     DType,
@@ -196,6 +186,16 @@ from .ws import (  # noqa: F401
     mbarrier_wait_parity,
     wait_wgmma,
     ws,
+)
+from .ws_schedule import (  # noqa: F401
+    WSID,
+    WSPipeline,
+    WSRole,
+    WSSchedule,
+    WSScope,
+    WSSync,
+    annotate_ws_schedule,
+    ws_op,
 )
 
 #: How the frontend recognises this namespace (``T.<unknown name>`` gets a did-you-mean hint) without
