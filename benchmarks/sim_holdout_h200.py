@@ -104,7 +104,7 @@ def simulate_point(point: dict, rec: dict, hw, th, profile="tensorcore"):
     try:
         kern, hints = build_point(point, rec, th)
         rep = simulate(kern.prim_func, hw, profile, name=point["id"], **hints)
-        return rep.time_s, None, max((x["registers_per_thread"] or 0) for x in rep.launches) or None
+        return rep.time_s, None, max((x.get("registers_at_launch") or x["registers_per_thread"] or 0) for x in rep.launches) or None
     except KernelError as exc:
         return None, str(exc).splitlines()[0][:200], None
 

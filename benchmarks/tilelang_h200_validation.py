@@ -180,7 +180,7 @@ def predict(cfg: dict, th) -> dict:
     t0 = time.perf_counter()
     rep = simulate(kern.prim_func, "h200_sxm_141gb", "tensorcore", name=cfg["id"], **hints)
     return {"predicted_s": rep.time_s, "predicted_bound": rep.bound,
-            "predicted_registers": max((x["registers_per_thread"] or 0) for x in rep.launches) or None,
+            "predicted_registers": max((x.get("registers_at_launch") or x["registers_per_thread"] or 0) for x in rep.launches) or None,
             "predicted_register_demand": max((x.get("registers_demand") or 0) for x in rep.launches) or None,
             "predicted_notes": [n for n in rep.notes if "register" in n], "sim_wall_s": time.perf_counter() - t0}
 
