@@ -6,7 +6,8 @@ Contract
   ``source`` (a measurements file name), ``kind``, ``split`` and, for registry records, ``kernel`` (the record's kernel name when ``id`` differs) ``"train"``/``"test"``), declared before
   any fitting, and the measurement files it names (``tilelang_h200_*.json``: the kernels of
   ``benchmarks/tilelang_h200.py``; ``registry_tilelang_h200_*.json``: library kernels at their record's
-  ``params``).
+  ``params``; ``tilelang_h200_validation_*.json``: the configurations of
+  ``benchmarks/tilelang_h200_validation.py``, a record counted when ``median_ms`` is set and ``mismatch`` null).
 * Simulates each point on ``h200_sxm_141gb`` (the data file as it is now, calibration included) with the
   ``tensorcore`` profile and prints, per split, the number of points and kinds, the median and p90 of
   ``|simulated / measured - 1|`` and the points the simulator refused (counted as errors of 100%:
@@ -33,7 +34,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 MEAS = ROOT / "reports" / "measurements"
-DEFAULT_SPLIT = MEAS / "sim_split_h200_2026-12-01.json"
+DEFAULT_SPLIT = MEAS / "sim_split_h200_2026-12-02.json"
 
 
 def _tilelang_h200():
@@ -44,11 +45,23 @@ def _tilelang_h200():
     return mod
 
 
+def _validation():
+    spec = importlib.util.spec_from_file_location("bench_tilelang_h200_validation",
+                                                  ROOT / "benchmarks" / "tilelang_h200_validation.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def _records(name: str) -> dict:
+    """Timed, checked records by id: ``correct`` true, or (validation set) ``mismatch`` null."""
     doc = json.loads((MEAS / name).read_text())
+    checked = (lambda r: r.get("mismatch") is None) if doc.get("kind") == "tilelang_h200_validation" else \
+        (lambda r: r.get("correct", False))
     out = {}
     for r in doc["results"]:
-        if "median_ms" not in r or not r.get("correct", False):
+        if r.get("median_ms") is None or not checked(r):
             continue
         out[r.get("id") or r["kernel"]] = r
     return out
@@ -56,6 +69,11 @@ def _records(name: str) -> dict:
 
 def build_point(point: dict, rec: dict, th):
     """(kernel, simulator keywords) of one point, built by tilesim from the measured source."""
+    if point["source"].startswith("tilelang_h200_validation"):
+        v = _validation()
+        cfg = next(c for c in v.CONFIGS if c["id"] == point["id"])
+        kern, hints, _ = v.build(cfg, "tilesim", th)
+        return kern, hints
     if point["source"].startswith("registry_"):
         import kernels.registry as reg
         spec = reg.get(point.get("kernel", point["id"]))
@@ -86,7 +104,7 @@ def simulate_point(point: dict, rec: dict, hw, th, profile="tensorcore"):
     try:
         kern, hints = build_point(point, rec, th)
         rep = simulate(kern.prim_func, hw, profile, name=point["id"], **hints)
-        return rep.time_s, None, max((x["registers_per_thread"] or 0) for x in rep.launches) or None
+        return rep.time_s, None, max((x.get("registers_at_launch") or x["registers_per_thread"] or 0) for x in rep.launches) or None
     except KernelError as exc:
         return None, str(exc).splitlines()[0][:200], None
 
@@ -115,8 +133,8 @@ def evaluate(split_file=DEFAULT_SPLIT, hw="h200_sxm_141gb", profile="tensorcore"
     return rows
 
 
-def summarise(rows, split):
-    sel = [r for r in rows if r["split"] == split]
+def summarise(rows, split, source_prefix=""):
+    sel = [r for r in rows if r["split"] == split and r["source"].startswith(source_prefix)]
     e = np.array([r["error"] for r in sel])
     return {"split": split, "points": len(sel), "kinds": len({r["kind"] for r in sel}),
             "median_error": float(np.median(e)), "p90_error": float(np.percentile(e, 90)),
@@ -168,8 +186,12 @@ def main(argv=None):
         print(f"{r['id']:46s} {r['kind']:22s} {r['split']:5s} {r['measured_s'] * 1e6:9.1f} {sim} {rat} "
               f"{r['registers'] or '-'}")
     sums = [summarise(rows, s) for s in ("train", "test") if not a.only or s == a.only]
+    sums += [dict(summarise(rows, s, "tilelang_h200_validation"), subset="tilelang_h200_validation")
+             for s in ("train", "test") if not a.only or s == a.only]
+    sums = [s for s in sums if s["points"]]
     for s in sums:
-        print(f"{s['split']:5s}: {s['points']} points, {s['kinds']} kinds, median {s['median_error'] * 100:.1f}%, "
+        tag = " (validation set)" if s.get("subset") else ""
+        print(f"{s['split']:5s}{tag}: {s['points']} points, {s['kinds']} kinds, median {s['median_error'] * 100:.1f}%, "
               f"p90 {s['p90_error'] * 100:.1f}%, worst {s['worst_error'] * 100:.1f}%, refused {s['refused']}")
     if a.json:
         Path(a.json).write_text(json.dumps({"split_file": Path(a.split_file).name, "summaries": sums, "rows": rows},

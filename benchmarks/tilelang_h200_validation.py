@@ -25,6 +25,12 @@ Contract
   (``predicted_s``, ``predicted_registers``) and no measurements. Writing the predictions before the
   measurements makes the next GPU session's comparison a clean held-out check.
 * ``--list`` prints the configs and the kind count.
+* ``--compare MEAS.json --predictions PRED.json [--registers REGS.json ...]`` (no GPU): the pre-registered
+  held-out comparison. Joins measured records (``median_ms``; a registry record's ``mismatch`` must be
+  null, i.e. checked) with the predictions by ``id`` and prints per kind and overall the median and p90
+  of ``|predicted / measured - 1|``; configs without a measurement (refused by TileLang) are listed, not
+  counted. Registers: real (``registers`` of any given measurement file) beside the predicted count.
+  ``--json`` writes the rows and summaries.
 """
 
 from __future__ import annotations
@@ -174,7 +180,7 @@ def predict(cfg: dict, th) -> dict:
     t0 = time.perf_counter()
     rep = simulate(kern.prim_func, "h200_sxm_141gb", "tensorcore", name=cfg["id"], **hints)
     return {"predicted_s": rep.time_s, "predicted_bound": rep.bound,
-            "predicted_registers": max((x["registers_per_thread"] or 0) for x in rep.launches) or None,
+            "predicted_registers": max((x.get("registers_at_launch") or x["registers_per_thread"] or 0) for x in rep.launches) or None,
             "predicted_register_demand": max((x.get("registers_demand") or 0) for x in rep.launches) or None,
             "predicted_notes": [n for n in rep.notes if "register" in n], "sim_wall_s": time.perf_counter() - t0}
 
@@ -254,13 +260,91 @@ def run(out_path: str, dry: bool, only=None) -> dict:
     return doc
 
 
+def _err_stats(errs) -> dict:
+    e = np.asarray(errs, dtype=float)
+    return {"points": int(e.size), "median_error": float(np.median(e)) if e.size else None,
+            "p90_error": float(np.percentile(e, 90)) if e.size else None,
+            "worst_error": float(np.max(e)) if e.size else None}
+
+
+def compare(meas_paths, pred_paths) -> dict:
+    """Pre-registered comparison: rows (id, kind, measured, predicted, ratio, registers) and summaries.
+
+    ``meas_paths``: measurement files (the first one with a timed record of an id gives its time; any
+    gives its registers). ``pred_paths``: ``--dry-run`` outputs written before the measurements.
+    A registry record whose ``mismatch`` is not null (checked and wrong) is left out and listed.
+    """
+    pred = {}
+    for p in pred_paths:
+        for r in json.loads(Path(p).read_text())["results"]:
+            pred.setdefault(r["id"], r)
+    timed, regs, untimed, wrong = {}, {}, [], []
+    for p in meas_paths:
+        for r in json.loads(Path(p).read_text())["results"]:
+            if r.get("registers") is not None:
+                regs.setdefault(r["id"], r["registers"])
+            if r.get("median_ms") is None:
+                untimed.append(r["id"])
+            elif r.get("mismatch"):
+                wrong.append(r["id"])
+            else:
+                timed.setdefault(r["id"], r)
+    rows = []
+    for i, r in timed.items():
+        q = pred.get(i)
+        if q is None or q.get("predicted_s") is None:
+            continue
+        meas = r["median_ms"] * 1e-3
+        ratio = q["predicted_s"] / meas
+        rows.append({"id": i, "kind": r.get("kind") or q.get("kind"), "measured_s": meas,
+                     "predicted_s": q["predicted_s"], "ratio": ratio, "error": abs(ratio - 1.0),
+                     "registers": regs.get(i), "predicted_registers": q.get("predicted_registers")})
+    kinds = sorted({r["kind"] for r in rows})
+    per_kind = {k: _err_stats([r["error"] for r in rows if r["kind"] == k]) for k in kinds}
+    reg_rows = [r for r in rows if r["registers"] is not None and r["predicted_registers"] is not None]
+    return {"rows": rows, "overall": _err_stats([r["error"] for r in rows]), "per_kind": per_kind,
+            "not_timed": sorted(set(untimed) - set(timed)), "wrong": sorted(set(wrong) - set(timed)),
+            "registers_median_abs_diff": float(np.median([abs(r["predicted_registers"] - r["registers"])
+                                                          for r in reg_rows])) if reg_rows else None}
+
+
+def print_compare(res: dict) -> None:
+    print(f"{'id':46s} {'kind':18s} {'meas us':>9s} {'pred us':>9s} {'ratio':>6s} {'regs':>5s} {'model':>5s}")
+    for r in res["rows"]:
+        print(f"{r['id']:46s} {r['kind']:18s} {r['measured_s'] * 1e6:9.1f} {r['predicted_s'] * 1e6:9.1f} "
+              f"{r['ratio']:6.2f} {r['registers'] if r['registers'] is not None else '-':>5} "
+              f"{r['predicted_registers'] if r['predicted_registers'] is not None else '-':>5}")
+    for k, s in res["per_kind"].items():
+        print(f"  {k:18s} {s['points']:3d} points  median {s['median_error'] * 100:5.1f}%  "
+              f"p90 {s['p90_error'] * 100:5.1f}%  worst {s['worst_error'] * 100:5.1f}%")
+    o = res["overall"]
+    print(f"overall: {o['points']} points, {len(res['per_kind'])} kinds, median {o['median_error'] * 100:.1f}%, "
+          f"p90 {o['p90_error'] * 100:.1f}%, worst {o['worst_error'] * 100:.1f}%")
+    if res["registers_median_abs_diff"] is not None:
+        n = sum(1 for r in res["rows"] if r["registers"] is not None and r["predicted_registers"] is not None)
+        print(f"registers: {n} configs with a real count, median |model - real| = "
+              f"{res['registers_median_abs_diff']:.0f}")
+    print(f"not timed (left out): {res['not_timed']}; wrong results (left out): {res['wrong']}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "tilelang_h200_validation.json"))
     ap.add_argument("--dry-run", action="store_true", help="no GPU: build with tilesim, simulate, write JSON")
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--compare", nargs="+", metavar="MEAS.json", help="measurement files (no GPU)")
+    ap.add_argument("--predictions", nargs="+", metavar="PRED.json", help="--dry-run outputs for --compare")
+    ap.add_argument("--json", help="with --compare: write rows and summaries here")
     a = ap.parse_args(argv)
+    if a.compare:
+        if not a.predictions:
+            ap.error("--compare needs --predictions")
+        res = compare(a.compare, a.predictions)
+        print_compare(res)
+        if a.json:
+            Path(a.json).write_text(json.dumps(res, indent=1) + "\n")
+        return 0
     if a.list:
         for c in CONFIGS:
             print(f"{c['id']:48s} {c['kind']:18s} {c['source']}")

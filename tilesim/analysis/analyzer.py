@@ -72,6 +72,7 @@ class Analyzer:
         self.buffers: dict[int, N.Buffer] = {}
         self.loop_stack: list[tuple] = []  # (For, stages)
         self.deferred_reduces: set = set()
+        self.gemm_outputs: set | None = None  # uids of gemm accumulators (tile_rules._gemm_outputs)
         self.sync_load_bytes = 0.0  # largest per-thread bytes of one synchronous global -> on-chip copy  # ids of Reduce nodes whose cross-thread part follows their loop
         self.pipelined_depth = 0
         self.pipe_stages = 0

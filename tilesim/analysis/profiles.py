@@ -122,6 +122,12 @@ class LoweringProfile:
             an op; a per-warp partial read back from shared memory and an op): a block reduction over
             ``P`` threads per row waits ``log2(min(P, 32)) + P / 32`` such steps (second term when
             ``P`` > 32). 0: not modelled.
+        reduce_layout: which threads share a row of a reduced register fragment. ``"rows"``: the
+            block's threads split evenly over the rows (``threads / rows``). ``"flat"`` (TileLang): a
+            fragment no gemm writes is bound row-major, ``vector_load_bytes`` of consecutive elements per
+            thread, so a row is shared by ``min(threads, row / v)`` threads; TileLang's butterfly
+            ``AllReduce`` goes through shared memory with two barriers for every step whose offset is a
+            warp or more, once per row a thread holds (``analysis/tile_rules.reduce_cross``).
     """
 
     name: str
@@ -154,6 +160,7 @@ class LoweringProfile:
     unroll_max_trip: int = 0
     defer_loop_reductions: bool = False
     reduce_step_cycles: float = 0.0
+    reduce_layout: str = "rows"
     sync_load_bytes_in_flight_per_thread: float | None = None
     register_streaming: bool = False
     row_stat_layout: str = "square"
@@ -177,7 +184,10 @@ PROFILES = MappingProxyType({
         gemm_operands="wgmma", wgmma_dtypes=("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "int8"),
         async_copy=True, overlap=True, producer_threads=128, producer_registers_per_thread=24,
         consumer_registers_per_thread=240,
-        register_overhead_per_thread=32, warpgroup_warps=4,
+        # per-thread registers beyond the live fragments: 16 picked (2026-12-02) from {16, 32} on the TRAIN
+        # configurations of sim_split_h200_2026-12-02.json with TileLang's own counts (cuobjdump;
+        # tilelang_h200_validation_registers_20261201T233900Z.json): 96/80/88/40 vs real 96/80/83/31 (was +16..+25)
+        register_overhead_per_thread=16, warpgroup_warps=4,
         # issue 15: registers by liveness as nvcc allocates them (streamed element-wise temporaries,
         # MMA row-statistic layout); past the per-thread cap (255, or setmaxnreg's 240 in
         # warp-specialised kernels) the excess is spilled and costed, never refused
@@ -187,6 +197,10 @@ PROFILES = MappingProxyType({
         # (first registry run, 256x128 bf16 GEMM at 128 threads: 1035 us): `benchmarks/sim_holdout_h200.py
         # --only train --set spill_traffic_factor=F`, linear in F, 3.3 reproduces it
         spill_traffic_factor=3.3, bank_conflicts=True, sync_loads_little=True, async_hit_latency=True,
+        # TileLang's fragment layout (row-major thread binding) and butterfly AllReduce (issue 15,
+        # 2026-12-02); the step latency picked on the TRAIN split of sim_split_h200_2026-12-02.json from
+        # {0, 10, 20, 40} cycles (`benchmarks/sim_holdout_h200.py --only train --set reduce_step_cycles=R`)
+        reduce_layout="flat", reduce_step_cycles=10.0,
         notes=("TileLang on Hopper: TMA copies + warp-specialised producer, wgmma for 16/8-bit operands",)),
     "numba": LoweringProfile(
         name="numba", gemm_unit="vector", gemm_operands="fma", async_copy=False, overlap=False,

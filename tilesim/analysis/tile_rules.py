@@ -16,6 +16,7 @@ import math
 
 from ..errors import KernelTypeError
 from ..ir import nodes as N
+from ..ir.traverse import walk_stmts
 from .analyzer import Analyzer
 from .node_helpers import _core, _elems, _root, _scope, _size, _static, _vec_dtype
 from .rule_tables import COST_RULES
@@ -193,16 +194,38 @@ def _vec_unit(a: Analyzer) -> str:
     return u.name if u else "vector"
 
 
+def _gemm_outputs(a: Analyzer) -> set:
+    """uids of the buffers some ``T.gemm`` of the launch accumulates into (MMA fragment layout)."""
+    if a.gemm_outputs is None:
+        a.gemm_outputs = {st.c.buffer.uid for st in walk_stmts(list(a.launch.body)) if isinstance(st, N.Gemm)}
+    return a.gemm_outputs
+
+
 def reduce_cross(a: Analyzer, s: N.Reduce) -> tuple[float, float, float]:
     """The cross-thread part of a register reduction: (issue slots, barriers, latency cycles).
 
-    ``P`` threads share a row: ``log2(min(P, warp))`` shuffle steps (a shuffle and an op per output),
-    and when ``P`` exceeds a warp a barrier and ``P / warp`` per-warp partials read back in sequence."""
+    ``P`` threads share a row. ``reduce_layout="rows"``: ``P = threads / rows``; ``log2(min(P, warp))``
+    shuffle steps (a shuffle and an op per output), and when ``P`` exceeds a warp a barrier and
+    ``P / warp`` per-warp partials read back in sequence. ``reduce_layout="flat"`` (TileLang): a
+    fragment no gemm writes is bound to threads row-major, ``v`` consecutive elements each (``v`` =
+    the widest load of the profile in the fragment's dtype), so ``P = min(threads, row / v)``; the
+    butterfly all-reduce runs once per row a thread holds (``rows · P / threads`` in sequence), each
+    ``log2(P)`` dependent steps of which those with offset ≥ warp go through shared memory behind two
+    barriers. A gemm accumulator keeps the ``"rows"`` rule."""
     if not (a.profile.fragment_registers and _scope(s.src.buffer) == "reg"):
         return 0.0, 0.0, 0.0
     Ed = float(max(1, _elems(s.dst)))
-    per_row = max(1.0, a.threads / Ed)
     ws = float(a.warp_size)
+    shape = s.src.tile_shape()
+    row = _static(shape[s.dim]) if shape and s.dim < len(shape) else None
+    if a.profile.reduce_layout == "flat" and row and s.src.buffer.uid not in _gemm_outputs(a):
+        v = max(1.0, a.vec_bytes / _size(s.src.dtype))
+        P = float(min(a.threads, max(1, 2 ** int(math.log2(max(1.0, float(row) / v))))))
+        seq = max(1.0, Ed * P / a.threads)  # rows one thread reduces, one after another
+        steps = math.log2(P) if P > 1 else 0.0
+        smem_steps = math.log2(P / ws) if P > ws else 0.0
+        return Ed * 2.0 * steps, seq * 2.0 * smem_steps, seq * steps * a.profile.reduce_step_cycles
+    per_row = max(1.0, a.threads / Ed)
     steps = math.log2(min(ws, per_row)) if per_row > 1 else 0.0
     slots = Ed * 2.0 * steps
     syncs = 1.0 if per_row > ws else 0.0

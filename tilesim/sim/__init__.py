@@ -122,6 +122,7 @@ def simulate_programs(programs, hw: Hardware | str, profile, *, name="kernel", t
                         "fluid_s": r.fluid_s, "wave_quantisation_s": r.quantisation_s, "launch_s": r.launch_s,
                         "block_critical_path_s": r.block_time_s,
                         "registers_per_thread": r.registers_per_thread, "registers_demand": r.registers_demand,
+                        "registers_at_launch": r.registers_at_launch,
                         "spill_registers_per_thread": r.spill_registers_per_thread} for r in results),
         notes=tuple(notes), trace=trace_obj)
 

@@ -59,6 +59,7 @@ class LaunchResult:
     block_time_s: float
     registers_per_thread: float | None = None  # the occupancy estimate (GPU profiles)
     registers_demand: float | None = None  # what the live fragments + overhead want (may exceed the grant)
+    registers_at_launch: float | None = None  # the compiled kernel's declared count (cuobjdump -res-usage)
     spill_registers_per_thread: float = 0.0  # spilled registers the hot loop reloads
     trace_events: list = field(default_factory=list)
     notes: list = field(default_factory=list)
@@ -393,4 +394,5 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
         busy_s=busy_tot, dram_read=dram_read, dram_write=dram_write, dram_compulsory=compulsory, l2_bytes=l2,
         flops=flops, xfer=xfer, sfu=sfu, block_time_s=block_s,
         registers_per_thread=details.get("registers_per_thread"), registers_demand=details.get("registers_demand"),
+        registers_at_launch=details.get("registers_at_launch"),
         spill_registers_per_thread=details.get("spill_registers_per_thread", 0.0), trace_events=events, notes=notes)

@@ -6,7 +6,11 @@ Contract
   fragment bytes (``LaunchProgram.register_peak_bytes`` under a liveness profile, else every fragment)
   plus the profile's overhead, rounded to the allocation unit; the cap is the hardware's per-thread
   limit, the block's share of the register file, or the ``setmaxnreg`` grant of a warp-specialised
-  kernel's consumers. Demand over the cap is never refused: the registers the hot loop needs beyond
+  kernel's consumers. ``details["registers_at_launch"]`` is the count the compiled kernel declares
+  (what ``cuobjdump -res-usage`` prints): a warp-specialised kernel launches every thread, producer
+  included, with the register file's share ``floor(file / all threads)`` (at most the grant) and
+  ``setmaxnreg`` moves registers from the producer to the consumers afterwards (TileLang's
+  128×256 GEMM at 256 consumer threads: 168 at launch, 240 per consumer). Demand over the cap is never refused: the registers the hot loop needs beyond
   ``cap - register_min_overhead_per_thread`` are *spilled*.
 * :func:`with_spills` returns the block program with the spilled registers' local-memory traffic
   added to its innermost, most-executed loop (``prog`` is not modified).
@@ -45,13 +49,17 @@ def registers(prog, machine, producer: int, details: dict) -> tuple[float, float
     if occ.registers_count:  # one block's threads share the register file (launch bounds)
         avail = occ.registers_count - producer * p.producer_registers_per_thread
         cap = min(cap, math.floor(avail / max(1, prog.threads) / unit) * unit)
+    at_launch = None
     if producer and p.consumer_registers_per_thread:
         cap = min(cap, p.consumer_registers_per_thread)
         regs = cap  # setmaxnreg grants the consumers this many whatever they use
+        if occ.registers_count:  # the kernel's own count (cuobjdump): the file shared by every thread
+            at_launch = min(cap, math.floor(occ.registers_count / (prog.threads + producer) / unit) * unit)
     else:
         regs = min(demand, cap)
     spill = max(0.0, frag_regs + p.register_min_overhead_per_thread - cap)
     details["registers_per_thread"] = regs
+    details["registers_at_launch"] = at_launch if at_launch is not None else regs
     details["registers_demand"] = demand
     details["spill_registers_per_thread"] = spill
     return regs, spill
