@@ -11,6 +11,7 @@ import numpy as np
 
 from kernels.mhc_bwd_norm import mhc_pre_norm_fn_bwd
 from kernels.mhc_normw import mhc_fn_normw_bwd, normw_inputs
+from kernels.quant_requant import per_token_recast
 
 
 def _grads(h, fn, inputs, out_grad):
@@ -49,4 +50,60 @@ def normw_cases(h, R, rng, n):
     return rows
 
 
-FAMILIES = {"normw": normw_cases}
+_FLAGS = {"rows": (False, False), "tma": (True, False), "tma_ue8m0": (True, True)}
+
+
+def _sf_storage(h, sf, layout):
+    """The memory of a TileKernels scale tensor as our storage array: row-major as is, TMA-aligned column-major as
+    its (G, align4(R)) memory, packed UE8M0 as the bytes of its (ceil(G/4), align4(R)) int32 memory."""
+    if layout == "rows":
+        return h._to_np(sf)
+    A = (sf.shape[0] + 3) // 4 * 4  # the column stride (torch may report 1 for a single column)
+    mem = h.torch.as_strided(sf, (sf.shape[1], A), (A, 1)).contiguous()
+    return h._to_np(mem) if layout == "tma" else mem.numpy().view(np.uint8)
+
+
+def _to_tk(h, q):
+    return h._to_torch(q) if q.dtype != np.int8 else h.torch.from_numpy(q.copy())
+
+
+def requant_cases(h, R, rng, n):
+    """``per_token_recast`` against TileKernels' ``cast``: inputs quantised by TileKernels' own ``cast`` (e4m3 or e2m1,
+    blocks 128x128 / 32x32, power-of-two scales, in each scale layout) re-cast per token (groups 32/128, e4m3/e2m1),
+    the configurations of TileKernels' ``test_per_token_cast``; plus unquantised bf16/fp32 inputs with the TMA-aligned
+    and packed-UE8M0 scale layouts. Values and scale storage bitwise."""
+    C = R["cast"]
+    rows = []
+    cases = [(n, 512, "e4m3", "e4m3", 128, (128, 128), "rows"), (n, 512, "e4m3", "e2m1", 32, (32, 32), "rows"),
+             (n, 512, "e2m1", "e4m3", 128, (32, 32), "tma_ue8m0"), (n, 512, "e2m1", "e2m1", 32, (128, 128), "tma_ue8m0"),
+             (37, 200, "e4m3", "e4m3", 32, (128, 128), "tma_ue8m0"), (37, 200, "e2m1", "e2m1", 128, (32, 32), "rows"),
+             (13, 7168, "e4m3", "e2m1", 128, (128, 128), "tma"), (37, 200, "e4m3", "e4m3", 32, (32, 32), "tma")]
+    for M, N, in_fmt, fmt, gs, xb, lay in cases:
+        tma, packed = _FLAGS[lay]
+        x = h.torch.from_numpy((rng.standard_normal((M, N)) * 2).astype(np.float32)).bfloat16()
+        qin, sin = C.cast(x, in_fmt, xb, round_sf=True, use_tma_aligned_col_major_sf=tma, use_packed_ue8m0=packed)
+        q, s = C.cast((qin, sin), fmt, (1, gs), x_block_size=xb, round_sf=True, use_tma_aligned_col_major_sf=tma,
+                      use_packed_ue8m0=packed)
+        qin_np = qin.numpy() if qin.dtype == h.torch.int8 else h._to_np(qin)
+        oq, os_ = per_token_recast(M, N, in_fmt, fmt, gs, xb, True, lay, lay)(qin_np, _sf_storage(h, sin, lay))
+        rq = q.numpy() if q.dtype == h.torch.int8 else h._to_np(q)
+        rows.append(("quant_requant_per_token", f"{M}x{N} {in_fmt} {xb[0]}x{xb[1]} -> {fmt} 1x{gs}, sf {lay}",
+                     [h.bitwise("Q", oq, rq), h.bitwise("S (" + lay + " storage)", os_, _sf_storage(h, s, lay))]))
+    for M, N, dt, fmt, gs, lay, rsf in ((n, 7168, "bfloat16", "e4m3", 128, "tma_ue8m0", True),
+                                        (37, 200, "float32", "e2m1", 32, "tma_ue8m0", True),
+                                        (n, 2048, "bfloat16", "e4m3", 128, "tma", False),
+                                        (13, 200, "float32", "e4m3", 64, "tma", True)):
+        tma, packed = _FLAGS[lay]
+        x = (rng.standard_normal((M, N)) * 2).astype(np.float32)
+        x[1, :64] = 0.0
+        x[2, :40] *= 1e4
+        xin = x.astype(h.BF16) if dt == "bfloat16" else x
+        q, s = C.cast(h._to_torch(xin), fmt, (1, gs), round_sf=rsf, use_tma_aligned_col_major_sf=tma, use_packed_ue8m0=packed)
+        oq, os_ = per_token_recast(M, N, dt, fmt, gs, None, rsf, "rows", lay)(xin)
+        rq = q.numpy() if q.dtype == h.torch.int8 else h._to_np(q)
+        rows.append(("quant_cast_per_token_sf_layout", f"{M}x{N} {dt} -> {fmt} 1x{gs}, sf {lay}, round_sf {rsf}",
+                     [h.bitwise("Q", oq, rq), h.bitwise("S (" + lay + " storage)", os_, _sf_storage(h, s, lay))]))
+    return rows
+
+
+FAMILIES = {"normw": normw_cases, "requant": requant_cases}
