@@ -9,6 +9,7 @@ the script loads this file by path, as it loads ``tilekernels_fidelity_more.py``
 
 import numpy as np
 
+from kernels.engram_bwd import engram_gate_bwd, engram_grad_w_reduce, gate_bwd_inputs, ref_gate_bwd
 from kernels.mhc_bwd_norm import mhc_pre_norm_fn_bwd
 from kernels.mhc_normw import mhc_fn_normw_bwd, normw_inputs
 from kernels.quant_requant import per_token_recast
@@ -106,4 +107,65 @@ def requant_cases(h, R, rng, n):
     return rows
 
 
-FAMILIES = {"normw": normw_cases, "requant": requant_cases}
+def _calc_diff(name, ours, ref):
+    """TileKernels' ``calc_diff`` (``1 − 2·<a, b> / (|a|² + |b|²)``) with its test bound 1e-8."""
+    a, b = np.asarray(ours, np.float64), np.asarray(ref, np.float64)
+    d = float(1.0 - 2.0 * (a * b).sum() / max((a * a + b * b).sum(), 1e-300))
+    return {"output": name, "mode": "calc_diff < 1e-8 (TileKernels' test; informative)", "total": 1,
+            "mismatches": int(d >= 1e-8), "max_abs_err": d}
+
+
+def _vs_exact(name, ours, ref, exact):
+    """Informative: ``mismatches`` 1 when our largest error against the float64 gradient exceeds the reference's."""
+    e_o = float(np.abs(np.asarray(ours, np.float64) - exact).max())
+    e_r = float(np.abs(np.asarray(ref, np.float64) - exact).max())
+    return {"output": f"{name}: max error vs float64 ours {e_o:.3g}, TileKernels' ref {e_r:.3g}",
+            "mode": "ours <= ref (informative)", "total": 1, "mismatches": int(e_o > e_r), "max_abs_err": e_o}
+
+
+def engram_bwd_cases(h, R, rng, n):
+    """``engram_gate_bwd`` + ``engram_grad_w_reduce`` against autograd through TileKernels' ``engram_gate_ref``
+    (fp32 weights, as TileKernels' ``test_engram_gate_bwd``), bf16 inputs ``N(0, 1)``; the reduce alone against
+    TileKernels' ``grad_w_reduce_ref`` formula on random partials and main_grad buffers."""
+    E = R["engram"]
+    rows = []
+    for label, N, hc, H in (("%d tok, hc 4, hidden 512" % n, n, 4, 512), ("ragged: 37 tok, hc 4, hidden 200", 37, 4, 200),
+                            ("13 tok, hc 2, hidden 7168", 13, 2, 7168)):
+        go, x, k, v, wh, we = gate_bwd_inputs(rng, N, hc, H)
+        gx, gk, gv, gwp = engram_gate_bwd(N, hc, H, block_T=16)(go, x, k, v, wh, we)
+        z = np.zeros((hc, H), np.float32)
+        gwh, gwe = engram_grad_w_reduce(gwp.shape[0], hc, H)(gwp, wh, we, z, z)
+        ts = [h._to_torch(a).requires_grad_() for a in (x, k, v)]
+        tw = [h._to_torch(a).float().requires_grad_() for a in (wh, we)]
+        out = E.engram_gate_ref(*ts, *tw, 1e-6, 1e-20)
+        out.backward(h._to_torch(go))
+        refs = [h._to_np(t.grad) for t in ts + tw]
+        exact = ref_gate_bwd(go, x, k, v, wh, we, block_T=1)
+        ex = [np.asarray(a, np.float64) for a in exact[:3]]
+        gw64 = exact[3].astype(np.float64).sum(0)
+        ex += [gw64 * we.astype(np.float32), gw64 * wh.astype(np.float32)]
+        outs = [("GX", gx), ("GK", gk), ("GV", gv), ("GWH", gwh), ("GWE", gwe)]
+        checks = []
+        for (name, o), r, e in zip(outs, refs, ex, strict=True):
+            checks += [_calc_diff(name, o, r), _vs_exact(name, o, r, e)]
+            if name in ("GX", "GK", "GV"):
+                checks.append(h.close(name + " bf16 (1 ulp)", o, r, 2**-7, 1e-3 * float(np.abs(r.astype(np.float32)).max())))
+                checks.append(dict(h.bitwise(name, o, r), mode="bitwise (informative)"))
+            else:
+                checks.append(h.close(name + " (fp32)", o, r, 1e-3, 1e-4 * float(np.abs(r).max())))
+        rows.append(("engram_gate_bwd + engram_grad_w_reduce", label, checks))
+    P, hc, H = 24, 4, 1024
+    gwp = rng.standard_normal((P, hc, H)).astype(np.float32)
+    wh, we = (rng.standard_normal((hc, H)).astype(np.float32).astype(h.BF16) for _ in range(2))
+    g0, e0 = (rng.standard_normal((hc, H)).astype(np.float32) for _ in range(2))
+    gwh, gwe = engram_grad_w_reduce(P, hc, H)(gwp, wh, we, g0, e0)
+    gw = h.torch.from_numpy(gwp).sum(0)
+    rwh = h.torch.from_numpy(g0) + gw * h._to_torch(we).float()
+    rwe = h.torch.from_numpy(e0) + gw * h._to_torch(wh).float()
+    rows.append(("engram_grad_w_reduce", "24 partials, hc 4, hidden 1024, into main_grad", [
+        h.close("GWH", gwh, rwh.numpy(), 1e-5, 1e-5), dict(h.bitwise("GWH", gwh, rwh.numpy()), mode="bitwise (informative)"),
+        h.close("GWE", gwe, rwe.numpy(), 1e-5, 1e-5), dict(h.bitwise("GWE", gwe, rwe.numpy()), mode="bitwise (informative)")]))
+    return rows
+
+
+FAMILIES = {"normw": normw_cases, "requant": requant_cases, "engram_bwd": engram_bwd_cases}
