@@ -42,7 +42,8 @@ def normw_cases(h, R, rng, n):
         g = rng.standard_normal((N, M3)).astype(np.float32)
         rg, fg_merged = mhc_pre_norm_fn_bwd(N, K, M3, eps=1e-6)(g, res, fn * w)
         fng, wg = mhc_fn_normw_bwd(M3, K)(fn, w, fg_merged)
-        rrg, rfng, rwg = _grads(h, lambda a, b, c: M.mhc_pre_norm_fn_ref(a.view(n0, n1, m, H), b, c, 1e-6).view(N, M3),
+        shape4, shape2 = (n0, n1, m, H), (N, M3)
+        rrg, rfng, rwg = _grads(h, lambda a, b, c, s4=shape4, s2=shape2: M.mhc_pre_norm_fn_ref(a.view(*s4), b, c, 1e-6).view(*s2),
                                 [res, fn, w], g)
         rows.append(("mhc_fn_normw_bwd", "after pre_norm_fn_bwd, " + label, [
             h.close("ResG bf16 (1 ulp)", rg, rrg.reshape(N, K), 2**-7, 1e-4),
