@@ -332,14 +332,16 @@ FAMILIES = {"moe": moe_cases, "moe_dispatch": dispatch_cases, "sinkhorn": sinkho
 
 
 def _more_families():
-    """The families of benchmarks/tilekernels_fidelity_more.py, bound to this module's helpers."""
-    spec = importlib.util.spec_from_file_location("tilekernels_fidelity_more", Path(__file__).with_name(
-        "tilekernels_fidelity_more.py"))
-    more = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(more)
+    """The families of benchmarks/tilekernels_fidelity_more.py and _rest.py, bound to this module's helpers."""
     h = types.SimpleNamespace(bitwise=bitwise, close=close, _to_np=_to_np, _to_torch=_to_torch, _act=_act, BF16=BF16,
                               E4M3=E4M3, torch=torch)
-    return {name: functools.partial(fn, h) for name, fn in more.FAMILIES.items()}
+    fams = {}
+    for name in ("tilekernels_fidelity_more", "tilekernels_fidelity_rest"):
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(name + ".py"))
+        more = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(more)
+        fams.update({fam: functools.partial(fn, h) for fam, fn in more.FAMILIES.items()})
+    return fams
 
 
 FAMILIES.update(_more_families())
