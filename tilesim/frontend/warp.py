@@ -1,5 +1,7 @@
 """Builders of the warp shuffles (``T.shfl_sync/xor/down/up``, ``T.tvm_warp_shuffle``): a
-:class:`~tilesim.ir.nodes.WarpShuffle` expression.
+:class:`~tilesim.ir.nodes.WarpShuffle` expression; and the warp votes ``T.any_sync``/``T.all_sync``/
+``T.ballot_sync`` (int32 non-zero if any / all lanes' predicate is non-zero; uint64 bit mask of the lanes),
+built from xor shuffles, so every backend runs them with no node of their own.
 
 Contract
 --------
@@ -63,3 +65,48 @@ def _b_tvm_warp_shuffle(tr, loc, mask, value, src_lane, width, warp_size):
     if warp_size != 32:
         raise KernelTypeError(f"T.tvm_warp_shuffle: warp_size must be 32, got {warp_size!r}", loc)
     return shuffle(tr, loc, "idx", value, src_lane, width, "T.tvm_warp_shuffle")
+
+
+# ------------------------------------------------------------------------------------------- warp votes
+def _lane(tr, loc):
+    """This thread's lane: its linear index in the block modulo 32."""
+    threads = tr.launch["threads"]
+    lin, stride = None, 1
+    for d, n in enumerate(threads):
+        t = thread_index(tr, loc, d)
+        term = t if stride == 1 else X.binop("mul", t, stride, loc)
+        lin = term if lin is None else X.binop("add", lin, term, loc)
+        stride *= int(n) if isinstance(n, int) else 1
+    return X.binop("floormod", lin, 32, loc)
+
+
+def vote(tr, loc, kind: str, predicate, what: str) -> N.Expr:
+    """``any``/``all``/``ballot`` over the 32 lanes of each warp, built from five xor shuffles (a butterfly
+    reduction: after it every lane holds the OR / AND of the warp's values). ``mask`` is not modelled."""
+    p = X.to_expr(predicate, loc)
+    if p.dtype != "bool" and not p.dtype.startswith(("int", "uint")):
+        raise KernelTypeError(f"{what} requires an integer or boolean predicate, got {p.dtype}", loc,
+                              hint="compare first, e.g. T.any_sync(x < 1.0)")
+    bit = X.cast_to(X.compare("ne", p, 0, loc), "int32" if kind != "ballot" else "uint32", loc)
+    if kind == "ballot":
+        bit = X.binop("shl", bit, X.cast_to(_lane(tr, loc), "uint32", loc), loc)
+    op = "bitand" if kind == "all" else "bitor"
+    v = bit
+    for delta in (16, 8, 4, 2, 1):
+        v = X.binop(op, v, shuffle(tr, loc, "xor", v, delta, 32, what), loc)
+    return X.cast_to(v, "uint64", loc) if kind == "ballot" else v
+
+
+@builder("any_sync")
+def _b_any_sync(tr, loc, predicate, mask=None):
+    return vote(tr, loc, "any", predicate, "T.any_sync")
+
+
+@builder("all_sync")
+def _b_all_sync(tr, loc, predicate, mask=None):
+    return vote(tr, loc, "all", predicate, "T.all_sync")
+
+
+@builder("ballot_sync")
+def _b_ballot_sync(tr, loc, predicate, mask=None):
+    return vote(tr, loc, "ballot", predicate, "T.ballot_sync")

@@ -112,6 +112,9 @@ from .reduce import (  # noqa: F401
 )
 from .rng import rng_init, rng_rand, rng_rand_float  # noqa: F401
 from .simt import (  # noqa: F401
+    all_sync,
+    any_sync,
+    ballot_sync,
     get_block_binding,
     get_block_bindings,
     get_lane_idx,

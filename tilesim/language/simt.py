@@ -102,6 +102,21 @@ def shfl_xor(value, delta, width=32, mask=0xFFFFFFFF):
 
 
 @marker()
+def any_sync(predicate, mask=0xFFFFFFFF):
+    """``__any_sync``: non-zero (int32) if the predicate of any lane of this thread's warp is non-zero."""
+
+
+@marker()
+def all_sync(predicate, mask=0xFFFFFFFF):
+    """``__all_sync``: non-zero (int32) only if the predicate of every lane of this thread's warp is non-zero."""
+
+
+@marker()
+def ballot_sync(predicate, mask=0xFFFFFFFF):
+    """``__ballot_sync``: a uint64 whose bit ``l`` is set when lane ``l``'s predicate is non-zero."""
+
+
+@marker()
 def shfl_down(value, delta, width=32, mask=0xFFFFFFFF):
     """``__shfl_down_sync``: ``value`` of lane ``lane + delta`` (own value past the group's end)."""
 
