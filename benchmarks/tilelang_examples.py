@@ -33,9 +33,10 @@ Contract
   module-level statements that do work (a bare call of a plain name such as ``main()`` or ``print(...)``,
   a loop, a ``with``), is a
   **program**; the rest (and ``conftest.py``) are helper modules, listed in the JSON only.
-  Programs under a path component in :data:`EXCLUDED_DIRS` (other vendors' hardware: AMD, AWS; layout
+  Programs under a path component in :data:`EXCLUDED_DIRS` (another vendor's hardware: AMD; layout
   plotting/visualisation tools) get verdict ``skip`` and are not run. ``analyze/`` (``tilelang.tools.Analyzer``)
-  has been run since tilesim provides the analyzer (2026-12-02).
+  and ``aws/`` (automatic warp specialisation, not a vendor: it was excluded by mistake) have been run since
+  2026-12-02.
 * **Run.** The examples tree is staged once to a temp dir with every ``.py`` passed through
   :func:`rewrite_imports` (``tilelang`` -> ``tilesim`` in import statements only; nothing else is
   edited). Each program then runs in its own subprocess (``--jobs`` at a time, default 2; ``--timeout``
@@ -96,7 +97,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-EXCLUDED_DIRS = {"amd", "aws", "plot_layout", "visual_layout_inference"}
+EXCLUDED_DIRS = {"amd", "plot_layout", "visual_layout_inference"}
 WRAPPER_PREFIXES = ("test_", "regression_")
 
 #: what the programs import besides tilesim (module -> what it is); flash_attn has no CPU build on PyPI
@@ -115,6 +116,9 @@ def missing_optional() -> list[str]:
 # Extra argv per program (path relative to examples/) that shrinks problem sizes, read off each
 # program's argparse; tile sizes, head dims and ratios the kernels assume are kept.
 SMALL_ARGS: dict[str, str] = {
+    # N a multiple of 2 * 8 * block_N, K of 2 * block_K (the programs assert it)
+    "aws/gemm.py": "--m 256 --n 1024 --k 256 --block_n 64 --store_block_n 32",
+    "aws/flash_attention.py": "--batch 1 --heads 2 --seq_len 256",
     "attention_sink/benchmark_gqa_sink_fwd.py": "--heads 8 --seq_q 256 --seq_kv 256",
     "attention_sink/benchmark_mha_sink_fwd.py": "--batch 1 --heads 2 --seq_q 256 --seq_kv 256",
     # heads >= block_M (64): the kernel indexes its [heads] sink fragment by row of a block_M tile
