@@ -44,7 +44,8 @@ def paged_decode(batch, heads, dim, num_blocks, block_size, max_blocks, groups=1
     if heads % groups:
         raise ValueError(f"heads ({heads}) must be a multiple of groups ({groups})")
     kv_heads = heads // groups
-    rows = q_len * groups  # query rows sharing one kv head
+    valid = q_len * groups  # query rows sharing one kv head
+    rows = max(16, -(-valid // 16) * 16)  # the gemms' M: a multiple of 16 (TileLang: "M must be divisible by 16")
     block_H = min(block_H, heads)
     scale = LOG2E / math.sqrt(dim)
     accum = "float32"
@@ -80,8 +81,8 @@ def paged_decode(batch, heads, dim, num_blocks, block_size, max_blocks, groups=1
             lo = bs * chunk
             hi = T.min(seq_len, lo + chunk)
 
-            for r, j in T.Parallel(rows, dim):
-                Q_s[r, j] = Q[bb, r // groups, bh * groups + r % groups, j]
+            for r, j in T.Parallel(rows, dim):  # padding rows (r >= valid) are zeros and never stored
+                Q_s[r, j] = T.if_then_else(r < valid, Q[bb, T.min(r // groups, q_len - 1), bh * groups + r % groups, j], 0)
             T.fill(acc_o, 0)
             T.fill(l, 0)
             T.fill(m, ninf)
@@ -113,11 +114,13 @@ def paged_decode(batch, heads, dim, num_blocks, block_size, max_blocks, groups=1
                     acc_o[r, j] *= r_scale[r]
                 T.gemm(P_s, V_s, acc_o, policy=T.GemmWarpPolicy.FullCol)
             for r, j in T.Parallel(rows, dim):
-                O_part[bb, r // groups, bh * groups + r % groups, bs, j] = T.if_then_else(
-                    l[r] > 0, acc_o[r, j] / l[r], 0)
+                if r < valid:
+                    O_part[bb, r // groups, bh * groups + r % groups, bs, j] = T.if_then_else(
+                        l[r] > 0, acc_o[r, j] / l[r], 0)
             for r in T.Parallel(rows):
-                L_part[bb, r // groups, bh * groups + r % groups, bs] = T.if_then_else(
-                    l[r] > 0, (m[r] * scale + T.log2(l[r])) * LN2, ninf)
+                if r < valid:
+                    L_part[bb, r // groups, bh * groups + r % groups, bs] = T.if_then_else(
+                        l[r] > 0, (m[r] * scale + T.log2(l[r])) * LN2, ninf)
 
         with T.Kernel(T.ceildiv(heads, block_H), q_len, batch, threads=threads) as (bx, qi, bb):
             lse_f = T.alloc_fragment((block_H, num_splits), accum)
