@@ -116,7 +116,7 @@ def topk_selector(seq_q, seq_kv, topk, block_N=1024, threads=256):
         with T.Kernel(seq_q, threads=threads) as t:
             key = T.alloc_fragment((block_N,), "uint32")
             hist = T.alloc_shared((RADIX,), "int32")
-            csum = T.alloc_fragment((RADIX,), "int32")
+            csum = T.alloc_shared((RADIX,), "int32")  # TileLang scans a shared tile into a shared tile
             ge = T.alloc_fragment((RADIX,), "int32")
             red = T.alloc_fragment((1,), "int32")
             eq = T.alloc_fragment((block_N,), "int32")
