@@ -66,3 +66,9 @@ def with_ws_op(tr, node, call):
     if not isinstance(name, str) or len(args) + len(kwargs) != 1:
         raise KernelTypeError("T.ws_op takes one op name (a str)", tr.loc(call))
     tr.visit_body(node.body)
+
+
+@builder("ws_op")
+def _b_ws_op(tr, loc, name):
+    raise KernelSyntaxError("T.ws_op is used as `with T.ws_op(\"name\"):`", loc,
+                            hint="the with-body is the op the schedule names")
