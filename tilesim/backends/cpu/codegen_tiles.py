@@ -146,9 +146,11 @@ def _tile(g: _Gen, r: N.Region, acc: str, where) -> str:
     sl = [f"{st}:{st} + {r.extents[d]}" if d in dims else st for d, st in enumerate(starts)]
     whole = all(st == "0" for st in starts) and all(r.extents[d] == r.buffer.shape[d] for d in dims)
     view = g.buf(r.buffer) if whole and len(dims) == len(r.extents) else f"{g.buf(r.buffer)}[{', '.join(sl)}]"
+    if dt.is_float(r.dtype) and (r.dtype == "float64") == (acc == "float64"):
+        return view  # already of the accumulator's compute type: ``mm`` takes it as it is
     name = g.fresh("m")
-    if dt.is_float(r.dtype) and acc == "float32" and r.dtype != "float64":
-        g.emit(f"{name} = np.ascontiguousarray({view})")
+    if False:
+        pass
     else:
         g.emit(f"{name} = np.ascontiguousarray({view}).astype(np.{acc})")
     return name
@@ -164,7 +166,7 @@ def _gemm(g: _Gen, s: N.Gemm) -> None:
     a = _tile(g, s.a, acc, s.loc)
     b = _tile(g, s.b, acc, s.loc)
     prod = g.fresh("p")
-    g.emit(f"{prod} = np.dot({a}{'.T' if s.trans_a else ''}, {b}{'.T' if s.trans_b else ''})")
+    g.emit(f"{prod} = mm({a}, {b}, {bool(s.trans_a)}, {bool(s.trans_b)})")
     c = s.c
     if c.buffer.scope in ("global", "var") or c.buffer.alias_of is not None:
         raise Unsupported("a T.gemm accumulator outside fragment/shared memory", s.loc)
