@@ -266,7 +266,8 @@ def gen_launch(pf: N.PrimFunc, launch: N.Launch, uninit: str = "nan", tf32: bool
     order = sorted(g.narrow, key=g.narrow.get)
     args = ([g.buf(b) for b in buffers] + [f"T_{g.need_narrow(d)}, P_{g.need_narrow(d)}" for d in order]
             + [g.var(v) for v in scalars] + grid_names)
-    head = ["from tilesim.backends.cpu.prelude import *  # noqa: F401,F403", "", "",
+    head = ["from tilesim.backends.cpu.prelude import *  # noqa: F401,F403",
+            "from tilesim.backends.cpu.prelude_tiles import *  # noqa: F401,F403", "", "",
             '@njit(cache=True, error_model="numpy", nogil=True)',
             f"def launch({', '.join(args + ['_lo', '_hi'])}):",
             "    for _blk in range(_lo, _hi):"]

@@ -66,8 +66,50 @@ def _paired(src: N.Region, src_starts: list, dst: N.Region, dst_dims: list, loop
     return _index(src_starts, sn, loops[len(loops) - len(sn):])
 
 
+# ------------------------------------------------------------------ whole-tile helpers (prelude_tiles.py)
+_PLAIN = ("float32", "float64")  # dtypes whose storage and compute representation are one NumPy type
+
+
+def _whole(r: N.Region) -> bool:
+    """``r`` is all of an on-chip (shared/fragment) buffer with a static shape."""
+    b = r.buffer
+    return (b.scope not in ("global", "var") and b.alias_of is None and b.static_shape() is not None
+            and all(isinstance(st, N.Const) and int(st.value) == 0 for st in r.starts)
+            and tuple(r.extents) == tuple(b.static_shape()))
+
+
+def _tile_call(g: _Gen, s: N.Copy) -> bool:
+    """A copy between a global tensor and a whole 2-D on-chip tile of the same plain dtype, or between two
+    whole on-chip buffers of one shape and dtype, as one helper call; False when it is neither."""
+    src, dst = s.src, s.dst
+    if src.dtype != dst.dtype or src.dtype not in _PLAIN:
+        return False
+    if _whole(src) and _whole(dst) and src.buffer.static_shape() == dst.buffer.static_shape():
+        g.emit(f"copy_all({g.buf(src.buffer)}, {g.buf(dst.buffer)})")
+        return True
+    glob, tile = (src, dst) if src.scope == "global" else (dst, src)
+    if glob.scope != "global" or not _whole(tile) or len(tile.buffer.shape) != 2 or not 2 <= len(glob.extents) <= 5:
+        return False
+    dims = _nonunit(glob)
+    if len(dims) != 2 or any(glob.extents[d] != e for d, e in zip(dims, tile.buffer.shape)):
+        return False
+    starts = _starts(g, glob)
+    rows = ", ".join("1" if d == dims[0] else "0" for d in range(len(starts)))
+    cols = ", ".join("1" if d == dims[1] else "0" for d in range(len(starts)))
+    n = len(starts)
+    if glob is src:
+        fill = g.safe.get(src.buffer.uid, 0)
+        g.emit(f"tile_in{n}({g.buf(src.buffer)}, {g.buf(dst.buffer)}, np.{src.dtype}({fill!r}), "
+               f"{', '.join(starts)}, {rows}, {cols})")
+    else:
+        g.emit(f"tile_out{n}({g.buf(src.buffer)}, {g.buf(dst.buffer)}, {', '.join(starts)}, {rows}, {cols})")
+    return True
+
+
 @rule(N.Copy)
 def _copy(g: _Gen, s: N.Copy) -> None:
+    if _tile_call(g, s):
+        return
     dst_starts = _starts(g, s.dst)
     src_starts = _starts(g, s.src)
     dims = _nonunit(s.dst)
@@ -83,6 +125,9 @@ def _copy(g: _Gen, s: N.Copy) -> None:
 def _fill(g: _Gen, s: N.Fill) -> None:
     val = g.fresh("v")
     g.emit(f"{val} = {g.conv(g.expr(s.value), s.value.dtype, s.dst.dtype)}")
+    if _whole(s.dst) and s.dst.dtype in _PLAIN:
+        g.emit(f"fill_all({g.buf(s.dst.buffer)}, {val})")
+        return
     starts = _starts(g, s.dst)
     dims = _nonunit(s.dst)
     depth = g.depth
@@ -171,6 +216,9 @@ def _gemm(g: _Gen, s: N.Gemm) -> None:
     if c.buffer.scope in ("global", "var") or c.buffer.alias_of is not None:
         raise Unsupported("a T.gemm accumulator outside fragment/shared memory", s.loc)
     dims = _matrix_dims(c, s.loc)
+    if _whole(c) and c.dtype == acc:  # the product has the accumulator's shape (leading unit dims dropped)
+        g.emit(f"copy_all({prod}, {g.buf(c.buffer)})" if s.clear_accum else f"acc_all({g.buf(c.buffer)}, {prod})")
+        return
     starts = _starts(g, c)
     i, j = g.fresh("i"), g.fresh("j")
     g.emit(f"for {i} in range({c.extents[dims[0]]}):")
@@ -214,6 +262,10 @@ def _reduce(g: _Gen, s: N.Reduce) -> None:
     if len(kept) != len(dn) or any(not _same_extent(src.extents[a], dst.extents[b]) for a, b in zip(kept, dn)):
         raise Unsupported("a reduction whose destination does not match the kept source extents", s.loc)
     ct = _reduce_type(src.dtype, dst.dtype, s.kind)
+    if (s.kind in ("sum", "max", "min") and src.dtype == dst.dtype == ct and ct in _PLAIN and _whole(src)
+            and _whole(dst) and len(src.buffer.shape) == 2 and len(dst.buffer.shape) == 1 and s.dim == 1):
+        g.emit(f"row_{s.kind}({g.buf(src.buffer)}, {g.buf(dst.buffer)}, {bool(s.clear)})")
+        return
     float_ = ct != "int64"
     expr, init = (_REDUCE if float_ else _REDUCE_INT)[s.kind]
     sstarts, dstarts = _starts(g, src), _starts(g, dst)
