@@ -3,7 +3,13 @@
 
 Regions become loops over their non-unit extents; a copy pairs the source's non-unit extents with the
 trailing ones of the destination (broadcasting the rest, as the interpreter does). ``T.gemm`` takes its
-operands as contiguous tiles of the accumulator's compute type and calls ``np.dot`` (BLAS) once per tile.
+operands as tiles of the accumulator's compute type and calls ``mm`` (``np.dot``, BLAS) once per tile.
+
+A statement on whole buffers of a plain dtype (fp32/fp64: storage and compute type are one) becomes one call
+of a cached helper instead (:mod:`.prelude_tiles`: ``tile_in{n}``/``tile_out{n}`` between a global tensor and
+an entire 2-D tile, ``fill_all``, ``copy_all``, ``acc_all`` for the gemm accumulation, ``row_sum``/``row_max``/
+``row_min``): the same meaning, far less code for Numba to compile per kernel. ``_whole`` and ``_tile_call``
+state when.
 """
 
 from __future__ import annotations
