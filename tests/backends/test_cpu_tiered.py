@@ -11,6 +11,7 @@ from tilesim.backends import get_target
 from tilesim.backends.cpu import available
 from tilesim.backends.cpu.tiered import DEFAULT_TIER_UP_S, TieredProgram, tier_up_seconds
 from tilesim.backends.interp import InterpOptions
+from tilesim.backends.interp import run as interp_run
 from tilesim.kernel import JITKernel
 
 pytestmark = pytest.mark.skipif(not available(), reason="numba and scipy are not installed")
@@ -126,3 +127,96 @@ def test_checking_options_run_on_the_interpreter_after_tier_up(monkeypatch):
     monkeypatch.setattr(kt.program._compiled, "run", refuse)
     out = kt.run(a, b, options=InterpOptions(oob="check"))
     np.testing.assert_array_equal(out.view(np.uint16), on(k, "interp")(a, b).view(np.uint16))
+
+
+# ------------------------------------------------------------------ the trigger: interpreter time summed per signature
+class _Clock:
+    """Each interpreter call lasts ``step`` seconds: ``TieredProgram`` reads the clock before and after a call."""
+
+    def __init__(self, step):
+        self.t, self.step, self.reads = 0.0, step, 0
+
+    def __call__(self):
+        self.reads += 1
+        if self.reads % 2 == 0:
+            self.t += self.step
+        return self.t
+
+
+class _Stub:
+    """A stand-in compiled program (no Numba): records its preparation, runs calls on the interpreter."""
+
+    fallback = None
+    source = "stub"
+
+    def __init__(self):
+        self.prepared = 0
+
+    def prepare(self, pf, arrays, scalars, options):
+        self.prepared += 1
+
+    def run(self, pf, arrays, scalars, options, progress=None):
+        interp_run(pf, arrays, scalars, options, progress=progress)
+
+
+def _tiered(k, step):
+    stubs = []
+
+    def compile_program(pf, uninit, tf32):
+        stubs.append(_Stub())
+        return stubs[-1]
+
+    kt = on(k, "interp")
+    kt.program = TieredProgram(k.prim_func, compile_program=compile_program, clock=_Clock(step))
+    return kt, stubs
+
+
+@pytest.mark.parametrize("step, calls_before", [(0.1, 4), (0.2, 2), (0.5, 0), (0.7, 0), (0.12, 4)])
+def test_interpreter_time_summed_over_calls_triggers_the_compilation(monkeypatch, step, calls_before):
+    """Short calls add up: the call that brings the sum to the threshold (0.5 s here) starts the compilation."""
+    monkeypatch.setenv("TILESIM_TIER_UP_S", "0.5")
+    k = K.cast_ops()
+    kt, stubs = _tiered(k, step)
+    a, b = _inputs(64)
+    for i in range(calls_before):
+        kt(a, b)
+        assert kt.program.state == "interp", i
+    assert kt.program.interpreted_seconds() == pytest.approx(step * calls_before)
+    kt(a, b)
+    assert kt.program.wait(30) == "compiled"
+    assert len(stubs) == 1 and stubs[0].prepared == 1
+    kt(a, b)  # later calls run the compiled program and start nothing more
+    assert len(stubs) == 1
+
+
+def test_calls_of_other_signatures_do_not_add_up(monkeypatch):
+    """Interpreter time is summed per signature (here the options the code is generated for)."""
+    monkeypatch.setenv("TILESIM_TIER_UP_S", "0.5")
+    kt, stubs = _tiered(K.cast_ops(), 0.3)
+    a, b = _inputs(64)
+    kt(a, b)
+    kt.run(a, b, options=InterpOptions(uninit="zero"))
+    assert kt.program.state == "interp" and not stubs  # 0.3 s each, 0.6 s in all
+    kt.run(a, b, options=InterpOptions(uninit="zero"))  # 0.6 s for this signature
+    assert kt.program.wait(30) == "compiled" and len(stubs) == 1
+
+
+def test_checking_calls_do_not_count(monkeypatch):
+    monkeypatch.setenv("TILESIM_TIER_UP_S", "0.5")
+    kt, stubs = _tiered(K.cast_ops(), 0.3)
+    a, b = _inputs(64)
+    for _ in range(4):
+        kt.run(a, b, options=InterpOptions(oob="check"))
+    assert kt.program.state == "interp" and not stubs
+    kt(a, b)
+    kt(a, b)
+    assert kt.program.wait(30) == "compiled"
+
+
+def test_off_ignores_the_sum(monkeypatch):
+    monkeypatch.setenv("TILESIM_TIER_UP_S", "off")
+    kt, stubs = _tiered(K.cast_ops(), 10.0)
+    a, b = _inputs(64)
+    for _ in range(3):
+        kt(a, b)
+    assert kt.program.state == "interp" and not stubs

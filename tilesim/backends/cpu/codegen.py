@@ -78,6 +78,13 @@ class _Gen:
     safe: dict = field(default_factory=dict)
     thread_lets: set = field(default_factory=set)  # per-thread values: arrays indexed by the thread ``_t``
     asserts: list = field(default_factory=list)  # T.device_assert statements, by the code their failure raises
+    names: dict = field(default_factory=dict)  # (kind, uid) -> the name's number in this launch's source
+
+    def canon(self, kind: str, uid: int) -> str:
+        """``kind`` + a number by order of first use: the source of a program does not depend on how many
+        IR objects the process made before it (the disk cache and loaded modules are keyed by the source)."""
+        n = self.names.setdefault((kind, uid), len(self.names) + 1)
+        return f"{kind}{n}"
 
     def assert_code(self, s) -> int:
         self.asserts.append(s)
@@ -110,11 +117,11 @@ class _Gen:
 
     # ------------------------------------------------------------------ names and dtypes
     def var(self, v: N.Var) -> str:
-        return f"v{v.uid}_[_t]" if v.uid in self.thread_lets else f"v{v.uid}"
+        name = self.canon("v", v.uid)
+        return f"{name}_[_t]" if v.uid in self.thread_lets else name
 
-    @staticmethod
-    def buf(b: N.Buffer) -> str:
-        return f"b{b.uid}"
+    def buf(self, b: N.Buffer) -> str:
+        return self.canon("b", b.uid)
 
     def need_narrow(self, dtype: str) -> str:
         self.narrow.setdefault(dtype, len(self.narrow))
@@ -215,7 +222,7 @@ class _Gen:
         else:
             fill = str(INT_SENTINEL) if self.uninit == "nan" else "0"
             fill = str(int(np.array(int(fill)).astype(npd)))
-        self.emit(f"{self.buf(b)} = np.full({shape!r}, {fill}, np.{npd.name})")
+        self.emit(f"{self.buf(b)} = full({shape!r}, np.{npd.name}({fill}))")
 
 
 def _max_dims(b: N.Buffer) -> None:
@@ -259,7 +266,8 @@ def gen_launch(pf: N.PrimFunc, launch: N.Launch, uninit: str = "nan", tf32: bool
     order = sorted(g.narrow, key=g.narrow.get)
     args = ([g.buf(b) for b in buffers] + [f"T_{g.need_narrow(d)}, P_{g.need_narrow(d)}" for d in order]
             + [g.var(v) for v in scalars] + grid_names)
-    head = ["from tilesim.backends.cpu.prelude import *  # noqa: F401,F403", "", "",
+    head = ["from tilesim.backends.cpu.prelude import *  # noqa: F401,F403",
+            "from tilesim.backends.cpu.prelude_tiles import *  # noqa: F401,F403", "", "",
             '@njit(cache=True, error_model="numpy", nogil=True)',
             f"def launch({', '.join(args + ['_lo', '_hi'])}):",
             "    for _blk in range(_lo, _hi):"]

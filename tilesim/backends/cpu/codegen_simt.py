@@ -123,7 +123,7 @@ class _Simt:
 
     def finish(self) -> None:
         """Allocate the per-thread value arrays at the start of the block."""
-        lines = [f"        v{v.uid}_ = np.empty({self.p.nthreads}, np.{_value_type(v.dtype)})" for v in self.arrays]
+        lines = [f"        {self.g.canon('v', v.uid)}_ = np.empty({self.p.nthreads}, np.{_value_type(v.dtype)})" for v in self.arrays]
         self.g.lines[self.alloc_at:self.alloc_at] = lines
 
 

@@ -3,7 +3,13 @@
 
 Regions become loops over their non-unit extents; a copy pairs the source's non-unit extents with the
 trailing ones of the destination (broadcasting the rest, as the interpreter does). ``T.gemm`` takes its
-operands as contiguous tiles of the accumulator's compute type and calls ``np.dot`` (BLAS) once per tile.
+operands as tiles of the accumulator's compute type and calls ``mm`` (``np.dot``, BLAS) once per tile.
+
+A statement on whole buffers of a plain dtype (fp32/fp64: storage and compute type are one) becomes one call
+of a cached helper instead (:mod:`.prelude_tiles`: ``tile_in{n}``/``tile_out{n}`` between a global tensor and
+an entire 2-D tile, ``fill_all``, ``copy_all``, ``acc_all`` for the gemm accumulation, ``row_sum``/``row_max``/
+``row_min``): the same meaning, far less code for Numba to compile per kernel. ``_whole`` and ``_tile_call``
+state when.
 """
 
 from __future__ import annotations
@@ -66,8 +72,50 @@ def _paired(src: N.Region, src_starts: list, dst: N.Region, dst_dims: list, loop
     return _index(src_starts, sn, loops[len(loops) - len(sn):])
 
 
+# ------------------------------------------------------------------ whole-tile helpers (prelude_tiles.py)
+_PLAIN = ("float32", "float64")  # dtypes whose storage and compute representation are one NumPy type
+
+
+def _whole(r: N.Region) -> bool:
+    """``r`` is all of an on-chip (shared/fragment) buffer with a static shape."""
+    b = r.buffer
+    return (b.scope not in ("global", "var") and b.alias_of is None and b.static_shape() is not None
+            and all(isinstance(st, N.Const) and int(st.value) == 0 for st in r.starts)
+            and tuple(r.extents) == tuple(b.static_shape()))
+
+
+def _tile_call(g: _Gen, s: N.Copy) -> bool:
+    """A copy between a global tensor and a whole 2-D on-chip tile of the same plain dtype, or between two
+    whole on-chip buffers of one shape and dtype, as one helper call; False when it is neither."""
+    src, dst = s.src, s.dst
+    if src.dtype != dst.dtype or src.dtype not in _PLAIN:
+        return False
+    if _whole(src) and _whole(dst) and src.buffer.static_shape() == dst.buffer.static_shape():
+        g.emit(f"copy_all({g.buf(src.buffer)}, {g.buf(dst.buffer)})")
+        return True
+    glob, tile = (src, dst) if src.scope == "global" else (dst, src)
+    if glob.scope != "global" or not _whole(tile) or len(tile.buffer.shape) != 2 or not 2 <= len(glob.extents) <= 5:
+        return False
+    dims = _nonunit(glob)
+    if len(dims) != 2 or any(glob.extents[d] != e for d, e in zip(dims, tile.buffer.shape)):
+        return False
+    starts = _starts(g, glob)
+    rows = ", ".join("1" if d == dims[0] else "0" for d in range(len(starts)))
+    cols = ", ".join("1" if d == dims[1] else "0" for d in range(len(starts)))
+    n = len(starts)
+    if glob is src:
+        fill = g.safe.get(src.buffer.uid, 0)
+        g.emit(f"tile_in{n}({g.buf(src.buffer)}, {g.buf(dst.buffer)}, np.{src.dtype}({fill!r}), "
+               f"{', '.join(starts)}, {rows}, {cols})")
+    else:
+        g.emit(f"tile_out{n}({g.buf(src.buffer)}, {g.buf(dst.buffer)}, {', '.join(starts)}, {rows}, {cols})")
+    return True
+
+
 @rule(N.Copy)
 def _copy(g: _Gen, s: N.Copy) -> None:
+    if _tile_call(g, s):
+        return
     dst_starts = _starts(g, s.dst)
     src_starts = _starts(g, s.src)
     dims = _nonunit(s.dst)
@@ -83,6 +131,9 @@ def _copy(g: _Gen, s: N.Copy) -> None:
 def _fill(g: _Gen, s: N.Fill) -> None:
     val = g.fresh("v")
     g.emit(f"{val} = {g.conv(g.expr(s.value), s.value.dtype, s.dst.dtype)}")
+    if _whole(s.dst) and s.dst.dtype in _PLAIN:
+        g.emit(f"fill_all({g.buf(s.dst.buffer)}, {val})")
+        return
     starts = _starts(g, s.dst)
     dims = _nonunit(s.dst)
     depth = g.depth
@@ -146,9 +197,11 @@ def _tile(g: _Gen, r: N.Region, acc: str, where) -> str:
     sl = [f"{st}:{st} + {r.extents[d]}" if d in dims else st for d, st in enumerate(starts)]
     whole = all(st == "0" for st in starts) and all(r.extents[d] == r.buffer.shape[d] for d in dims)
     view = g.buf(r.buffer) if whole and len(dims) == len(r.extents) else f"{g.buf(r.buffer)}[{', '.join(sl)}]"
+    if dt.is_float(r.dtype) and (r.dtype == "float64") == (acc == "float64"):
+        return view  # already of the accumulator's compute type: ``mm`` takes it as it is
     name = g.fresh("m")
-    if dt.is_float(r.dtype) and acc == "float32" and r.dtype != "float64":
-        g.emit(f"{name} = np.ascontiguousarray({view})")
+    if False:
+        pass
     else:
         g.emit(f"{name} = np.ascontiguousarray({view}).astype(np.{acc})")
     return name
@@ -164,11 +217,14 @@ def _gemm(g: _Gen, s: N.Gemm) -> None:
     a = _tile(g, s.a, acc, s.loc)
     b = _tile(g, s.b, acc, s.loc)
     prod = g.fresh("p")
-    g.emit(f"{prod} = np.dot({a}{'.T' if s.trans_a else ''}, {b}{'.T' if s.trans_b else ''})")
+    g.emit(f"{prod} = mm({a}, {b}, {bool(s.trans_a)}, {bool(s.trans_b)})")
     c = s.c
     if c.buffer.scope in ("global", "var") or c.buffer.alias_of is not None:
         raise Unsupported("a T.gemm accumulator outside fragment/shared memory", s.loc)
     dims = _matrix_dims(c, s.loc)
+    if _whole(c) and c.dtype == acc:  # the product has the accumulator's shape (leading unit dims dropped)
+        g.emit(f"copy_all({prod}, {g.buf(c.buffer)})" if s.clear_accum else f"acc_all({g.buf(c.buffer)}, {prod})")
+        return
     starts = _starts(g, c)
     i, j = g.fresh("i"), g.fresh("j")
     g.emit(f"for {i} in range({c.extents[dims[0]]}):")
@@ -212,6 +268,10 @@ def _reduce(g: _Gen, s: N.Reduce) -> None:
     if len(kept) != len(dn) or any(not _same_extent(src.extents[a], dst.extents[b]) for a, b in zip(kept, dn)):
         raise Unsupported("a reduction whose destination does not match the kept source extents", s.loc)
     ct = _reduce_type(src.dtype, dst.dtype, s.kind)
+    if (s.kind in ("sum", "max", "min") and src.dtype == dst.dtype == ct and ct in _PLAIN and _whole(src)
+            and _whole(dst) and len(src.buffer.shape) == 2 and len(dst.buffer.shape) == 1 and s.dim == 1):
+        g.emit(f"row_{s.kind}({g.buf(src.buffer)}, {g.buf(dst.buffer)}, {bool(s.clear)})")
+        return
     float_ = ct != "int64"
     expr, init = (_REDUCE if float_ else _REDUCE_INT)[s.kind]
     sstarts, dstarts = _starts(g, src), _starts(g, dst)

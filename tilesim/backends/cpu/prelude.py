@@ -110,6 +110,28 @@ def st5(a, i0, i1, i2, i3, i4, v):
 
 
 @_jit
+def full(shape, fill):
+    """A new array of ``shape`` (a tuple) holding ``fill``, of ``fill``'s type (an on-chip buffer)."""
+    return np.full(shape, fill)
+
+
+@_jit
+def mm(a, b, ta, tb):
+    """``a @ b`` of two 2-D arrays of one float dtype (``a.T``/``b.T`` where ``ta``/``tb``), through BLAS: a new
+    C-contiguous array. Here rather than in generated code so that Numba types and lowers ``np.dot`` once per
+    machine (this module's disk cache), not once per process and kernel."""
+    a = np.ascontiguousarray(a)
+    b = np.ascontiguousarray(b)
+    if ta and tb:
+        return np.dot(a.T, b.T)
+    if ta:
+        return np.dot(a.T, b)
+    if tb:
+        return np.dot(a, b.T)
+    return np.dot(a, b)
+
+
+@_jit
 def fmin(a, b):
     if a != a or b != b:
         return a + b

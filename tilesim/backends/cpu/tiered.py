@@ -8,10 +8,13 @@ target (:class:`~.runtime.CpuProgram`), and on the compiled code from then on. S
 at the interpreter's speed, with no compilation wait, and a kernel called again and again (a training
 step, a benchmark loop) gets compiled speed without the caller asking.
 
-* **When it compiles.** After an interpreter call that took at least :func:`tier_up_seconds` (environment
-  ``TILESIM_TIER_UP_S``, default 0.5 s: short kernels never pay for a compilation), on one worker thread,
-  with the types of that call's arguments; calls made meanwhile keep running on the interpreter.
-  ``TILESIM_TIER_UP_S=0`` compiles after the first call; ``off`` (or a negative number) never compiles.
+* **When it compiles.** Once the interpreter calls of one argument signature (dtypes and ranks of the
+  arrays, types of the scalars, the options) have taken :func:`tier_up_seconds` in all (environment
+  ``TILESIM_TIER_UP_S``, default 0.5 s): one long call, or many short ones (a kernel called hundreds of
+  times tiers up; one called a few times for 1 ms never pays for a compilation). It compiles on one worker
+  thread, with the types of the call that crossed the threshold; calls made meanwhile keep running on the
+  interpreter. ``TILESIM_TIER_UP_S=0`` compiles after the first call; ``off`` (or a negative number) never
+  compiles. Durations come from ``clock`` (default ``time.perf_counter``; tests inject their own).
 * **Checking options** (``oob`` other than ``"zero"``, ``races``) and code generated for other
   ``uninit``/``tf32`` options than those of the compiling call always run on the interpreter.
 * **When it cannot.** A program outside what the CPU target compiles, or a compilation that raises, stays
@@ -62,8 +65,10 @@ def tier_up_seconds() -> float | None:
 class TieredProgram(Program):
     """The interpreter until the CPU target's code is ready (see the module docstring)."""
 
-    def __init__(self, pf, pass_configs=None, compile_program=None):
+    def __init__(self, pf, pass_configs=None, compile_program=None, clock=time.perf_counter):
         self.pf = pf
+        self._clock = clock
+        self._spent: dict = {}  # argument signature -> interpreter seconds summed over its calls
         self.fallback: str | None = None
         self._compile_program = compile_program  # (pf, uninit, tf32) -> CpuProgram
         self._compiled = None
@@ -95,11 +100,21 @@ class TieredProgram(Program):
         compiled = self._compiled
         if compiled is not None and not checking and (options.uninit, options.tf32) == self._key:
             return compiled.run(pf, arrays, scalars, options, progress)
-        t0 = time.perf_counter()
+        t0 = self._clock()
         interp_run(pf, arrays, scalars, options, progress=progress)
+        elapsed = self._clock() - t0
         limit = tier_up_seconds()
-        if not checking and limit is not None and time.perf_counter() - t0 >= limit:
+        if checking or limit is None or self._thread is not None or self.fallback is not None:
+            return
+        sig = _signature(arrays, scalars, options)
+        spent = self._spent[sig] = self._spent.get(sig, 0.0) + elapsed
+        if spent >= limit:
             self._start(arrays, scalars, options)
+
+    def interpreted_seconds(self) -> float:
+        """The largest interpreter time summed over the calls of one argument signature (what the trigger
+        compares with :func:`tier_up_seconds`; 0 before any counted call)."""
+        return max(self._spent.values(), default=0.0)
 
     def _start(self, arrays, scalars, options) -> None:
         with self._lock:
@@ -126,3 +141,10 @@ class TieredProgram(Program):
     def _give_up(self, reason: str) -> None:
         self.fallback = reason
         log.debug("tilesim: %s stays on the interpreter (target='auto'): %s", self.pf.name, reason)
+
+
+def _signature(arrays, scalars, options) -> tuple:
+    """What one compiled specialisation covers: array dtypes and ranks (not sizes), scalar types, options."""
+    arr = tuple(sorted((k, str(getattr(a, "dtype", type(a).__name__)), getattr(a, "ndim", 0)) for k, a in arrays.items()))
+    sca = tuple(sorted((k, type(v).__name__) for k, v in scalars.items()))
+    return arr, sca, options.uninit, options.tf32
