@@ -1,7 +1,7 @@
 """mHC multilayer recompute: TileKernels' ``mhc_multilayer_recompute`` (``tile_kernels/mhc/multilayer_recompute_kernel.py``)
 — the residual streams of ``L`` consecutive sublayers rebuilt from the first one in one pass (activation
 recomputation for the backward), each layer's ``mhc_pre_apply_mix`` and ``mhc_post`` fused, the running residual
-kept on chip in fp32 (holding bf16 values).
+kept on chip (in shared memory, as the bf16 values it is stored as).
 
 Kernel (registry name ``mhc_multilayer_recompute``, family ``mhc``); ``N`` tokens (TileKernels' ``(bs, seq)``
 flattened), ``m`` streams, hidden ``H``, ``L`` layers of which the first ``Lp`` (``L − 1`` or ``L``) have a post step.
@@ -47,8 +47,7 @@ def mhc_multilayer_recompute(N, m, H, L, Lp, block_N=4, block_H=256, dtype="bflo
              CombMix: T.Tensor((Lp, N, m, m), "float32"), LayerIn: T.Tensor((L, N, H), dtype),
              Resid: T.Tensor((Lp, N, m, H), dtype)):
         with T.Kernel(T.ceildiv(H, block_H), T.ceildiv(N, block_N), threads=threads) as (bx, by):
-            rs = T.alloc_shared((block_N, m, block_H), dtype)
-            res = T.alloc_fragment((block_N, m, block_H), "float32")
+            rs = T.alloc_shared((block_N, m, block_H), dtype)  # the running residual (bf16 values)
             xs = T.alloc_shared((block_N, block_H), dtype)
             pw = T.alloc_shared((block_N, m), "float32")
             ps = T.alloc_shared((block_N, m), "float32")
@@ -56,18 +55,16 @@ def mhc_multilayer_recompute(N, m, H, L, Lp, block_N=4, block_H=256, dtype="bflo
             li = T.alloc_fragment((block_N, block_H), "float32")
             nr = T.alloc_fragment((block_N, m, block_H), "float32")
             T.copy(Res0[by * block_N, 0, bx * block_H], rs)
-            for i, r, j in T.Parallel(block_N, m, block_H):
-                res[i, r, j] = T.cast(rs[i, r, j], "float32")
             for lay in T.serial(L):
                 # pre_apply_mix: the layer's input
                 T.copy(PreMix[lay, by * block_N, 0], pw)
                 T.clear(li)
                 for r in T.serial(m):
                     for i, j in T.Parallel(block_N, block_H):
-                        li[i, j] = li[i, j] + res[i, r, j] * pw[i, r]
+                        li[i, j] = li[i, j] + T.cast(rs[i, r, j], "float32") * pw[i, r]
                 T.copy(li, LayerIn[lay, by * block_N, bx * block_H])
                 if lay < Lp:
-                    # post: the next residual, rounded to bf16 and kept
+                    # post: the next residual, rounded once to bf16, stored and kept on chip
                     T.copy(LayerOut[lay, by * block_N, bx * block_H], xs)
                     T.copy(PostMix[lay, by * block_N, 0], ps)
                     T.copy(CombMix[lay, by * block_N, 0, 0], cs)
@@ -75,10 +72,9 @@ def mhc_multilayer_recompute(N, m, H, L, Lp, block_N=4, block_H=256, dtype="bflo
                         nr[i, n, j] = T.cast(xs[i, j], "float32") * ps[i, n]
                     for r in T.serial(m):
                         for i, n, j in T.Parallel(block_N, m, block_H):
-                            nr[i, n, j] = nr[i, n, j] + cs[i, r, n] * res[i, r, j]
+                            nr[i, n, j] = nr[i, n, j] + cs[i, r, n] * T.cast(rs[i, r, j], "float32")
                     T.copy(nr, Resid[lay, by * block_N, 0, bx * block_H])
-                    for i, n, j in T.Parallel(block_N, m, block_H):
-                        res[i, n, j] = T.cast(T.cast(nr[i, n, j], dtype), "float32")
+                    T.copy(nr, rs)
 
     return main
 
