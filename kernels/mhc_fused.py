@@ -44,7 +44,7 @@ from tilesim import dtypes as _dt
 
 @tilelang.jit(out_idx=[4, 5, 6])
 def mhc_pre_big_fuse(N, m, H, rms_eps=1e-6, pre_eps=1e-6, sinkhorn_eps=1e-6, post_mult=1.0, repeat=10, block_N=32,
-                     block_K=128, block_H=256, dtype="bfloat16", num_stages=2, threads=128):
+                     block_K=128, block_H=512, dtype="bfloat16", num_stages=2, threads=128):
     K, M3 = m * H, m * (2 + m)
     if M3 > 32:
         raise ValueError(f"mhc_pre_big_fuse keeps the {M3} mixes (m={m}) in one 32-wide accumulator (m <= 4)")
@@ -157,6 +157,6 @@ register(KernelSpec(
     test_shapes=({"label": "ragged: 37 tok, hidden 200", "N": 37, "H": 200},
                  {"label": "m 2, 5 tok, hidden 70", "N": 5, "H": 70, "m": 2}),
     tunables={"block_N": [16, 32, 64], "block_K": [64, 128, 256], "block_H": [128, 256, 512], "num_stages": [1, 2, 3]},
-    defaults={"m": 4, "threads": 128, "block_N": 32, "block_K": 128, "block_H": 256, "num_stages": 2,
+    defaults={"m": 4, "threads": 128, "block_N": 32, "block_K": 128, "block_H": 512, "num_stages": 2,
               "dtype": "bfloat16"},
     tolerance={"rtol": 1e-4, "atol": 1e-5}, compare=_close(1e-4, 1e-5)))
