@@ -322,6 +322,30 @@ def dec_bf16(b):
 
 
 @_jit
+def dec_f16(b):
+    """fp16 bits -> float32 value, bit for bit ``narrow.decode_table("float16")`` (exact; infinities and NaN
+    keep sign and payload, shifted up, as NumPy's ``astype(float32)``) without the table gather, so a loop of
+    them vectorises."""
+    h = np.int64(b) & 0xFFFF
+    sign = (h & 0x8000) << 16
+    em = h & 0x7FFF
+    if em >= 0x7C00:  # infinity or NaN: all-ones exponent, the payload shifted up
+        u = sign | 0x7F800000 | ((em & 0x3FF) << 13)
+    elif em >= 0x400:  # normal: rebias the exponent by 127 - 15
+        u = sign | ((em << 13) + (112 << 23))
+    else:  # zero or subnormal: m * 2**-24 is exact in float32
+        v = np.float32(em) * np.float32(5.9604644775390625e-08)
+        return -v if sign else v
+    return _float32(np.uint32(u))
+
+
+@_jit
+def rnd_f16(x):
+    """float32 ``x`` rounded to fp16 (a float32 result), as ``T_f16[enc_f16(x)]``."""
+    return dec_f16(enc_f16(x))
+
+
+@_jit
 def enc_f16(x):
     """float32 -> fp16 bits, to nearest even, overflow to infinity, subnormals exact (NaN -> 0x7e00 with the
     sign), as NumPy's ``astype(float16)``."""
