@@ -34,7 +34,10 @@ from llvmlite import ir as llvm_ir
 from numba.core import types
 from numba.extending import intrinsic
 
+from . import blas
 from .narrow import encode_bits
+
+blas.preload()  # before Numba's first compilation loads its registries: no ``scipy.linalg`` package import
 
 _jit = numba.njit(cache=True, error_model="numpy", nogil=True)
 njit = numba.njit

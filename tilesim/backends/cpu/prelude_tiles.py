@@ -25,8 +25,24 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .prelude import (dec_bf16, dec_f16, enc_bf16, enc_f16, fmax, fmin, ld2, ld3, ld4, ld5, rnd_bf16, rnd_f16, st2,
-                      st3, st4, st5)
+from .prelude import (
+    dec_bf16,
+    dec_f16,
+    enc_bf16,
+    enc_f16,
+    fmax,
+    fmin,
+    ld2,
+    ld3,
+    ld4,
+    ld5,
+    rnd_bf16,
+    rnd_f16,
+    st2,
+    st3,
+    st4,
+    st5,
+)
 
 _jit = numba.njit(cache=True, error_model="numpy", nogil=True)
 
