@@ -16,8 +16,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 _CHILD = r"""
 import sys
+import numba
 import numpy as np
 from tilesim.backends.cpu import prelude
+assert numba.njit(lambda x: x + 1)(1) == 2  # Numba's first compilation: its registries load (and check BLAS)
 a = np.arange(12, dtype=np.float32).reshape(3, 4)
 got = prelude.mm(a, a, False, True)
 assert "scipy.linalg" not in sys.modules, "scipy.linalg was imported"
