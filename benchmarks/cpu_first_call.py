@@ -7,8 +7,8 @@ For each run and kernel a child process (``TILESIM_CACHE_DIR`` a new temporary d
 module and its machine code are not on disk; the helper modules' own Numba cache, ``prelude*.py``, is
 whatever this machine has) reports, in thread CPU seconds (the machine is shared; wall time is printed too):
 
-* ``numba init``: Numba's first compilation in a process (a one-line function): its registries are loaded
-  then, importing ``scipy.linalg`` for BLAS;
+* ``numba init``: importing the CPU target's helpers (``prelude``: SciPy's BLAS module preloaded, ``blas.py``)
+  and Numba's first compilation in a process (a one-line function): its registries are loaded then;
 * ``first call``: the kernel's first call after that (code generation, Numba's typing and lowering, LLVM's
   optimisation passes and machine-code emission, the disk-cache write, and one run), with ``llvm passes``
   and ``llvm codegen`` (time inside llvmlite's pass managers, and in ``emit_object``/``finalize_object``) and ``front end`` (the
@@ -56,6 +56,7 @@ from tilesim.examples import flash_attention, matmul
 from tilesim.kernel import JITKernel
 
 t0, w0 = time.thread_time(), time.perf_counter()
+import tilesim.backends.cpu.prelude  # noqa: F401 - as a kernel's first call: before Numba's first compilation
 numba.njit(lambda x: x + 1)(1)
 init, init_wall = time.thread_time() - t0, time.perf_counter() - w0
 rng = np.random.default_rng(0)

@@ -65,6 +65,10 @@ class LaunchSource:
     parallel: bool
 
 
+#: 16-bit floats converted by bit arithmetic (``prelude.dec_*``/``enc_*``/``rnd_*``), no table argument
+_BITS16 = {"float16": "f16", "bfloat16": "bf16"}
+
+
 @dataclass
 class _Gen:
     pf: N.PrimFunc
@@ -129,15 +133,15 @@ class _Gen:
 
     def rnd(self, src: str, dtype: str) -> str:
         """float32 ``src`` rounded to narrow ``dtype`` (float32 result)."""
-        if dtype == "bfloat16":
-            return f"rnd_bf16({src})"
+        if dtype in _BITS16:
+            return f"rnd_{_BITS16[dtype]}({src})"
         k = self.need_narrow(dtype)
         return f"T_{k}[{self.enc(src, dtype)}]"
 
     def dec(self, bits: str, dtype: str) -> str:
         """The float32 value of narrow bit pattern ``bits``."""
-        if dtype == "bfloat16":
-            return f"dec_bf16({bits})"
+        if dtype in _BITS16:
+            return f"dec_{_BITS16[dtype]}({bits})"
         return f"T_{self.need_narrow(dtype)}[{bits}]"
 
     def enc(self, src: str, dtype: str) -> str:

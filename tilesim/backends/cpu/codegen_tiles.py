@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ... import dtypes as dt
 from ...ir import nodes as N
-from .codegen import STMT_RULES, Unsupported, _Gen
+from .codegen import STMT_RULES, Unsupported, _encode_const, _Gen
 
 rule = STMT_RULES.register
 
@@ -84,31 +84,82 @@ def _whole(r: N.Region) -> bool:
             and tuple(r.extents) == tuple(b.static_shape()))
 
 
+def _glob_tile(g: _Gen, s: N.Copy):
+    """``(glob, tile, args)`` when ``s`` copies between a 2-5-D global tensor and a whole 2-D on-chip tile whose
+    rows and columns are two of the global region's dims (``args``: the helper's starts, rows, cols; the starts
+    are emitted), else None."""
+    src, dst = s.src, s.dst
+    glob, tile = (src, dst) if src.scope == "global" else (dst, src)
+    if glob.scope != "global" or not _whole(tile) or len(tile.buffer.shape) != 2 or not 2 <= len(glob.extents) <= 5:
+        return None
+    dims = _nonunit(glob)
+    if len(dims) != 2 or any(glob.extents[d] != e for d, e in zip(dims, tile.buffer.shape)):
+        return None
+    starts = _starts(g, glob)
+    rows = ", ".join("1" if d == dims[0] else "0" for d in range(len(starts)))
+    cols = ", ".join("1" if d == dims[1] else "0" for d in range(len(starts)))
+    return glob, tile, f"{', '.join(starts)}, {rows}, {cols}"
+
+
 def _tile_call(g: _Gen, s: N.Copy) -> bool:
     """A copy between a global tensor and a whole 2-D on-chip tile of the same plain dtype, or between two
     whole on-chip buffers of one shape and dtype, as one helper call; False when it is neither."""
     src, dst = s.src, s.dst
     if src.dtype != dst.dtype or src.dtype not in _PLAIN:
-        return False
+        return _half_call(g, s)
     if _whole(src) and _whole(dst) and src.buffer.static_shape() == dst.buffer.static_shape():
         g.emit(f"copy_all({g.buf(src.buffer)}, {g.buf(dst.buffer)})")
         return True
-    glob, tile = (src, dst) if src.scope == "global" else (dst, src)
-    if glob.scope != "global" or not _whole(tile) or len(tile.buffer.shape) != 2 or not 2 <= len(glob.extents) <= 5:
+    gt = _glob_tile(g, s)
+    if gt is None:
         return False
-    dims = _nonunit(glob)
-    if len(dims) != 2 or any(glob.extents[d] != e for d, e in zip(dims, tile.buffer.shape)):
-        return False
-    starts = _starts(g, glob)
-    rows = ", ".join("1" if d == dims[0] else "0" for d in range(len(starts)))
-    cols = ", ".join("1" if d == dims[1] else "0" for d in range(len(starts)))
-    n = len(starts)
+    glob, tile, args = gt
+    n = len(glob.extents)
     if glob is src:
         fill = g.safe.get(src.buffer.uid, 0)
-        g.emit(f"tile_in{n}({g.buf(src.buffer)}, {g.buf(dst.buffer)}, np.{src.dtype}({fill!r}), "
-               f"{', '.join(starts)}, {rows}, {cols})")
+        g.emit(f"tile_in{n}({g.buf(src.buffer)}, {g.buf(dst.buffer)}, np.{src.dtype}({fill!r}), {args})")
     else:
-        g.emit(f"tile_out{n}({g.buf(src.buffer)}, {g.buf(dst.buffer)}, {', '.join(starts)}, {rows}, {cols})")
+        g.emit(f"tile_out{n}({g.buf(src.buffer)}, {g.buf(dst.buffer)}, {args})")
+    return True
+
+
+_HALF = ("float16", "bfloat16")  # global storage: uint16 bit patterns (``prelude_tiles.dec_all``/``enc_all``)
+_F32 = ("float32", "float16", "bfloat16")  # on-chip storage float32 (narrow values already rounded)
+
+
+def _half_call(g: _Gen, s: N.Copy) -> bool:
+    """Copies of whole tiles involving fp16/bf16: on-chip to on-chip (``copy_all`` when no rounding is needed,
+    else ``rnd_all``), a global fp16/bf16 tile into an on-chip tile of its dtype or float32 (bit patterns into
+    a scratch tile, ``dec_all``), an on-chip fp32/fp16/bf16 tile into a global fp16/bf16 tensor (``enc_all``:
+    one rounding, which is the interpreter's conversion followed by its exact storage)."""
+    src, dst = s.src, s.dst
+    if src.dtype not in _F32 or dst.dtype not in _F32:
+        return False
+    if _whole(src) and _whole(dst) and src.buffer.static_shape() == dst.buffer.static_shape():
+        if src.dtype == dst.dtype or dst.dtype == "float32":
+            g.emit(f"copy_all({g.buf(src.buffer)}, {g.buf(dst.buffer)})")
+        else:
+            g.emit(f"rnd_all({g.buf(src.buffer)}, {g.buf(dst.buffer)}, {dst.dtype == 'bfloat16'})")
+        return True
+    if src.scope == "global" and (src.dtype not in _HALF or dst.dtype not in (src.dtype, "float32")):
+        return False
+    if dst.scope == "global" and dst.dtype not in _HALF:
+        return False
+    gt = _glob_tile(g, s)
+    if gt is None:
+        return False
+    glob, tile, args = gt
+    n = len(glob.extents)
+    bf = glob.dtype == "bfloat16"
+    x = g.fresh("x")
+    g.emit(f"{x} = full({tuple(tile.buffer.shape)!r}, np.uint16(0))")
+    if glob is src:
+        fill = _encode_const(g.safe.get(src.buffer.uid, 0), src.dtype, None)
+        g.emit(f"tile_in{n}({g.buf(src.buffer)}, {x}, np.uint16({fill}), {args})")
+        g.emit(f"dec_all({x}, {g.buf(dst.buffer)}, {bf})")
+    else:
+        g.emit(f"enc_all({g.buf(src.buffer)}, {x}, {bf})")
+        g.emit(f"tile_out{n}({x}, {g.buf(dst.buffer)}, {args})")
     return True
 
 
@@ -131,7 +182,7 @@ def _copy(g: _Gen, s: N.Copy) -> None:
 def _fill(g: _Gen, s: N.Fill) -> None:
     val = g.fresh("v")
     g.emit(f"{val} = {g.conv(g.expr(s.value), s.value.dtype, s.dst.dtype)}")
-    if _whole(s.dst) and s.dst.dtype in _PLAIN:
+    if _whole(s.dst) and dt.is_float(s.dst.dtype):  # on-chip floats are stored as float32/64, ``val`` rounded
         g.emit(f"fill_all({g.buf(s.dst.buffer)}, {val})")
         return
     starts = _starts(g, s.dst)

@@ -34,7 +34,10 @@ from llvmlite import ir as llvm_ir
 from numba.core import types
 from numba.extending import intrinsic
 
+from . import blas
 from .narrow import encode_bits
+
+blas.preload()  # before Numba's first compilation loads its registries: no ``scipy.linalg`` package import
 
 _jit = numba.njit(cache=True, error_model="numpy", nogil=True)
 njit = numba.njit
@@ -319,6 +322,30 @@ def rnd_bf16(x):
 @_jit
 def dec_bf16(b):
     return _float32(np.uint32(np.int64(b) << 16))
+
+
+@_jit
+def dec_f16(b):
+    """fp16 bits -> float32 value, bit for bit ``narrow.decode_table("float16")`` (exact; infinities and NaN
+    keep sign and payload, shifted up, as NumPy's ``astype(float32)``) without the table gather, so a loop of
+    them vectorises."""
+    h = np.int64(b) & 0xFFFF
+    sign = (h & 0x8000) << 16
+    em = h & 0x7FFF
+    if em >= 0x7C00:  # infinity or NaN: all-ones exponent, the payload shifted up
+        u = sign | 0x7F800000 | ((em & 0x3FF) << 13)
+    elif em >= 0x400:  # normal: rebias the exponent by 127 - 15
+        u = sign | ((em << 13) + (112 << 23))
+    else:  # zero or subnormal: m * 2**-24 is exact in float32
+        v = np.float32(em) * np.float32(5.9604644775390625e-08)
+        return -v if sign else v
+    return _float32(np.uint32(u))
+
+
+@_jit
+def rnd_f16(x):
+    """float32 ``x`` rounded to fp16 (a float32 result), as ``T_f16[enc_f16(x)]``."""
+    return dec_f16(enc_f16(x))
 
 
 @_jit

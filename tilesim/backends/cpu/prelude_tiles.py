@@ -25,12 +25,30 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .prelude import fmax, fmin, ld2, ld3, ld4, ld5, st2, st3, st4, st5
+from .prelude import (
+    dec_bf16,
+    dec_f16,
+    enc_bf16,
+    enc_f16,
+    fmax,
+    fmin,
+    ld2,
+    ld3,
+    ld4,
+    ld5,
+    rnd_bf16,
+    rnd_f16,
+    st2,
+    st3,
+    st4,
+    st5,
+)
 
 _jit = numba.njit(cache=True, error_model="numpy", nogil=True)
 
 __all__ = ["fill_all", "copy_all", "acc_all", "tile_in2", "tile_in3", "tile_in4", "tile_in5",
-           "tile_out2", "tile_out3", "tile_out4", "tile_out5", "row_sum", "row_max", "row_min"]
+           "tile_out2", "tile_out3", "tile_out4", "tile_out5", "row_sum", "row_max", "row_min",
+           "dec_all", "enc_all", "rnd_all"]
 
 
 @_jit
@@ -141,3 +159,39 @@ def row_min(src, dst, clear):
         for k in range(src.shape[1]):
             a = fmin(a, src[j, k])
         dst[j] = a if clear else fmin(dst[j], a)
+
+
+@_jit
+def dec_all(bits, dst, bf):
+    s = bits.reshape(bits.size)
+    d = dst.reshape(dst.size)
+    if bf:
+        for i in range(d.size):
+            d[i] = dec_bf16(s[i])
+    else:
+        for i in range(d.size):
+            d[i] = dec_f16(s[i])
+
+
+@_jit
+def enc_all(src, bits, bf):
+    s = src.reshape(src.size)
+    d = bits.reshape(bits.size)
+    if bf:
+        for i in range(d.size):
+            d[i] = enc_bf16(s[i])
+    else:
+        for i in range(d.size):
+            d[i] = enc_f16(s[i])
+
+
+@_jit
+def rnd_all(src, dst, bf):
+    s = src.reshape(src.size)
+    d = dst.reshape(dst.size)
+    if bf:
+        for i in range(d.size):
+            d[i] = rnd_bf16(s[i])
+    else:
+        for i in range(d.size):
+            d[i] = rnd_f16(s[i])
