@@ -17,6 +17,8 @@ Profiles
                 asynchronous copies and no overlap; shared memory past 48 KiB through one dynamic allocation, up to
                 sm_90's 227 KiB opt-in limit (the backend's ``caps.DYNAMIC_SMEM_LIMIT``). Models the CUDA-core
                 gemm (``tensor_cores=False``); the backend's default tensor-core gemm is not profiled yet.
+``numba_tc``    the Numba backend as it lowers by default since 2026-12-01: as ``numba``, but fp16/bf16 ``T.gemm``
+                on the tensor cores (``mma.sync`` + ``ldmatrix``, every warp along M, each warp reading all of B).
 ``ascend``      Ascend 910B (AIC + 2 AIV): ``T.gemm`` on the cube core (operands L1 → L0A/L0B through
                 MTE1), every other op on the vector cores; a tile produced on one side and consumed on
                 the other makes a round trip through global memory (L2), as the hardware requires.
@@ -26,7 +28,7 @@ Profiles
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from ..errors import KernelTypeError
@@ -59,6 +61,10 @@ class LoweringProfile:
             thread reads a micro-tile's row and column per k step from shared memory), ``"path"``
             (operands cross a data path once, e.g. Ascend MTE1 L1 → L0A/L0B).
         wgmma_dtypes: operand dtypes that use ``"wgmma"``; others fall back to ``"warps"``.
+        matrix_dtypes: when not empty, only gemms of these operand dtypes run on the matrix unit; the others
+            take the FMA path (``gemm_operands`` ``"fma"`` on the vector unit), as the Numba backend lowers them.
+        gemm_policy: when set, the warp partition the lowering uses whatever the kernel's ``policy`` says
+            (the Numba backend's tensor-core gemm stacks every warp along M: ``"FullRow"``).
         async_copy: global → on-chip copies are asynchronous (TMA/cp.async/MTE/DMA).
         overlap: pipelined loops overlap copies with compute up to ``num_stages``.
         producer_threads: threads added for a producer warpgroup when a kernel has async copies.
@@ -139,6 +145,8 @@ class LoweringProfile:
     matrix_dtype_map: tuple[tuple[str, str], ...] = ()
     gemm_operands: str = "warps"
     wgmma_dtypes: tuple[str, ...] = ()
+    matrix_dtypes: tuple[str, ...] = ()
+    gemm_policy: str = ""
     async_copy: bool = True
     overlap: bool = True
     producer_threads: int = 0
@@ -180,7 +188,7 @@ class LoweringProfile:
         return dtype
 
 
-PROFILES = MappingProxyType({
+_PROFILES = {
     "tensorcore": LoweringProfile(
         name="tensorcore", gemm_unit="matrix", matrix_dtype_map=(("float32", "tf32"),),
         gemm_operands="wgmma", wgmma_dtypes=("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "int8"),
@@ -234,11 +242,19 @@ PROFILES = MappingProxyType({
         fragment_registers=False, vector_flops_per_slot=1.0, sync_per_shared_write=False,
         sync_per_pipelined_iteration=1,
         notes=("IPU: DMA into NRAM/WRAM, matrix and vector units of one core",)),
-})
+}
+# the Numba backend's default since 2026-12-01: fp16/bf16 gemms on mma.sync + ldmatrix with every warp along M and
+# each warp reading all of B (re-reads counted by "warps"), every other gemm and all else as "numba"; nothing
+# fitted for it (docs/simulator.md, the numba profile section)
+_PROFILES["numba_tc"] = replace(
+    _PROFILES["numba"], name="numba_tc", gemm_unit="matrix", gemm_operands="warps", matrix_dtype_map=(),
+    matrix_dtypes=("float16", "bfloat16"), gemm_policy="FullRow",
+    notes=_PROFILES["numba"].notes[:1] + ("fp16/bf16 gemm on mma.sync tensor cores (the backend's default)",))
+PROFILES = MappingProxyType(_PROFILES)
 
 
 def get_profile(profile) -> LoweringProfile:
-    """A profile by name (``tensorcore``, ``numba``, ``ascend``, ``mlu``) or the object itself."""
+    """A profile by name (``tensorcore``, ``numba``, ``numba_tc``, ``ascend``, ``mlu``) or the object itself."""
     if isinstance(profile, LoweringProfile):
         return profile
     try:

@@ -139,7 +139,8 @@ def _gemm(a: Analyzer, s: N.Gemm):
                   f"gemm {M}x{N_}x{K}")
     a.round_trip(op, (s.a.buffer, s.b.buffer, s.c.buffer))
     in_dt = s.a.dtype
-    if p.gemm_unit == "matrix":
+    on_matrix = p.gemm_unit == "matrix" and (not p.matrix_dtypes or in_dt in p.matrix_dtypes)
+    if on_matrix:
         mdt = p.matrix_dtype(in_dt)
         core = _core(hw, p.matrix_core)
         unit = next((u for u in core.units if u.kind == "matrix"), None)
@@ -157,16 +158,17 @@ def _gemm(a: Analyzer, s: N.Gemm):
     A_bytes = M * K * _size(s.a.dtype) if a_sh else 0.0
     B_bytes = N_ * K * _size(s.b.dtype) if b_sh else 0.0
     warps = max(1, a.threads // a.warp_size)
-    mode = p.gemm_operands
+    mode = p.gemm_operands if on_matrix or p.gemm_unit != "matrix" else "fma"
     if mode == "wgmma" and in_dt not in p.wgmma_dtypes:
         mode = "warps"
+    policy = p.gemm_policy or s.policy
     if mode == "wgmma":
         wgs = max(1, warps // max(1, p.warpgroup_warps))
         rows, cols = p.wgmma_rows, p.mma_shape[1]
-        wm, wn = _partition(s.policy, wgs, max(1, M // rows), max(1, N_ // cols))
+        wm, wn = _partition(policy, wgs, max(1, M // rows), max(1, N_ // cols))
         smem = wn * A_bytes + max(1, math.ceil(M / rows)) * B_bytes
     elif mode == "warps":
-        wm, wn = _partition(s.policy, warps, max(1, M // p.mma_shape[0]), max(1, N_ // p.mma_shape[1]))
+        wm, wn = _partition(policy, warps, max(1, M // p.mma_shape[0]), max(1, N_ // p.mma_shape[1]))
         smem = wn * A_bytes + wm * B_bytes
     elif mode == "fma":
         o = max(1.0, M * N_ / a.threads)
@@ -183,7 +185,7 @@ def _gemm(a: Analyzer, s: N.Gemm):
         op.xfer["L1->L0 (matrix operands)"] = A_bytes + B_bytes
     if smem:
         op.work["smem"] = smem
-        op.xfer["shared->matrix unit" if p.gemm_unit == "matrix" else "shared->registers"] = smem
+        op.xfer["shared->matrix unit" if on_matrix else "shared->registers"] = smem
     a.mark_written(op, (s.c.buffer,))
     return [op]
 
