@@ -32,6 +32,7 @@ import importlib.util
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -301,7 +302,6 @@ def _source_flags(kernel) -> dict:
                       ("cp_async", "cp_async"), ("ldmatrix", "ldmatrix"), ("mma", "mma")):
         flags[name] = pat in src
     flags["source_chars"] = len(src)
-    import re
     try:
         host = kernel.get_host_source() or ""
         m = re.search(r"MaxDynamicSharedMemorySize,\s*(\d+)", host)
@@ -321,8 +321,6 @@ def _res_usage(src: str) -> dict:
     TileLang's tvm_ffi module keeps its cubin in a blob that ``cuobjdump`` does not read (the 2026-12-01
     run recorded no register counts that way), so the source is compiled again with TileLang's own nvcc
     wrapper and the options its CUDA backend uses (C++20, its template and CUTLASS include paths)."""
-    import re
-
     from tilelang import env as tl_env
     from tilelang.contrib import nvcc as tl_nvcc
 

@@ -34,8 +34,7 @@ class KernelParam:
     @classmethod
     def of(cls, p) -> KernelParam:
         if isinstance(p, N.Buffer):
-            shape = [int(d.value) if isinstance(d, N.Const) else (int(d) if isinstance(d, int) else d)
-                     for d in p.shape]
+            shape = [d.value if isinstance(d, N.Const) else d for d in p.shape]
             return cls(p.name, _dtype(p.dtype), shape)
         return cls(p.name, _dtype(p.dtype), [])
 

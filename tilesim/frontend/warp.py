@@ -19,7 +19,7 @@ from ..errors import KernelSyntaxError, KernelTypeError
 from ..ir import nodes as N
 from . import exprs as X
 from .builders import builder
-from .simt import thread_index
+from .simt import linear_thread, thread_index
 
 _NAMES = {"idx": "T.shfl_sync", "xor": "T.shfl_xor", "down": "T.shfl_down", "up": "T.shfl_up"}
 
@@ -68,18 +68,6 @@ def _b_tvm_warp_shuffle(tr, loc, mask, value, src_lane, width, warp_size):
 
 
 # ------------------------------------------------------------------------------------------- warp votes
-def _lane(tr, loc):
-    """This thread's lane: its linear index in the block modulo 32."""
-    threads = tr.launch["threads"]
-    lin, stride = None, 1
-    for d, n in enumerate(threads):
-        t = thread_index(tr, loc, d)
-        term = t if stride == 1 else X.binop("mul", t, stride, loc)
-        lin = term if lin is None else X.binop("add", lin, term, loc)
-        stride *= int(n) if isinstance(n, int) else 1
-    return X.binop("floormod", lin, 32, loc)
-
-
 def vote(tr, loc, kind: str, predicate, what: str) -> N.Expr:
     """``any``/``all``/``ballot`` over the 32 lanes of each warp, built from five xor shuffles (a butterfly
     reduction: after it every lane holds the OR / AND of the warp's values). ``mask`` is not modelled."""
@@ -89,7 +77,7 @@ def vote(tr, loc, kind: str, predicate, what: str) -> N.Expr:
                               hint="compare first, e.g. T.any_sync(x < 1.0)")
     bit = X.cast_to(X.compare("ne", p, 0, loc), "int32" if kind != "ballot" else "uint32", loc)
     if kind == "ballot":
-        bit = X.binop("shl", bit, X.cast_to(_lane(tr, loc), "uint32", loc), loc)
+        bit = X.binop("shl", bit, X.cast_to(X.binop("floormod", linear_thread(tr, loc), 32, loc), "uint32", loc), loc)
     op = "bitand" if kind == "all" else "bitor"
     v = bit
     for delta in (16, 8, 4, 2, 1):

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from ..errors import KernelTypeError
 from ..hw import resolve
+from ..ir import nodes as N
 from ..sim import simulate
 
 __all__ = ["Analyzer", "AnalysisResult"]
@@ -54,7 +55,7 @@ class AnalysisResult:
 
 def _prim_func(fn):
     pf = getattr(fn, "prim_func", fn)
-    if not hasattr(pf, "launches") and type(pf).__name__ != "PrimFunc":
+    if not isinstance(pf, N.PrimFunc):
         raise KernelTypeError(f"Analyzer: expected a PrimFunc (kernel.get_tir(...)) or a compiled kernel, "
                               f"got {type(fn).__name__}",
                               hint="pass my_kernel.get_tir(<config keywords>) or a compiled kernel")
