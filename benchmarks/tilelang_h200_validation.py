@@ -204,9 +204,16 @@ def _check(spec, params, rt, torch, rng):
     return bad[0][:300] if bad else None
 
 
-def run(out_path: str, dry: bool, only=None) -> dict:
+def config_set(name: str) -> list:
+    """``main``: the 2026-12-01 set above; ``fresh``: the sealed 2026-12-02 set (tilelang_h200_fresh_configs.py)."""
+    if name == "main":
+        return CONFIGS
+    return _module(ROOT / "benchmarks" / "tilelang_h200_fresh_configs.py", "bench_tilelang_h200_fresh").FRESH
+
+
+def run(out_path: str, dry: bool, only=None, cset: str = "main") -> dict:
     th, rt = _helpers()
-    cfgs = [c for c in CONFIGS if not only or c["id"] in only]
+    cfgs = [c for c in config_set(cset) if not only or c["id"] in only]
     doc = {"kind": "tilelang_h200_validation", "dry_run": dry,
            "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "timing": "tilelang.profiler.do_bench median (ms), L2 flushed; 20/80% quantiles",
@@ -333,6 +340,7 @@ def main(argv=None):
     ap.add_argument("--dry-run", action="store_true", help="no GPU: build with tilesim, simulate, write JSON")
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--set", default="main", choices=("main", "fresh"), help="which configuration set")
     ap.add_argument("--compare", nargs="+", metavar="MEAS.json", help="measurement files (no GPU)")
     ap.add_argument("--predictions", nargs="+", metavar="PRED.json", help="--dry-run outputs for --compare")
     ap.add_argument("--json", help="with --compare: write rows and summaries here")
@@ -346,15 +354,16 @@ def main(argv=None):
             Path(a.json).write_text(json.dumps(res, indent=1) + "\n")
         return 0
     if a.list:
-        for c in CONFIGS:
+        cfgs = config_set(a.set)
+        for c in cfgs:
             print(f"{c['id']:48s} {c['kind']:18s} {c['source']}")
-        print(f"{len(CONFIGS)} configurations, {len({c['kind'] for c in CONFIGS})} kinds")
+        print(f"{len(cfgs)} configurations, {len({c['kind'] for c in cfgs})} kinds")
         return 0
     if a.dry_run:
         import tilesim
         sys.modules.setdefault("tilelang", tilesim)
         sys.modules.setdefault("tilelang.language", tilesim.language)
-    doc = run(a.out, a.dry_run, a.only)
+    doc = run(a.out, a.dry_run, a.only, a.set)
     bad = [r["id"] for r in doc["results"] if r.get("error")]
     print(f"wrote {a.out}: {len(doc['results'])} configs, {len(doc['kinds'])} kinds, errors: {bad}")
     return 1 if bad else 0

@@ -1,0 +1,101 @@
+"""A second, sealed held-out set for the simulator (issue 15), chosen on 2026-12-02 before any of it ran.
+
+Same kinds as ``tilelang_h200_validation.CONFIGS`` at sizes and tiles none of the earlier sets used, plus two
+kinds the earlier sets lack (MoE routing, DSA indexer). The protocol (docs/simulator.md, "Fresh held-out
+set"): the current model's predictions are committed first (``--set fresh --dry-run``), the set is then timed
+with real TileLang on the H200 and the measurements are kept out of the repository until the model work of the
+session is finished; only then are they committed and compared (``--compare``).
+"""
+
+
+def _reg(i, kind, kernel, **params):
+    return {"id": i, "kind": kind, "source": "registry", "kernel": kernel, "params": params}
+
+
+def _extra(i, kind, factory, module="extra", **params):
+    return {"id": i, "kind": kind, "source": module, "factory": factory, "params": params}
+
+
+FRESH = [
+    # row norms
+    _reg("f_rmsnorm_8kx7k_bm1_n2048_t256", "row_norm", "rmsnorm", M=8192, N=7168, block_M=1, block_N=2048, threads=256),
+    _reg("f_rmsnorm_2kx4k_bm4_n1024_t128", "row_norm", "rmsnorm", M=2048, N=4096, block_M=4, block_N=1024,
+         threads=128),
+    _reg("f_layernorm_16kx7k_bm1_n1024_t256", "row_norm", "layernorm", M=16384, N=7168, block_M=1, block_N=1024,
+         threads=256),
+    _reg("f_layernorm_4kx8k_bm2_n2048_t256", "row_norm", "layernorm", M=4096, N=8192, block_M=2, block_N=2048,
+         threads=256),
+    _reg("f_lngelu_4kx7k_bm1_n1024_t256", "row_norm", "layernorm_gelu", M=4096, N=7168, block_M=1, block_N=1024,
+         threads=256),
+    _extra("f_core_rmsnorm_fp32_8kx2k_bm4_t128", "row_norm", "rms_norm", "core", M=8192, N=2048, block_M=4),
+    # softmax
+    _reg("f_softmax_16kx256_fp32_bm8", "softmax", "softmax", M=16384, N=256, block_M=8, block_N=None, threads=128,
+         dtype="float32"),
+    _reg("f_softmax_8kx8k_bm1_n8192_t512", "softmax", "softmax", M=8192, N=8192, block_M=1, block_N=8192,
+         threads=512),
+    _extra("f_core_softmax_4kx2k_bm4_t128", "softmax", "softmax", "core", M=4096, N=2048, block_M=4, threads=128),
+    _extra("f_core_softmax_512x1k_bm8_t128", "softmax", "softmax", "core", M=512, N=1024, block_M=8, threads=128),
+    # elementwise
+    _reg("f_gelu_4kx14k_bm32_n512_t256", "elementwise", "gelu", M=4096, N=14336, block_M=32, block_N=512,
+         threads=256),
+    _reg("f_gelu_512x4k_bm8_n256_t128", "elementwise", "gelu", M=512, N=4096, block_M=8, block_N=256, threads=128),
+    _extra("f_vec_add_4M_fp32_b1024_t256", "elementwise", "vec_add", N=1 << 22, block=1024, threads=256,
+           dtype="float32"),
+    _extra("f_vec_add_64M_fp16_b4096_t256", "elementwise", "vec_add", N=1 << 26, block=4096, threads=256,
+           dtype="float16"),
+    # casts
+    _reg("f_fp8_cast_tok_4kx2k_bm8_t64", "cast", "fp8_cast_per_token", M=4096, N=2048, block_M=8, threads=64),
+    _reg("f_fp8_cast_tok_8kx7k_bm64_t256", "cast", "fp8_cast_per_token", M=8192, N=7168, block_M=64, threads=256),
+    _reg("f_fp8_cast_blk_7kx2k_t128", "cast", "fp8_cast_per_block", M=7168, N=2048, threads=128),
+    _reg("f_fp8_dequant_tok_2kx7k_bm16_t256", "cast", "fp8_dequant_per_token", M=2048, N=7168, block_M=16,
+         threads=256),
+    _reg("f_swiglu_fp8_8kx2k_bm16_t128", "cast", "swiglu_fp8", M=8192, H=2048, block_M=16, threads=128),
+    # transposes
+    _reg("f_transpose_4x8kx4k_64x32_t128", "transpose", "batched_transpose", B=4, M=8192, N=4096, block_M=64,
+         block_N=32, threads=128),
+    _reg("f_transpose_16x2kx2k_fp32_32x64_t128", "transpose", "batched_transpose", B=16, M=2048, N=2048,
+         block_M=32, block_N=64, threads=128, dtype="float32"),
+    _reg("f_transpose_32x1kx512_128x128_t256", "transpose", "batched_transpose", B=32, M=1024, N=512, block_M=128,
+         block_N=128, threads=256),
+    _reg("f_transpose_1x8kx8k_fp8_64x64_t128", "transpose", "batched_transpose", B=1, M=8192, N=8192, block_M=64,
+         block_N=64, threads=128, dtype="float8_e4m3fn"),
+    # skinny GEMMs
+    _extra("f_gemm_32x7168x7168_64x128x64_s3_t128", "skinny_gemm", "gemm", M=32, N=7168, K=7168, block_M=64,
+           block_N=128, block_K=64, num_stages=3, threads=128),
+    _extra("f_gemm_256x4096x4096_128x128x32_s3_t128", "skinny_gemm", "gemm", M=256, N=4096, K=4096, block_M=128,
+           block_N=128, block_K=32, num_stages=3, threads=128),
+    _reg("f_gemm_nt_64x7168x2048_64x64x64_s2_t128", "skinny_gemm", "gemm_nt", M=64, N=7168, K=2048, block_M=64,
+         block_N=64, block_K=64, num_stages=2, threads=128),
+    # split-K
+    _reg("f_splitk_16x7168x8192_s4", "split_k", "gemm_splitk", M=16, N=7168, K=8192, split_k=4),
+    _reg("f_splitk_64x4096x16384_s8_64x64", "split_k", "gemm_splitk", M=64, N=4096, K=16384, split_k=8, block_M=64,
+         block_N=64),
+    # decode attention
+    _reg("f_paged_decode_gqa8_b32_4k_split4", "decode_attention", "paged_decode", batch=32, heads=64, groups=8,
+         dim=128, max_len=4096, block_size=16, dtype="bfloat16", num_splits=4),
+    _reg("f_mla_decode_b16_h128_16k_split4", "decode_attention", "mla_decode", batch=16, heads=128, seq_kv=16384,
+         num_splits=4, dtype="bfloat16"),
+    # tuned GEMMs, 128 and 256 threads
+    _extra("f_gemm_4k_128x128x64_s3_t128", "gemm", "gemm", M=4096, N=4096, K=4096, block_M=128, block_N=128,
+           block_K=64, num_stages=3, threads=128),
+    _extra("f_gemm_8kx4kx4k_128x256x64_s3_t256", "gemm_256t", "gemm", M=8192, N=4096, K=4096, block_M=128,
+           block_N=256, block_K=64, num_stages=3, threads=256),
+    _extra("f_gemm_4kx14kx4k_bf16_128x256x32_s4_t256", "gemm_256t", "gemm", M=4096, N=14336, K=4096, block_M=128,
+           block_N=256, block_K=32, num_stages=4, threads=256, dtype="bfloat16", out_dtype="bfloat16"),
+    _reg("f_fp8_gemm_4kx7kx2k_128x128_s4", "gemm", "fp8_gemm", M=4096, N=7168, K=2048, block_M=128, block_N=128,
+         num_stages=4, threads=128),
+    # flash attention
+    _extra("f_fa_b4h16s2048d128_causal_64x64_s2_t128", "flash_attention", "flash_attention", "core", batch=4,
+           heads=16, seq_len=2048, dim=128, is_causal=True, block_M=64, block_N=64, num_stages=2, threads=128),
+    _extra("f_fa_b1h32s4096d64_full_128x128_s2_t256", "flash_attention", "flash_attention", "core", batch=1,
+           heads=32, seq_len=4096, dim=64, is_causal=False, block_M=128, block_N=128, num_stages=2, threads=256),
+    _reg("f_fa_fwd_gqa_8k_bf16_128x64_s2", "flash_attention", "flash_attention_fwd", batch=1, heads=32, groups=4,
+         seq_q=8192, dim=128, block_M=128, block_N=64, num_stages=2, dtype="bfloat16"),
+    # MoE routing, DSA indexer (kinds the earlier sets lack)
+    _reg("f_moe_route_16k_bt8_t128", "moe_routing", "moe_topk_route", num_tokens=16384, block_T=8, threads=128),
+    _reg("f_moe_route_4k_bt16_t256", "moe_routing", "moe_topk_route", num_tokens=4096, block_T=16, threads=256),
+    _reg("f_dsa_indexer_4k_bm4_n128", "dsa_indexer", "dsa_indexer", seq_q=4096, seq_kv=4096, block_M=4,
+         block_N=128),
+    _reg("f_dsa_indexer_decode_32k_bm1_n256", "dsa_indexer", "dsa_indexer", seq_q=1, seq_kv=32768, block_M=1,
+         block_N=256),
+]
