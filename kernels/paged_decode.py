@@ -31,6 +31,7 @@ import numpy as np
 import tilesim as tilelang
 import tilesim.language as T
 from kernels.registry import KernelSpec, register
+from kernels.tiling import fit_threads, gemm_rows
 from tilesim import dtypes as _dt
 
 LOG2E = 1.4426950408889634
@@ -45,7 +46,10 @@ def paged_decode(batch, heads, dim, num_blocks, block_size, max_blocks, groups=1
         raise ValueError(f"heads ({heads}) must be a multiple of groups ({groups})")
     kv_heads = heads // groups
     valid = q_len * groups  # query rows sharing one kv head
-    rows = max(16, -(-valid // 16) * 16)  # the gemms' M: a multiple of 16 (TileLang: "M must be divisible by 16")
+    rows = gemm_rows(valid)  # the gemms' M: a multiple of 16 (TileLang: "M must be divisible by 16")
+    # the warps of launch 1 must split both gemm tiles (rows x block_N, rows x dim): with rows = 16 a tile 16 wide
+    # takes at most 2 warps (TileLang: "No valid warp partition"), so small heads run with fewer threads
+    threads1 = fit_threads(threads, [(rows, block_N), (rows, dim)])
     block_H = min(block_H, heads)
     scale = LOG2E / math.sqrt(dim)
     accum = "float32"
@@ -59,7 +63,7 @@ def paged_decode(batch, heads, dim, num_blocks, block_size, max_blocks, groups=1
              Output: T.Tensor((batch, q_len, heads, dim), dtype), LSE: T.Tensor((batch, q_len, heads), accum)):
         O_part = T.alloc_global((batch, q_len, heads, num_splits, dim), accum)
         L_part = T.alloc_global((batch, q_len, heads, num_splits), accum)
-        with T.Kernel(num_splits, kv_heads, batch, threads=threads) as (bs, bh, bb):
+        with T.Kernel(num_splits, kv_heads, batch, threads=threads1) as (bs, bh, bb):
             Q_s = T.alloc_shared((rows, dim), dtype)
             K_s = T.alloc_shared((block_N, dim), dtype)
             V_s = T.alloc_shared((block_N, dim), dtype)
