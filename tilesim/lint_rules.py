@@ -414,7 +414,10 @@ def _check_fragment_scalar_index(launch: N.Launch, ctx: Ctx):
 
 @rule(N.Launch)
 def _launch(launch: N.Launch, ctx: Ctx):
-    """The launch-wide checks: shared memory per block, fragment indices of per-thread stores."""
+    """The launch-wide checks: shared memory per block, fragment indices of per-thread stores.
+
+    Source: each ``_check_*`` called here names the TileLang file and message it mirrors.
+    """
     yield from _check_shared_memory(launch, ctx)
     yield from _check_fragment_scalar_index(launch, ctx)
 
