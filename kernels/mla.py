@@ -23,7 +23,7 @@ import tilesim as tilelang
 import tilesim.language as T
 from kernels.dsa import DEEPSEEK_SM_SCALE, mla_attention_reference
 from kernels.registry import KernelSpec, register
-from kernels.tiling import fit_threads, gemm_rows, mma_k, round_up
+from kernels.tiling import fit_threads, gemm_rows, mma_k, pow2_at_least, round_up
 from tilesim import dtypes as _dt
 
 LOG2E = 1.4426950408889634
@@ -45,6 +45,9 @@ def mla_decode(batch, heads, seq_kv, dim=512, pe_dim=64, num_splits=4, sm_scale=
     rows = gemm_rows(block_H)
     pe_k = round_up(pe_dim, mma_k(dtype))
     threads1 = fit_threads(threads, [(rows, block_N), (rows, dim)])
+    # the combine launch reduces over the splits and keeps block_H rows: TileLang's all-reduce wants powers of two
+    # (padding splits: LSE -inf, weight 0; padding rows: never stored)
+    hc, ns = pow2_at_least(block_H), pow2_at_least(num_splits)
 
     @T.prim_func
     def main(Q: T.Tensor((batch, heads, D), dtype), KV: T.Tensor((batch, seq_kv, D), dtype),
@@ -133,26 +136,39 @@ def mla_decode(batch, heads, seq_kv, dim=512, pe_dim=64, num_splits=4, sm_scale=
                             l[h] > 0, (m[h] * scale + T.log2(l[h])) * LN2, ninf)
 
         with T.Kernel(T.ceildiv(heads, block_H), batch, threads=threads) as (bx, bb):
-            lse_f = T.alloc_fragment((block_H, num_splits), accum)
-            w = T.alloc_fragment((block_H, num_splits), accum)
-            mx = T.alloc_fragment((block_H,), accum)
-            den = T.alloc_fragment((block_H,), accum)
-            acc = T.alloc_fragment((block_H, dim), accum)
-            T.copy(L_part[bb, bx * block_H:(bx + 1) * block_H, :], lse_f)
+            lse_f = T.alloc_fragment((hc, ns), accum)
+            w = T.alloc_fragment((hc, ns), accum)
+            mx = T.alloc_fragment((hc,), accum)
+            den = T.alloc_fragment((hc,), accum)
+            acc = T.alloc_fragment((hc, dim), accum)
+            if hc == block_H and ns == num_splits:
+                T.copy(L_part[bb, bx * block_H:(bx + 1) * block_H, :], lse_f)
+            else:
+                for h, s in T.Parallel(hc, ns):
+                    lse_f[h, s] = T.if_then_else(s < num_splits, T.if_then_else(
+                        h < block_H, L_part[bb, bx * block_H + h, T.min(s, num_splits - 1)], 0), ninf)
             T.reduce_max(lse_f, mx, dim=1)
-            for h, s in T.Parallel(block_H, num_splits):
+            for h, s in T.Parallel(hc, ns):
                 w[h, s] = T.exp(lse_f[h, s] - mx[h])
             T.reduce_sum(w, den, dim=1)
             T.clear(acc)
             for s in T.serial(num_splits):
-                for h, j in T.Parallel(block_H, dim):
+                for h, j in T.Parallel(hc, dim):
                     acc[h, j] += w[h, s] * O_part[bb, bx * block_H + h, s, j]
-            for h, j in T.Parallel(block_H, dim):
+            for h, j in T.Parallel(hc, dim):
                 acc[h, j] = acc[h, j] / den[h]
-            for h in T.Parallel(block_H):
+            for h in T.Parallel(hc):
                 mx[h] = mx[h] + T.log(den[h])
-            T.copy(acc, Output[bb, bx * block_H:(bx + 1) * block_H, :])
-            T.copy(mx, LSE[bb, bx * block_H:(bx + 1) * block_H])
+            if hc == block_H:
+                T.copy(acc, Output[bb, bx * block_H:(bx + 1) * block_H, :])
+                T.copy(mx, LSE[bb, bx * block_H:(bx + 1) * block_H])
+            else:  # the padding rows are not stored
+                for h, j in T.Parallel(hc, dim):
+                    if h < block_H:
+                        Output[bb, bx * block_H + h, j] = T.cast(acc[h, j], dtype)
+                for h in T.Parallel(hc):
+                    if h < block_H:
+                        LSE[bb, bx * block_H + h] = mx[h]
 
     return main
 

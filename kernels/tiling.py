@@ -10,6 +10,8 @@ Contract
 --------
 * ``round_up(x, m) -> int``: the smallest multiple of ``m`` that is ``>= x`` (``x >= 0``, ``m >= 1``).
 * ``gemm_rows(rows) -> int``: ``rows`` rounded up to 16, at least 16 (a gemm's M).
+* ``pow2_at_least(n) -> int``: the smallest power of two ``>= n`` (``n >= 1``): fragment extents and reductions
+  TileLang lays out over threads (its XOR-butterfly all-reduce needs a power-of-two width).
 * ``mma_k(dtype) -> int``: the K that a tensor-core instruction of ``dtype`` operands steps by on sm_90
   (``256 // bits``: 16 for fp16/bf16, 32 for 8-bit types, 8 for fp32/tf32); pad a gemm's K to a multiple.
 * ``fit_threads(threads, gemms) -> int``: the largest of ``threads, threads // 2, ...`` (multiples of 32; else
@@ -26,7 +28,7 @@ from __future__ import annotations
 from tilesim import dtypes as _dt
 from tilesim.warp_partition import warp_partition
 
-__all__ = ["round_up", "gemm_rows", "mma_k", "fit_threads"]
+__all__ = ["round_up", "gemm_rows", "pow2_at_least", "mma_k", "fit_threads"]
 
 
 def round_up(x: int, m: int) -> int:
@@ -35,6 +37,10 @@ def round_up(x: int, m: int) -> int:
 
 def gemm_rows(rows: int) -> int:
     return max(16, round_up(rows, 16))
+
+
+def pow2_at_least(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
 
 
 def mma_k(dtype: str) -> int:
