@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernels import registry
-from kernels.tiling import fit_threads, gemm_rows, mma_k, round_up
+from kernels.tiling import fit_threads, gemm_rows, mma_k, pow2_at_least, round_up
 from tilesim.warp_partition import warp_partition
 
 
@@ -16,6 +16,7 @@ def test_sizes():
     assert [gemm_rows(r) for r in (1, 5, 16, 17, 64)] == [16, 16, 16, 32, 64]
     assert (mma_k("bfloat16"), mma_k("float16"), mma_k("float8_e4m3fn"), mma_k("float32")) == (16, 16, 32, 8)
     assert (round_up(8, 16), round_up(16, 16), round_up(0, 16)) == (16, 16, 0)
+    assert [pow2_at_least(n) for n in (1, 2, 3, 5, 8, 9, 64)] == [1, 2, 4, 8, 8, 16, 64]
 
 
 @pytest.mark.parametrize("threads,gemms,want", [
