@@ -41,6 +41,7 @@ import numpy as np
 import tilesim as tilelang
 import tilesim.language as T
 from kernels.registry import KernelSpec, register
+from kernels.tiling import fit_threads, gemm_rows, mma_k, round_up
 from tilesim import dtypes as _dt
 
 LOG2E = 1.4426950408889634
@@ -57,7 +58,14 @@ def lightning_indexer(seq_q, seq_kv, index_heads=64, index_dim=128, is_causal=Tr
                       num_stages=1, threads=128, dtype="float8_e4m3fn"):
     """``(Qi, Ki, W) -> Logits (seq_q, seq_kv)`` float32. See the module docstring."""
     H = index_heads
-    rows = block_M * H
+    # TileLang's gemm needs M = block_M * heads % 16 == 0 and K a multiple of the fp8 instruction's 32: the heads
+    # are padded to Hp (zero queries and weights: relu(0) * 0 adds exact zeros to the head sum) and index_dim
+    # to dk (zero columns); the launch takes the thread count whose warps split the gemm. Full-size shapes
+    # (64 heads x 128) need none of it.
+    Hp = next(h for h in range(H, H + 17) if (block_M * h) % 16 == 0)
+    dk = round_up(index_dim, mma_k(dtype))
+    rows = block_M * Hp
+    threads = fit_threads(threads, [(rows, block_N)])
     offset = seq_kv - seq_q
     accum = "float32"
     ninf = -math.inf
@@ -66,20 +74,31 @@ def lightning_indexer(seq_q, seq_kv, index_heads=64, index_dim=128, is_causal=Tr
     def main(Qi: T.Tensor((seq_q, H, index_dim), dtype), Ki: T.Tensor((seq_kv, index_dim), dtype),
              W: T.Tensor((seq_q, H), accum), Logits: T.Tensor((seq_q, seq_kv), accum)):
         with T.Kernel(T.ceildiv(seq_q, block_M), threads=threads) as bx:
-            Q_s = T.alloc_shared((rows, index_dim), dtype)
-            K_s = T.alloc_shared((block_N, index_dim), dtype)
+            Q_s = T.alloc_shared((rows, dk), dtype)
+            K_s = T.alloc_shared((block_N, dk), dtype)
             w_f = T.alloc_fragment((rows,), accum)
             s = T.alloc_fragment((rows, block_N), accum)
-            s3 = T.reshape(s, (block_M, H, block_N))
+            s3 = T.reshape(s, (block_M, Hp, block_N))
             out = T.alloc_fragment((block_M, block_N), accum)
-            for r, j in T.Parallel(rows, index_dim):
-                Q_s[r, j] = Qi[bx * block_M + r // H, r % H, j]
-            for r in T.Parallel(rows):
-                w_f[r] = W[bx * block_M + r // H, r % H]
+            if Hp == H and dk == index_dim:
+                for r, j in T.Parallel(rows, index_dim):
+                    Q_s[r, j] = Qi[bx * block_M + r // H, r % H, j]
+                for r in T.Parallel(rows):
+                    w_f[r] = W[bx * block_M + r // H, r % H]
+            else:  # padding heads (r % Hp >= H) and columns (j >= index_dim) are zeros
+                for r, j in T.Parallel(rows, dk):
+                    Q_s[r, j] = T.if_then_else((r % Hp < H) & (j < index_dim), Qi[
+                        bx * block_M + r // Hp, T.min(r % Hp, H - 1), T.min(j, index_dim - 1)], 0)
+                for r in T.Parallel(rows):
+                    w_f[r] = T.if_then_else(r % Hp < H, W[bx * block_M + r // Hp, T.min(r % Hp, H - 1)], 0)
             for kt in T.Pipelined(T.ceildiv(seq_kv, block_N), num_stages=num_stages):
                 # does any row of this block see any key of this tile?
                 if (not is_causal) or kt * block_N <= bx * block_M + block_M - 1 + offset:
-                    T.copy(Ki[kt * block_N:(kt + 1) * block_N, :], K_s)
+                    if dk == index_dim:
+                        T.copy(Ki[kt * block_N:(kt + 1) * block_N, :], K_s)
+                    else:
+                        for i, j in T.Parallel(block_N, dk):
+                            K_s[i, j] = T.if_then_else(j < index_dim, Ki[kt * block_N + i, T.min(j, index_dim - 1)], 0)
                     T.gemm(Q_s, K_s, s, transpose_B=True, clear_accum=True)
                     for r, j in T.Parallel(rows, block_N):
                         s[r, j] = T.max(s[r, j], 0) * w_f[r]
@@ -123,6 +142,9 @@ def topk_selector(seq_q, seq_kv, topk, block_N=1024, threads=256):
             rank = T.alloc_fragment((block_N,), "int32")
             take = T.alloc_fragment((block_N,), "int32")
             pos = T.alloc_fragment((block_N,), "int32")
+            # the chunk's totals (last prefix sums): serial code may read a fragment only at index 0 (TileLang:
+            # "Fragment buffer access with non-zero index [1023] is not supported"), so they pass through shared
+            tot = T.alloc_shared((2,), "int32")
             prefix = T.alloc_var("uint32")  # the digits of the threshold key found so far
             need = T.alloc_var("int32")  # how many keys matching `prefix` are still to take
             digit = T.alloc_var("int32")
@@ -166,8 +188,11 @@ def topk_selector(seq_q, seq_kv, topk, block_N=1024, threads=256):
                 for i in T.Parallel(block_N):
                     if take[i] > 0:
                         Indices[t, n_out + pos[i] - 1] = c * block_N + i
-                n_out = n_out + pos[block_N - 1]
-                eq_seen = eq_seen + rank[block_N - 1]
+                    if i == block_N - 1:
+                        tot[0] = pos[i]
+                        tot[1] = rank[i]
+                n_out = n_out + tot[0]
+                eq_seen = eq_seen + tot[1]
             for c in T.serial(n_out_chunks):
                 for i in T.Parallel(block_N):
                     if c * block_N + i >= n_out:
@@ -187,30 +212,45 @@ def sparse_mla_fwd(seq_q, seq_kv, heads, topk, dim=512, pe_dim=64, is_causal=Tru
     accum = "float32"
     ninf = -math.inf
     D = dim + pe_dim
+    # as in kernels.mla: fewer than 16 heads (or not a multiple of 16) run padded rows (zero queries, never
+    # stored), a rope width the instruction K does not divide gets zero columns, and the launch takes the
+    # thread count whose warps split both gemm tiles; full-size shapes need none of it
+    rows = gemm_rows(block_H)
+    pe_k = round_up(pe_dim, mma_k(dtype))
+    threads = fit_threads(threads, [(rows, block_K), (rows, dim)])
 
     @T.prim_func
     def main(Q: T.Tensor((seq_q, heads, D), dtype), KV: T.Tensor((seq_kv, D), dtype),
              Indices: T.Tensor((seq_q, topk), "int32"),
              Output: T.Tensor((seq_q, heads, dim), dtype), LSE: T.Tensor((seq_q, heads), accum)):
         with T.Kernel(seq_q, T.ceildiv(heads, block_H), threads=threads) as (bx, by):
-            Q_s = T.alloc_shared((block_H, dim), dtype)
-            Qpe_s = T.alloc_shared((block_H, pe_dim), dtype)
+            Q_s = T.alloc_shared((rows, dim), dtype)
+            Qpe_s = T.alloc_shared((rows, pe_k), dtype)
             KV_s = T.alloc_shared((block_K, dim), dtype)
-            Kpe_s = T.alloc_shared((block_K, pe_dim), dtype)
+            Kpe_s = T.alloc_shared((block_K, pe_k), dtype)
             idx = T.alloc_fragment((block_K,), "int32")
-            acc_s = T.alloc_fragment((block_H, block_K), accum)
-            acc_s_cast = T.alloc_fragment((block_H, block_K), dtype)
-            acc_o = T.alloc_fragment((block_H, dim), accum)
-            m = T.alloc_fragment((block_H,), accum)
-            m_prev = T.alloc_fragment((block_H,), accum)
-            m_safe = T.alloc_fragment((block_H,), accum)
-            r_scale = T.alloc_fragment((block_H,), accum)
-            r_sum = T.alloc_fragment((block_H,), accum)
-            l = T.alloc_fragment((block_H,), accum)
-            lse = T.alloc_fragment((block_H,), accum)
+            acc_s = T.alloc_fragment((rows, block_K), accum)
+            acc_s_cast = T.alloc_fragment((rows, block_K), dtype)
+            acc_o = T.alloc_fragment((rows, dim), accum)
+            m = T.alloc_fragment((rows,), accum)
+            m_prev = T.alloc_fragment((rows,), accum)
+            m_safe = T.alloc_fragment((rows,), accum)
+            r_scale = T.alloc_fragment((rows,), accum)
+            r_sum = T.alloc_fragment((rows,), accum)
+            l = T.alloc_fragment((rows,), accum)
+            lse = T.alloc_fragment((rows,), accum)
 
-            T.copy(Q[bx, by * block_H:(by + 1) * block_H, 0:dim], Q_s)
-            T.copy(Q[bx, by * block_H:(by + 1) * block_H, dim:D], Qpe_s)
+            if rows == block_H:
+                T.copy(Q[bx, by * block_H:(by + 1) * block_H, 0:dim], Q_s)
+            else:  # padding rows (h >= block_H) are zeros
+                for h, j in T.Parallel(rows, dim):
+                    Q_s[h, j] = T.if_then_else(h < block_H, Q[bx, by * block_H + h, j], 0)
+            if rows == block_H and pe_k == pe_dim:
+                T.copy(Q[bx, by * block_H:(by + 1) * block_H, dim:D], Qpe_s)
+            else:
+                for h, j in T.Parallel(rows, pe_k):
+                    Qpe_s[h, j] = T.if_then_else((h < block_H) & (j < pe_dim),
+                                                 Q[bx, by * block_H + h, dim + T.min(j, pe_dim - 1)], 0)
             T.fill(acc_o, 0)
             T.fill(l, 0)
             T.fill(m, ninf)
@@ -223,32 +263,45 @@ def sparse_mla_fwd(seq_q, seq_kv, heads, topk, dim=512, pe_dim=64, is_causal=Tru
                     idx[i] = T.if_then_else(ok, raw, -1)
                 for i, j in T.Parallel(block_K, dim):
                     KV_s[i, j] = T.if_then_else(idx[i] >= 0, KV[idx[i], j], 0)
-                for i, j in T.Parallel(block_K, pe_dim):
-                    Kpe_s[i, j] = T.if_then_else(idx[i] >= 0, KV[idx[i], dim + j], 0)
-                for h, i in T.Parallel(block_H, block_K):
+                if pe_k == pe_dim:
+                    for i, j in T.Parallel(block_K, pe_dim):
+                        Kpe_s[i, j] = T.if_then_else(idx[i] >= 0, KV[idx[i], dim + j], 0)
+                else:
+                    for i, j in T.Parallel(block_K, pe_k):
+                        Kpe_s[i, j] = T.if_then_else((idx[i] >= 0) & (j < pe_dim),
+                                                     KV[idx[i], dim + T.min(j, pe_dim - 1)], 0)
+                for h, i in T.Parallel(rows, block_K):
                     acc_s[h, i] = T.if_then_else(idx[i] >= 0, 0, ninf)
                 T.gemm(Q_s, KV_s, acc_s, transpose_B=True)
                 T.gemm(Qpe_s, Kpe_s, acc_s, transpose_B=True)
                 T.copy(m, m_prev)
                 T.reduce_max(acc_s, m, dim=1, clear=False)
-                for h in T.Parallel(block_H):
+                for h in T.Parallel(rows):
                     m_safe[h] = T.if_then_else(m[h] == ninf, 0, m[h])
                     r_scale[h] = T.exp2(m_prev[h] * scale - m_safe[h] * scale)
-                for h, i in T.Parallel(block_H, block_K):
+                for h, i in T.Parallel(rows, block_K):
                     acc_s[h, i] = T.exp2(acc_s[h, i] * scale - m_safe[h] * scale)
                 T.reduce_sum(acc_s, r_sum, dim=1)
-                for h in T.Parallel(block_H):
+                for h in T.Parallel(rows):
                     l[h] = l[h] * r_scale[h] + r_sum[h]
                 T.copy(acc_s, acc_s_cast)
-                for h, j in T.Parallel(block_H, dim):
+                for h, j in T.Parallel(rows, dim):
                     acc_o[h, j] *= r_scale[h]
                 T.gemm(acc_s_cast, KV_s, acc_o)
-            for h, j in T.Parallel(block_H, dim):
+            for h, j in T.Parallel(rows, dim):
                 acc_o[h, j] = T.if_then_else(l[h] > 0, acc_o[h, j] / l[h], 0)
-            for h in T.Parallel(block_H):
+            for h in T.Parallel(rows):
                 lse[h] = T.if_then_else(l[h] > 0, (m[h] * scale + T.log2(l[h])) * LN2, ninf)
-            T.copy(acc_o, Output[bx, by * block_H:(by + 1) * block_H, :])
-            T.copy(lse, LSE[bx, by * block_H:(by + 1) * block_H])
+            if rows == block_H:
+                T.copy(acc_o, Output[bx, by * block_H:(by + 1) * block_H, :])
+                T.copy(lse, LSE[bx, by * block_H:(by + 1) * block_H])
+            else:  # the padding rows are not stored
+                for h, j in T.Parallel(rows, dim):
+                    if h < block_H:
+                        Output[bx, by * block_H + h, j] = T.cast(acc_o[h, j], dtype)
+                for h in T.Parallel(rows):
+                    if h < block_H:
+                        LSE[bx, by * block_H + h] = lse[h]
 
     return main
 

@@ -23,6 +23,7 @@ import tilesim as tilelang
 import tilesim.language as T
 from kernels.dsa import DEEPSEEK_SM_SCALE, mla_attention_reference
 from kernels.registry import KernelSpec, register
+from kernels.tiling import fit_threads, gemm_rows, mma_k, pow2_at_least, round_up
 from tilesim import dtypes as _dt
 
 LOG2E = 1.4426950408889634
@@ -38,6 +39,15 @@ def mla_decode(batch, heads, seq_kv, dim=512, pe_dim=64, num_splits=4, sm_scale=
     accum = "float32"
     ninf = -math.inf
     D = dim + pe_dim
+    # TileLang's gemms need M % 16 == 0 and K a multiple of the instruction's K: a block of fewer than 16 heads
+    # (or not a multiple of 16) runs padded rows (zero queries, never stored) and a rope width the instruction
+    # does not step by is padded with zero columns (adds exact zeros); full-size shapes need neither
+    rows = gemm_rows(block_H)
+    pe_k = round_up(pe_dim, mma_k(dtype))
+    threads1 = fit_threads(threads, [(rows, block_N), (rows, dim)])
+    # the combine launch reduces over the splits and keeps block_H rows: TileLang's all-reduce wants powers of two
+    # (padding splits: LSE -inf, weight 0; padding rows: never stored)
+    hc, ns = pow2_at_least(block_H), pow2_at_least(num_splits)
 
     @T.prim_func
     def main(Q: T.Tensor((batch, heads, D), dtype), KV: T.Tensor((batch, seq_kv, D), dtype),
@@ -45,30 +55,39 @@ def mla_decode(batch, heads, seq_kv, dim=512, pe_dim=64, num_splits=4, sm_scale=
              Output: T.Tensor((batch, heads, dim), dtype), LSE: T.Tensor((batch, heads), accum)):
         O_part = T.alloc_global((batch, heads, num_splits, dim), accum)
         L_part = T.alloc_global((batch, heads, num_splits), accum)
-        with T.Kernel(num_splits, T.ceildiv(heads, block_H), batch, threads=threads) as (bs, by, bb):
-            Q_s = T.alloc_shared((block_H, dim), dtype)
-            Qpe_s = T.alloc_shared((block_H, pe_dim), dtype)
+        with T.Kernel(num_splits, T.ceildiv(heads, block_H), batch, threads=threads1) as (bs, by, bb):
+            Q_s = T.alloc_shared((rows, dim), dtype)
+            Qpe_s = T.alloc_shared((rows, pe_k), dtype)
             KV_s = T.alloc_shared((block_N, dim), dtype)
-            Kpe_s = T.alloc_shared((block_N, pe_dim), dtype)
-            acc_s = T.alloc_fragment((block_H, block_N), accum)
+            Kpe_s = T.alloc_shared((block_N, pe_k), dtype)
+            acc_s = T.alloc_fragment((rows, block_N), accum)
             # P goes through shared memory: real TileLang 0.1.15 cannot give this (rows x block_N) fragment one layout
             # for both gemms ("Layout infer conflict between acc_s and acc_s_cast", H200 2026-12-01), and its warps split N
             # (FullCol): split along M, a warp would get fewer than the 16 rows an mma needs
-            P_s = T.alloc_shared((block_H, block_N), dtype)
-            acc_o = T.alloc_fragment((block_H, dim), accum)
-            m = T.alloc_fragment((block_H,), accum)
-            m_prev = T.alloc_fragment((block_H,), accum)
-            r_scale = T.alloc_fragment((block_H,), accum)
-            r_sum = T.alloc_fragment((block_H,), accum)
-            l = T.alloc_fragment((block_H,), accum)
+            P_s = T.alloc_shared((rows, block_N), dtype)
+            acc_o = T.alloc_fragment((rows, dim), accum)
+            m = T.alloc_fragment((rows,), accum)
+            m_prev = T.alloc_fragment((rows,), accum)
+            r_scale = T.alloc_fragment((rows,), accum)
+            r_sum = T.alloc_fragment((rows,), accum)
+            l = T.alloc_fragment((rows,), accum)
             seq_len = T.alloc_var("int32")
             seq_len = SeqLens[bb]
             chunk = T.ceildiv(seq_len, num_splits)
             lo = bs * chunk
             hi = T.min(seq_len, lo + chunk)
 
-            T.copy(Q[bb, by * block_H:(by + 1) * block_H, 0:dim], Q_s)
-            T.copy(Q[bb, by * block_H:(by + 1) * block_H, dim:D], Qpe_s)
+            if rows == block_H:
+                T.copy(Q[bb, by * block_H:(by + 1) * block_H, 0:dim], Q_s)
+            else:  # padding rows (h >= block_H) are zeros
+                for h, j in T.Parallel(rows, dim):
+                    Q_s[h, j] = T.if_then_else(h < block_H, Q[bb, by * block_H + h, j], 0)
+            if rows == block_H and pe_k == pe_dim:
+                T.copy(Q[bb, by * block_H:(by + 1) * block_H, dim:D], Qpe_s)
+            else:
+                for h, j in T.Parallel(rows, pe_k):
+                    Qpe_s[h, j] = T.if_then_else((h < block_H) & (j < pe_dim),
+                                                 Q[bb, by * block_H + h, dim + T.min(j, pe_dim - 1)], 0)
             T.fill(acc_o, 0)
             T.fill(l, 0)
             T.fill(m, ninf)
@@ -77,52 +96,79 @@ def mla_decode(batch, heads, seq_kv, dim=512, pe_dim=64, num_splits=4, sm_scale=
                 base = lo + it * block_N
                 for i, j in T.Parallel(block_N, dim):
                     KV_s[i, j] = T.if_then_else(base + i < hi, KV[bb, base + i, j], 0)
-                for i, j in T.Parallel(block_N, pe_dim):
-                    Kpe_s[i, j] = T.if_then_else(base + i < hi, KV[bb, base + i, dim + j], 0)
-                for h, i in T.Parallel(block_H, block_N):
+                if pe_k == pe_dim:
+                    for i, j in T.Parallel(block_N, pe_dim):
+                        Kpe_s[i, j] = T.if_then_else(base + i < hi, KV[bb, base + i, dim + j], 0)
+                else:
+                    for i, j in T.Parallel(block_N, pe_k):
+                        Kpe_s[i, j] = T.if_then_else((base + i < hi) & (j < pe_dim),
+                                                     KV[bb, base + i, dim + T.min(j, pe_dim - 1)], 0)
+                for h, i in T.Parallel(rows, block_N):
                     acc_s[h, i] = T.if_then_else(base + i < hi, 0, ninf)
                 T.gemm(Q_s, KV_s, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)
                 T.gemm(Qpe_s, Kpe_s, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)
                 T.copy(m, m_prev)
                 T.reduce_max(acc_s, m, dim=1, clear=False)
-                for h in T.Parallel(block_H):
+                for h in T.Parallel(rows):
                     r_scale[h] = T.exp2(m_prev[h] * scale - m[h] * scale)
-                for h, i in T.Parallel(block_H, block_N):
+                for h, i in T.Parallel(rows, block_N):
                     acc_s[h, i] = T.exp2(acc_s[h, i] * scale - m[h] * scale)
                 T.reduce_sum(acc_s, r_sum, dim=1)
-                for h in T.Parallel(block_H):
+                for h in T.Parallel(rows):
                     l[h] = l[h] * r_scale[h] + r_sum[h]
                 T.copy(acc_s, P_s)
-                for h, j in T.Parallel(block_H, dim):
+                for h, j in T.Parallel(rows, dim):
                     acc_o[h, j] *= r_scale[h]
                 T.gemm(P_s, KV_s, acc_o, policy=T.GemmWarpPolicy.FullCol)
-            for h, j in T.Parallel(block_H, dim):
-                O_part[bb, by * block_H + h, bs, j] = T.if_then_else(l[h] > 0, acc_o[h, j] / l[h], 0)
-            for h in T.Parallel(block_H):
-                L_part[bb, by * block_H + h, bs] = T.if_then_else(l[h] > 0, (m[h] * scale + T.log2(l[h])) * LN2,
-                                                                  ninf)
+            if rows == block_H:
+                for h, j in T.Parallel(block_H, dim):
+                    O_part[bb, by * block_H + h, bs, j] = T.if_then_else(l[h] > 0, acc_o[h, j] / l[h], 0)
+                for h in T.Parallel(block_H):
+                    L_part[bb, by * block_H + h, bs] = T.if_then_else(l[h] > 0,
+                                                                      (m[h] * scale + T.log2(l[h])) * LN2, ninf)
+            else:  # the padding rows are not stored
+                for h, j in T.Parallel(rows, dim):
+                    if h < block_H:
+                        O_part[bb, by * block_H + h, bs, j] = T.if_then_else(l[h] > 0, acc_o[h, j] / l[h], 0)
+                for h in T.Parallel(rows):
+                    if h < block_H:
+                        L_part[bb, by * block_H + h, bs] = T.if_then_else(
+                            l[h] > 0, (m[h] * scale + T.log2(l[h])) * LN2, ninf)
 
         with T.Kernel(T.ceildiv(heads, block_H), batch, threads=threads) as (bx, bb):
-            lse_f = T.alloc_fragment((block_H, num_splits), accum)
-            w = T.alloc_fragment((block_H, num_splits), accum)
-            mx = T.alloc_fragment((block_H,), accum)
-            den = T.alloc_fragment((block_H,), accum)
-            acc = T.alloc_fragment((block_H, dim), accum)
-            T.copy(L_part[bb, bx * block_H:(bx + 1) * block_H, :], lse_f)
+            lse_f = T.alloc_fragment((hc, ns), accum)
+            w = T.alloc_fragment((hc, ns), accum)
+            mx = T.alloc_fragment((hc,), accum)
+            den = T.alloc_fragment((hc,), accum)
+            acc = T.alloc_fragment((hc, dim), accum)
+            if hc == block_H and ns == num_splits:
+                T.copy(L_part[bb, bx * block_H:(bx + 1) * block_H, :], lse_f)
+            else:
+                for h, s in T.Parallel(hc, ns):
+                    lse_f[h, s] = T.if_then_else(s < num_splits, T.if_then_else(
+                        h < block_H, L_part[bb, bx * block_H + h, T.min(s, num_splits - 1)], 0), ninf)
             T.reduce_max(lse_f, mx, dim=1)
-            for h, s in T.Parallel(block_H, num_splits):
+            for h, s in T.Parallel(hc, ns):
                 w[h, s] = T.exp(lse_f[h, s] - mx[h])
             T.reduce_sum(w, den, dim=1)
             T.clear(acc)
             for s in T.serial(num_splits):
-                for h, j in T.Parallel(block_H, dim):
+                for h, j in T.Parallel(hc, dim):
                     acc[h, j] += w[h, s] * O_part[bb, bx * block_H + h, s, j]
-            for h, j in T.Parallel(block_H, dim):
+            for h, j in T.Parallel(hc, dim):
                 acc[h, j] = acc[h, j] / den[h]
-            for h in T.Parallel(block_H):
+            for h in T.Parallel(hc):
                 mx[h] = mx[h] + T.log(den[h])
-            T.copy(acc, Output[bb, bx * block_H:(bx + 1) * block_H, :])
-            T.copy(mx, LSE[bb, bx * block_H:(bx + 1) * block_H])
+            if hc == block_H:
+                T.copy(acc, Output[bb, bx * block_H:(bx + 1) * block_H, :])
+                T.copy(mx, LSE[bb, bx * block_H:(bx + 1) * block_H])
+            else:  # the padding rows are not stored
+                for h, j in T.Parallel(hc, dim):
+                    if h < block_H:
+                        Output[bb, bx * block_H + h, j] = T.cast(acc[h, j], dtype)
+                for h in T.Parallel(hc):
+                    if h < block_H:
+                        LSE[bb, bx * block_H + h] = mx[h]
 
     return main
 

@@ -31,6 +31,7 @@ import numpy as np
 import tilesim as tilelang
 import tilesim.language as T
 from kernels.registry import KernelSpec, register
+from kernels.tiling import fit_threads, gemm_rows, pow2_at_least
 from tilesim import dtypes as _dt
 
 LOG2E = 1.4426950408889634
@@ -45,8 +46,14 @@ def paged_decode(batch, heads, dim, num_blocks, block_size, max_blocks, groups=1
         raise ValueError(f"heads ({heads}) must be a multiple of groups ({groups})")
     kv_heads = heads // groups
     valid = q_len * groups  # query rows sharing one kv head
-    rows = max(16, -(-valid // 16) * 16)  # the gemms' M: a multiple of 16 (TileLang: "M must be divisible by 16")
+    rows = gemm_rows(valid)  # the gemms' M: a multiple of 16 (TileLang: "M must be divisible by 16")
+    # the warps of launch 1 must split both gemm tiles (rows x block_N, rows x dim): with rows = 16 a tile 16 wide
+    # takes at most 2 warps (TileLang: "No valid warp partition"), so small heads run with fewer threads
+    threads1 = fit_threads(threads, [(rows, block_N), (rows, dim)])
+    # the combine launch reduces over the splits and keeps block_H rows: TileLang's all-reduce wants powers of two
+    # (padding splits: LSE -inf, weight 0; padding rows: never stored)
     block_H = min(block_H, heads)
+    hc, ns = pow2_at_least(block_H), pow2_at_least(num_splits)
     scale = LOG2E / math.sqrt(dim)
     accum = "float32"
     ninf = -math.inf  # a Python float adopts the float32 dtype of the expression it meets
@@ -59,7 +66,7 @@ def paged_decode(batch, heads, dim, num_blocks, block_size, max_blocks, groups=1
              Output: T.Tensor((batch, q_len, heads, dim), dtype), LSE: T.Tensor((batch, q_len, heads), accum)):
         O_part = T.alloc_global((batch, q_len, heads, num_splits, dim), accum)
         L_part = T.alloc_global((batch, q_len, heads, num_splits), accum)
-        with T.Kernel(num_splits, kv_heads, batch, threads=threads) as (bs, bh, bb):
+        with T.Kernel(num_splits, kv_heads, batch, threads=threads1) as (bs, bh, bb):
             Q_s = T.alloc_shared((rows, dim), dtype)
             K_s = T.alloc_shared((block_N, dim), dtype)
             V_s = T.alloc_shared((block_N, dim), dtype)
@@ -123,26 +130,39 @@ def paged_decode(batch, heads, dim, num_blocks, block_size, max_blocks, groups=1
                         l[r] > 0, (m[r] * scale + T.log2(l[r])) * LN2, ninf)
 
         with T.Kernel(T.ceildiv(heads, block_H), q_len, batch, threads=threads) as (bx, qi, bb):
-            lse_f = T.alloc_fragment((block_H, num_splits), accum)
-            w = T.alloc_fragment((block_H, num_splits), accum)
-            mx = T.alloc_fragment((block_H,), accum)
-            den = T.alloc_fragment((block_H,), accum)
-            acc = T.alloc_fragment((block_H, dim), accum)
-            T.copy(L_part[bb, qi, bx * block_H:(bx + 1) * block_H, :], lse_f)
+            lse_f = T.alloc_fragment((hc, ns), accum)
+            w = T.alloc_fragment((hc, ns), accum)
+            mx = T.alloc_fragment((hc,), accum)
+            den = T.alloc_fragment((hc,), accum)
+            acc = T.alloc_fragment((hc, dim), accum)
+            if hc == block_H and ns == num_splits:
+                T.copy(L_part[bb, qi, bx * block_H:(bx + 1) * block_H, :], lse_f)
+            else:
+                for h, s in T.Parallel(hc, ns):
+                    lse_f[h, s] = T.if_then_else(s < num_splits, T.if_then_else(
+                        h < block_H, L_part[bb, qi, bx * block_H + h, T.min(s, num_splits - 1)], 0), ninf)
             T.reduce_max(lse_f, mx, dim=1)
-            for h, s in T.Parallel(block_H, num_splits):
+            for h, s in T.Parallel(hc, ns):
                 w[h, s] = T.exp(lse_f[h, s] - mx[h])
             T.reduce_sum(w, den, dim=1)
             T.clear(acc)
             for s in T.serial(num_splits):
-                for h, j in T.Parallel(block_H, dim):
+                for h, j in T.Parallel(hc, dim):
                     acc[h, j] += w[h, s] * O_part[bb, qi, bx * block_H + h, s, j]
-            for h, j in T.Parallel(block_H, dim):
+            for h, j in T.Parallel(hc, dim):
                 acc[h, j] = acc[h, j] / den[h]
-            for h in T.Parallel(block_H):
+            for h in T.Parallel(hc):
                 mx[h] = mx[h] + T.log(den[h])
-            T.copy(acc, Output[bb, qi, bx * block_H:(bx + 1) * block_H, :])
-            T.copy(mx, LSE[bb, qi, bx * block_H:(bx + 1) * block_H])
+            if hc == block_H:
+                T.copy(acc, Output[bb, qi, bx * block_H:(bx + 1) * block_H, :])
+                T.copy(mx, LSE[bb, qi, bx * block_H:(bx + 1) * block_H])
+            else:  # the padding rows are not stored
+                for h, j in T.Parallel(hc, dim):
+                    if h < block_H:
+                        Output[bb, qi, bx * block_H + h, j] = T.cast(acc[h, j], dtype)
+                for h in T.Parallel(hc):
+                    if h < block_H:
+                        LSE[bb, qi, bx * block_H + h] = mx[h]
 
     return main
 

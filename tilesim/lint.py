@@ -6,7 +6,7 @@ a GPU run, what real TileLang 0.1.15 refuses at compile time for the H200 (sm_90
 * the checks of TileLang's source that the tile IR decides (:mod:`tilesim.lint_rules`, each rule's
   docstring names the file and quotes the message): ``gemm-scope``, ``gemm-full-region``,
   ``gemm-dtype``, ``gemm-shape`` ("M must be divisible by 16"), ``gemm-warp-partition``, ``gemm-k``,
-  ``reduce-scope``, ``cumsum``, ``parallel-fragment-indices``, ``shared-memory``;
+  ``reduce-scope``, ``cumsum``, ``parallel-fragment-indices``, ``fragment-scalar-index``, ``shared-memory``;
 * the patterns real TileLang 0.1.15 refused on the H200 (2026-11-29, see docs/simulator.md §5 and
   docs/kernels-1.md), checked here as ``level="advice"``: each rule generalises an observed failure and
   may over-approximate (``pow2`` flags the 192-wide shared tiles of TileLang's own

@@ -25,7 +25,8 @@ from . import dtypes as dt
 from .errors import Loc, render_snippet
 from .ir import nodes as N
 from .ir.rules import RuleTable
-from .ir.traverse import bodies, loads_in, regions, stmt_exprs, walk_stmts
+from .ir.traverse import bodies, loads_in, regions, stmt_exprs, walk_exprs, walk_stmts
+from .warp_partition import POLICIES, warp_partition
 
 #: where the quoted sources live (the PyPI wheel of TileLang 0.1.15 ships its C++ under tilelang/src/)
 SOURCE = "tilelang 0.1.15"
@@ -114,15 +115,6 @@ def _wgmma_ok(g: N.Gemm, m: int, k: int, ctx: Ctx) -> bool:
     return False
 
 
-def _partition(m: int, n: int, warps: int, group: int) -> tuple[int, int] | None:
-    """A (m_warp, n_warp) with m_warp * n_warp == warps, m_warp a multiple of ``group``, each warp owning
-    a multiple of 16 rows and 8 columns (every policy searches the same set; only the pick differs)."""
-    for mw in range(group, warps + 1, group):
-        if warps % mw == 0 and m % (16 * mw) == 0 and n % (8 * (warps // mw)) == 0:
-            return mw, warps // mw
-    return None
-
-
 def _full(r: N.Region) -> bool:
     return (all(isinstance(s, N.Const) and s.value == 0 for s in r.starts)
             and tuple(r.extents) == tuple(r.buffer.shape))
@@ -186,7 +178,8 @@ def _check_gemm_shape(g, m, n, ctx, wgmma: bool):
     Source: src/cuda/op/gemm.cc ``ComputeDefaultWarpPartition`` / ``ComputeWgmmaWarpPartition``:
     "M must be divisible by 16, but got {M}", "N must be divisible by 8, but got {N}", and
     "No valid warp partition for T.gemm: M=.., N=.. cannot be evenly covered by {w} warps" (each
-    warp owns a multiple of 16 rows and 8 columns; with Warp-Group MMA m_warp is a multiple of 4).
+    warp owns a multiple of 16 rows and 8 columns; with Warp-Group MMA m_warp is a multiple of 4);
+    the search is :func:`tilesim.warp_partition.warp_partition`.
     """
     if m % 16:
         yield ("gemm-shape", f"T.gemm M={m} is not a multiple of 16; TileLang: \"M must be divisible by 16, "
@@ -197,13 +190,16 @@ def _check_gemm_shape(g, m, n, ctx, wgmma: bool):
                f"but got {n}\"", "make the tile's N (columns of C) a multiple of 8")
         return
     warps = ctx.threads // 32
-    group = 4 if wgmma else 1
-    if _partition(m, n, warps, group) is None:
+    policy = g.policy if g.policy in POLICIES else "Square"
+    if warps < 1 or warp_partition(m, n, warps, policy, wgmma) is None:
         inst = " (Warp-Group MMA)" if wgmma else ""
         yield ("gemm-warp-partition", f"T.gemm M={m}, N={n} with {ctx.threads} threads: TileLang: \"No valid warp "
-               f"partition for T.gemm{inst}: M={m}, N={n} cannot be evenly covered by {warps} warps\"",
+               f"partition for T.gemm{inst}: M={m}, N={n} cannot be evenly covered by {warps} warps "
+               f"(policy={policy})\"",
                "each warp must own a multiple of 16 rows and 8 columns" + (", with m_warp a multiple of 4 "
-               "(WGMMA is picked for M >= 64)" if wgmma else "") + "; adjust threads or the block tile shape")
+               "(WGMMA is picked for M >= 64)" if wgmma else "") + "; the policy does not matter (every policy "
+               "searches the same splits): use fewer threads, a wider N or a taller M (pad the tile and mask "
+               "the edge)")
 
 
 def _check_gemm_k(g, k: int, wgmma: bool):
@@ -361,7 +357,6 @@ def _smem_lower_bound(launch: N.Launch) -> int:
     return best
 
 
-@rule(N.Launch)
 def _check_shared_memory(launch: N.Launch, ctx: Ctx):
     """The shared memory a block needs fits the H200's 227 KB per block.
 
@@ -376,6 +371,55 @@ def _check_shared_memory(launch: N.Launch, ctx: Ctx):
                f"over the H200's {SMEM_LIMIT_BYTES // 1024} KB per block; TileLang: \"Failed to set the allowed "
                f"dynamic shared memory size to {need}\"",
                "use smaller tiles or fewer pipeline stages (T.Pipelined num_stages multiplies the copied tiles)")
+
+
+def _tile_op(s) -> bool:
+    """A statement TileLang counts as a tile operation: a ``T.Parallel`` loop or a ``T.Pipelined`` one
+    (its ``num_stages`` annotation)."""
+    return type(s) is N.Parallel or (type(s) is N.For and s.kind == "pipelined")
+
+
+def _check_fragment_scalar_index(launch: N.Launch, ctx: Ctx):
+    """Outside tile operations, a store that touches a fragment may index it only with 0 (or a non-constant).
+
+    Source: tilelang/transform/add_bufstore_wrapper.py ``AddWrapperForSingleBufStore``: a ``BufferStore``
+    outside every ``T.Parallel`` / ``T.Pipelined`` loop whose expressions name no thread-bound variable
+    (block or thread index) and that accesses a ``local.fragment`` buffer is wrapped in a one-trip
+    ``T.Parallel``; first, for each fragment it accesses (the last access in TVM's post-order: loads of the
+    value, then of the indices, then the store), a constant index other than 0 raises ``ValueError:
+    "Fragment buffer access with non-zero index [{i}] is not supported. Only fragment[0] access is
+    allowed."`` (seen on the H200, 2026-12-02, for ``n_out + pos[block_N - 1]`` in serial code).
+    """
+    bound = {v.uid for v in (*launch.block_vars, *launch.thread_vars)}
+    for s in walk_stmts(launch.body, enter=lambda s: not _tile_op(s)):
+        if type(s) is not N.Store or _tile_op(s):
+            continue
+        exprs = (s.value, *s.indices)
+        if any(type(x) is N.Var and x.uid in bound for x in walk_exprs(exprs)):
+            continue
+        last = {}
+        for x in (*loads_in(s.value), *loads_in(tuple(s.indices)), s):
+            if x.buffer.scope == "fragment":
+                last[x.buffer.uid] = (x.buffer, x.indices, getattr(x, "loc", None))
+        for buf, idx, loc in last.values():
+            bad = next((i.value for i in idx if isinstance(i, N.Const) and i.value != 0), None)
+            if bad is not None:
+                yield ("fragment-scalar-index", f"fragment {buf.name} is accessed at index [{bad}] outside "
+                       f"T.Parallel; TileLang: \"Fragment buffer access with non-zero index [{bad}] is not "
+                       f"supported. Only fragment[0] access is allowed.\"",
+                       "a fragment is spread over the threads: read one element inside T.Parallel (e.g. copy "
+                       f"it to a shared scalar under `if i == {bad}`), or reduce into a (1,) fragment and read "
+                       "element 0", loc or s.loc)
+
+
+@rule(N.Launch)
+def _launch(launch: N.Launch, ctx: Ctx):
+    """The launch-wide checks: shared memory per block, fragment indices of per-thread stores.
+
+    Source: each ``_check_*`` called here names the TileLang file and message it mirrors.
+    """
+    yield from _check_shared_memory(launch, ctx)
+    yield from _check_fragment_scalar_index(launch, ctx)
 
 
 def check_launch(launch: N.Launch, ctx: Ctx) -> list[Finding]:
