@@ -336,7 +336,8 @@ def _more_families():
     h = types.SimpleNamespace(bitwise=bitwise, close=close, _to_np=_to_np, _to_torch=_to_torch, _act=_act, BF16=BF16,
                               E4M3=E4M3, torch=torch)
     fams = {}
-    for name in ("tilekernels_fidelity_more", "tilekernels_fidelity_rest", "tilekernels_fidelity_fused"):
+    for name in ("tilekernels_fidelity_more", "tilekernels_fidelity_rest", "tilekernels_fidelity_fused",
+                 "tilekernels_fidelity_extra"):
         spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(name + ".py"))
         more = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(more)
