@@ -9,6 +9,7 @@ the script loads this file by path, as it loads ``tilekernels_fidelity_rest.py``
 
 import numpy as np
 
+from kernels.engram_fused import engram_fused_weight, engram_gate_fused, gate_fused_inputs
 from kernels.quant_requant import per_token_recast
 
 _FLAGS = {"rows": (False, False), "tma": (True, False), "tma_ue8m0": (True, True)}
@@ -79,4 +80,63 @@ def e5m6_cases(h, R, rng, n):
     return rows
 
 
-FAMILIES = {"e5m6": e5m6_cases}
+def _calc_diff(name, ours, ref, bound):
+    """TileKernels' ``calc_diff`` (``1 − 2·<a, b> / (|a|² + |b|²)``) against its test bound."""
+    a, b = np.asarray(ours, np.float64), np.asarray(ref, np.float64)
+    d = float(1.0 - 2.0 * (a * b).sum() / max((a * a + b * b).sum(), 1e-300))
+    return {"output": name, "mode": f"calc_diff < {bound:g} (TileKernels' test)", "total": 1,
+            "mismatches": int(d >= bound), "max_abs_err": d}
+
+
+def engram_fw_cases(h, R, rng, n):
+    """``engram_fused_weight`` bitwise against ``wh.float() * we.float()`` (TileKernels' ``test_engram_fused_weight``)
+    on random, zero, extreme (overflow to inf, fp32-subnormal products) and inf/NaN weights; ``engram_gate_fused``
+    on that weight against TileKernels' ``engram_gate_ref(..., save_for_backward=True)`` (bf16 weights), all five
+    outputs within TileKernels' test bound ``calc_diff < 2e-10`` plus Out within one bf16 ulp and the statistics
+    within fp32 tolerances (``rtol 1e-5``; Dot ``1e-5`` of its largest value)."""
+    E = R["engram"]
+    rows = []
+    big, tiny = 3.3e38, 2.0 ** -70
+    for label, hc, H, fill in (("hc 4, hidden 7168", 4, 7168, None), ("ragged: hc 4, hidden 200", 4, 200, None),
+                               ("hc 2, hidden 512, zeros / +-3.3e38 (inf) / 3 * 2^-140 (fp32 subnormal) / inf, NaN", 2,
+                                512, "edge")):
+        wh = (rng.standard_normal((hc, H))).astype(np.float32).astype(h.BF16)
+        we = (rng.standard_normal((hc, H))).astype(np.float32).astype(h.BF16)
+        if fill == "edge":
+            a, b = wh.astype(np.float32), we.astype(np.float32)
+            a[0, :64], b[0, 64:128] = 0.0, 0.0
+            a[0, 128:192], b[0, 128:192] = big, -big
+            a[1, :64], b[1, :64] = tiny, tiny * 3
+            a[1, 64:70], b[1, 64:70] = np.inf, [0.0, 1.0, -2.0, np.inf, -np.inf, np.nan]
+            wh, we = a.astype(h.BF16), b.astype(h.BF16)
+        wf = engram_fused_weight(hc, H, block_H=256)(wh, we)
+        ref = (h._to_torch(wh).float() * h._to_torch(we).float()).numpy()
+        rows.append(("engram_fused_weight", label, [h.bitwise("Wf", wf, ref)]))
+    for label, N, hc, H, zero in (("%d tok, hc 4, hidden 512" % n, n, 4, 512, False),
+                                  ("ragged: 37 tok, hc 4, hidden 200", 37, 4, 200, False),
+                                  ("13 tok, hc 2, hidden 7168", 13, 2, 7168, False),
+                                  ("edge: 9 tok, hc 4, hidden 256, zero k and x rows (dot 0, gate 1/2)", 9, 4, 256, True)):
+        x, k, v, _ = gate_fused_inputs(rng, N, hc, H)
+        wh = rng.standard_normal((hc, H)).astype(np.float32).astype(h.BF16)
+        we = rng.standard_normal((hc, H)).astype(np.float32).astype(h.BF16)
+        if zero:
+            k[0, 1], x[2, 3], k[4] = 0, 0, 0
+        wf = engram_fused_weight(hc, H, block_H=256)(wh, we)
+        outs = engram_gate_fused(N, hc, H)(x, k, v, wf)
+        refs = [h._to_np(t) for t in E.engram_gate_ref(*(h._to_torch(a) for a in (x, k, v, wh, we)), 1e-6, 1e-20,
+                                                        save_for_backward=True)]
+        checks = []
+        for name, o, r in zip(("Out", "Dot", "Gate", "RstdX", "RstdK"), outs, refs, strict=True):
+            checks.append(_calc_diff(name, o, r, 2e-10))
+            if name == "Out":
+                checks.append(h.close("Out bf16 (1 ulp)", o, r, 2.0 ** -7, 1e-5))
+                checks.append(dict(h.bitwise("Out", o, r), mode="bitwise (informative)"))
+            elif name == "Dot":
+                checks.append(h.close("Dot (fp32 sum order)", o, r, 1e-5, 1e-5 * float(np.abs(r).max())))
+            else:
+                checks.append(h.close(name, o, r, 1e-5, 0.0))
+        rows.append(("engram_fused_weight + engram_gate_fused", label, checks))
+    return rows
+
+
+FAMILIES = {"e5m6": e5m6_cases, "engram_fw": engram_fw_cases}
