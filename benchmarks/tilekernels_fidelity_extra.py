@@ -10,6 +10,7 @@ the script loads this file by path, as it loads ``tilekernels_fidelity_rest.py``
 import numpy as np
 
 from kernels.engram_fused import engram_fused_weight, engram_gate_fused, gate_fused_inputs
+from kernels.quant_block_sf import per_block_cast_sf
 from kernels.quant_requant import per_token_recast
 
 _FLAGS = {"rows": (False, False), "tma": (True, False), "tma_ue8m0": (True, True)}
@@ -139,4 +140,29 @@ def engram_fw_cases(h, R, rng, n):
     return rows
 
 
-FAMILIES = {"e5m6": e5m6_cases, "engram_fw": engram_fw_cases}
+def block_sf_cases(h, R, rng, n):
+    """``per_block_cast_sf`` against TileKernels' ``cast(x, fmt, block_size, round_sf, use_tma_aligned_col_major_sf,
+    use_packed_ue8m0)`` (the reference of its ``test_per_block_cast``: its flag sets (rows, round_sf) and (TMA,
+    round_sf, packed), blocks 128x128 / 32x32, bf16/fp32, e4m3/e2m1) plus TMA fp32 and plain scales; ragged shapes,
+    zero blocks, outliers (saturation), ±0. Values and the scale storage (padding included) bitwise."""
+    C = R["cast"]
+    rows = []
+    cases = [(n, 7168, "bfloat16", "e4m3", (128, 128), "tma_ue8m0", True), (n, 512, "float32", "e2m1", (32, 32), "tma_ue8m0", True),
+             (n, 512, "bfloat16", "e2m1", (128, 128), "rows", True), (n, 2048, "float32", "e4m3", (32, 32), "rows", True),
+             (37, 200, "bfloat16", "e4m3", (32, 32), "tma_ue8m0", True), (129, 200, "float32", "e2m1", (128, 32), "tma", True),
+             (37, 520, "bfloat16", "e4m3", (32, 128), "tma", False), (13, 7168, "float32", "e2m1", (32, 32), "rows", False)]
+    for M, N, dt, fmt, blk, lay, rsf in cases:
+        tma, packed = _FLAGS[lay]
+        x = (rng.standard_normal((M, N)) * 2).astype(np.float32)
+        x[: min(M, blk[0]), : blk[1]] = 0.0  # a zero block
+        x[-1, : min(N, 40)] *= 1e4
+        x[-1, -1] = -0.0
+        xin = x.astype(h.BF16) if dt == "bfloat16" else x
+        rq, rs = C.cast(h._to_torch(xin), fmt, blk, round_sf=rsf, use_tma_aligned_col_major_sf=tma, use_packed_ue8m0=packed)
+        oq, os_ = per_block_cast_sf(M, N, fmt, blk, rsf, lay, dt)(xin)
+        rows.append(("quant_cast_per_block_sf_layout", f"{M}x{N} {dt} -> {fmt} {blk[0]}x{blk[1]}, sf {lay}, round_sf {rsf}",
+                     [h.bitwise("Q", oq, _np_q(h, rq)), h.bitwise("S (" + lay + " storage)", os_, _sf_storage(h, rs, lay))]))
+    return rows
+
+
+FAMILIES = {"e5m6": e5m6_cases, "engram_fw": engram_fw_cases, "block_sf": block_sf_cases}
