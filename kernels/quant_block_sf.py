@@ -161,8 +161,8 @@ def _build(M, N, fmt, bh, bw, round_sf, sf_layout, in_dtype, threads, **_):
 
 
 def _bytes(M, N, fmt, bh, bw, in_dtype="bfloat16", **_):
-    return M * N * _dt.itemsize(_dt.canon(in_dtype)) + M * N * (8 if fmt == "e4m3" else 4) // 8 \
-        + 4 * -(-M // bh) * -(-N // bw)
+    return int(M * N * _dt.itemsize(_dt.canon(in_dtype)) + M * N * (8 if fmt == "e4m3" else 4) // 8
+               + 4 * -(-M // bh) * -(-N // bw))
 
 
 register(KernelSpec(
