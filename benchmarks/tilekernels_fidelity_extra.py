@@ -7,9 +7,12 @@ namespace of the script's helpers (``bitwise``, ``close``, ``_to_np``, ``_to_tor
 the script loads this file by path, as it loads ``tilekernels_fidelity_rest.py``. Nothing here runs on import.
 """
 
+import importlib
+
 import numpy as np
 
 from kernels.engram_fused import engram_fused_weight, engram_gate_fused, gate_fused_inputs
+from kernels.mhc_fused import big_fuse_inputs, mhc_pre_big_fuse
 from kernels.quant_block_sf import per_block_cast_sf
 from kernels.quant_requant import per_token_recast
 
@@ -165,4 +168,47 @@ def block_sf_cases(h, R, rng, n):
     return rows
 
 
-FAMILIES = {"e5m6": e5m6_cases, "engram_fw": engram_fw_cases, "block_sf": block_sf_cases}
+def _chain(h, M, res, fn_t, sc, base, N, m, H):
+    """TileKernels' test reference for the fused pre block (``big_fuse_reference``) from its CPU ``*_ref`` functions,
+    with ``fn`` given as a torch tensor."""
+    t = h.torch
+    r = h._to_torch(res).view(1, N, m, H)
+    mixes = M.mhc_pre_norm_fn_ref(r, fn_t, None, 1e-6)
+    pre, post, comb = M.mhc_pre_split_mixes_ref(mixes, t.from_numpy(sc), t.from_numpy(base), m, 1.0, 1e-6)
+    comb = M.sinkhorn_normalize_ref(comb, repeat=10, eps=1e-6)
+    return post.numpy().reshape(N, m), comb.numpy().reshape(N, m, m), h._to_np(M.mhc_pre_apply_mix_ref(r, pre)).reshape(N, H)
+
+
+def mhc_fused_opts_cases(h, R, rng, n):
+    """``mhc_pre_big_fuse`` with TileKernels' options: ``tf32`` (its ``round_to_tf32`` of ``fn`` — loaded from its
+    ``tile_kernels/mhc/norm_fn_kernel.py`` — then the TF32 MMA's truncation of the 13 low mantissa bits) and split-K
+    (``n_splits`` partial GEMMs written to global memory, summed in the second launch), on TileKernels' test data
+    (hidden 1280, x4) and a ragged case, against its test's reference chain on the TF32-rounded ``fn``. Post/Comb
+    fp32 tolerance, Out one bf16 ulp; the distance to the chain on the unrounded ``fn`` is reported."""
+    M = R["mhc"]
+    nf = importlib.import_module("tile_kernels.mhc.norm_fn_kernel")
+    rows = []
+    for label, N, m, H, n_splits, block_K, boost in (
+            ("%d tok, x4, hidden 1280, split-K 8" % n, n, 4, 1280, 8, 128, False),
+            ("%d tok, x4, hidden 4096, split-K 16" % n, n, 4, 4096, 16, 128, False),
+            ("%d tok, x4, hidden 1280, split-K 4, fn x300 and scale x10 (mixes of order 1: TF32 visible)" % n, n, 4,
+             1280, 4, 128, True),
+            ("ragged: 37 tok, x2, hidden 200, split-K 5", 37, 2, 200, 5, 80, False)):
+        res, fn, sc, base = big_fuse_inputs(rng, N, m, H)
+        if boost:
+            fn, sc = (fn * 300.0).astype(np.float32), (sc * 10.0).astype(np.float32)
+        post, comb, out = mhc_pre_big_fuse(N, m, H, block_K=block_K, tf32=True, n_splits=n_splits)(res, fn, sc, base)
+        fn_tf32 = (nf.round_to_tf32(h.torch.from_numpy(fn.copy())).view(h.torch.int32) & -8192).view(h.torch.float32)
+        rpost, rcomb, rout = _chain(h, M, res, fn_tf32, sc, base, N, m, H)
+        upost, ucomb, _ = _chain(h, M, res, h.torch.from_numpy(fn), sc, base, N, m, H)
+        rows.append(("mhc_pre_big_fuse (tf32, split-K)", label, [
+            h.close("Post (fp32 tol.)", post, rpost, 1e-4, 1e-5), h.close("Comb (fp32 tol.)", comb, rcomb, 1e-4, 1e-5),
+            h.close("Out bf16 (1 ulp)", out, rout, 2**-7, 1e-6),
+            dict(h.bitwise("Out", out, rout), mode="bitwise (informative)"),
+            dict(h.close("Post vs unrounded fn", post, upost, 1e-4, 1e-5), mode="TF32 effect (informative)"),
+            dict(h.close("Comb vs unrounded fn", comb, ucomb, 1e-4, 1e-5), mode="TF32 effect (informative)")]))
+    return rows
+
+
+FAMILIES = {"e5m6": e5m6_cases, "engram_fw": engram_fw_cases, "block_sf": block_sf_cases,
+            "mhc_fused_opts": mhc_fused_opts_cases}
