@@ -23,7 +23,9 @@ ties, ragged shapes tiles do not divide) — and compares:
 
 The families of the kernels added in issue 17's second part (quant, swiglu_bwd, moe_groups,
 moe_dispatch_sf, moe_mapping, mhc, engram) live in ``tilekernels_fidelity_more.py`` beside this script,
-which loads it by path and binds its helpers to them.
+which loads it by path and binds its helpers to them; later parts' families live likewise in ``_rest.py``,
+``_fused.py`` and ``_extra.py`` (E5M6 with scale layouts, Engram fused weight, per-block scale layouts, the fused mHC
+pre block's TF32/split-K options).
 
 Output: a Markdown table on stdout and in ``tilekernels_fidelity_<UTC time>.md``, and the rows (plus the
 TileKernels commit when ``DIR`` is a git checkout) in ``tilekernels_fidelity_<UTC time>.json``, under
