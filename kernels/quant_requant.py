@@ -9,11 +9,17 @@ Kernel ``per_token_recast(M, N, in_fmt, fmt, group_size, x_block, round_sf, in_l
   or ``e2m1`` — ``Q (M, N/2)`` int8, two codes per byte, element ``2j`` in the low nibble — with scales
   ``Sin`` of blocks ``x_block = (bh, bw)`` in layout ``in_layout``. The value is ``x = float(q) · Sin[r // bh, c // bw]``
   (one fp32 rounding; e2m1 codes decode to {0, ±0.5, …, ±6}, code 8 to −0).
-* output ``fmt`` ∈ {``e4m3``, ``e2m1``}, groups of 1 × ``group_size``: ``amax = max(max|x|, floor)`` (e4m3 1e-4,
-  e2m1 6·2^-126), ``S = amax / qmax``; with ``round_sf`` ``S`` rounded up to a power of two from its bits
-  (``(bits + 0x7FFFFF) & 0x7F800000``) and the multiplier ``1 / S``, otherwise the multiplier ``qmax / amax``
-  (two fp32 divisions); ``q = fmt(x · multiplier)`` nearest even, saturating (e4m3 ±448, e2m1 ±6, sign of zero
-  kept). Values ``Q (M, N)`` e4m3 or ``(M, N/2)`` int8.
+* output ``fmt`` ∈ {``e4m3``, ``e2m1``, ``e5m6``}, groups of 1 × ``group_size``: ``amax = max(max|x|, floor)``
+  (e4m3 1e-4, e2m1 6·2^-126, e5m6 1e-4), ``S = amax / qmax`` (qmax 448, 6, 65024); with ``round_sf`` ``S`` rounded
+  up to a power of two from its bits (``(bits + 0x7FFFFF) & 0x7F800000``) and the multiplier ``1 / S``, otherwise
+  the multiplier ``qmax / amax`` (two fp32 divisions); ``q = fmt(x · multiplier)``: e4m3/e2m1 nearest even,
+  saturating (±448, ±6, sign of zero kept); e5m6 TileKernels' 12-bit code (``kernels.quant_cast.e5m6_code``:
+  fp16 truncation, then its rounding rule; no clipping). Values ``Q (M, N)`` e4m3, ``(M, N/2)`` int8, or
+  ``(M, 3N/8)`` uint32 for e5m6 (eight codes big-end first in three words; ``Q.view(uint8)`` is TileKernels'
+  byte layout). E5M6 with an unquantised input is TileKernels' ``per_token_cast(x, 'e5m6', ...)`` with all its
+  scale options (its kernel takes one group per row, its reference any group); E5M6 from a quantised input
+  (requantisation) has no TileKernels kernel (its ``per_token_cast`` refuses ``x_block_size`` for e5m6): ours
+  is its ``cast_back(..., 'fp32')`` followed by ``cast_to_e5m6``, bit for bit.
 * scale layouts (``in_layout`` and ``sf_layout``), for a logical scale matrix ``S (R, G)`` with ``A = align(R, 4)``:
   ``rows`` — fp32 ``(R, G)`` row-major; ``tma`` — fp32 storage ``(G, A)``, ``[g, r] = S[r, g]`` (TileKernels'
   ``use_tma_aligned_col_major_sf``: the column-major tensor's memory, 16-byte aligned columns), rows ``R…A−1`` 0;
@@ -26,9 +32,10 @@ One block per ``block_M`` rows × one output group: the group is gathered into s
 element, clamped indices under a validity mask: nothing past ``M``/``N`` is read, partial groups read 0 and never
 raise ``amax``), its absolute maximum reduced in a fragment, then scaled and stored. Blocks of the last row tile
 write the zero padding rows of the TMA layouts, blocks of the last group the unused exponent bytes. Deterministic
-and bitwise equal to the NumPy reference below (and to TileKernels' reference: ``--families requant``).
+and bitwise equal to the NumPy reference below (and to TileKernels' reference: ``--families requant,e5m6``).
 
 Errors (``ValueError`` at build time): unknown formats or layouts; for e2m1 (in or out) an odd ``N`` or group;
+for e5m6 ``N`` or the group not a multiple of 8;
 ``tma_ue8m0`` output without ``round_sf``; a TMA layout with ``block_M`` not a multiple of 4. Inputs finite.
 """
 
@@ -37,12 +44,15 @@ import numpy as np
 
 import tilesim as tilelang
 import tilesim.language as T
+from kernels.quant_cast import e5m6_code, e5m6_codes, pack_e5m6
 from kernels.registry import KernelSpec, register
 from tilesim import dtypes as _dt
 
 FP8 = "float8_e4m3fn"
 QMAX = {"e4m3": 448.0, "e2m1": 6.0}
 FLOOR = {"e4m3": 1e-4, "e2m1": 6.0 * 2.0 ** -126}
+OUT_QMAX = {**QMAX, "e5m6": 65024.0}  # output formats: the input ones plus E5M6 (TileKernels' cast_to_e5m6)
+OUT_FLOOR = {**FLOOR, "e5m6": 1e-4}
 LAYOUTS = ("rows", "tma", "tma_ue8m0")
 PLAIN = ("bfloat16", "float32")
 
@@ -84,13 +94,15 @@ def e2m1_value(code):
 def _check(M, N, in_fmt, fmt, group_size, x_block, round_sf, in_layout, sf_layout, block_M):
     if in_fmt not in PLAIN + tuple(QMAX):
         raise ValueError(f"in_fmt must be one of {', '.join(PLAIN + tuple(QMAX))}, got {in_fmt!r}")
-    if fmt not in QMAX:
-        raise ValueError(f"fmt must be one of {', '.join(QMAX)}, got {fmt!r}")
+    if fmt not in OUT_QMAX:
+        raise ValueError(f"fmt must be one of {', '.join(OUT_QMAX)}, got {fmt!r}")
     for name, lay in (("in_layout", in_layout), ("sf_layout", sf_layout)):
         if lay not in LAYOUTS:
             raise ValueError(f"{name} must be one of {', '.join(LAYOUTS)}, got {lay!r}")
     if (fmt == "e2m1" or in_fmt == "e2m1") and (N % 2 or group_size % 2):
         raise ValueError(f"FP4 packing needs an even N and group_size (got N={N}, group_size={group_size})")
+    if fmt == "e5m6" and (N % 8 or group_size % 8):
+        raise ValueError(f"E5M6 packing needs N and group_size multiples of 8 (got N={N}, group_size={group_size})")
     if in_fmt in QMAX and (x_block is None or len(x_block) != 2 or min(x_block) < 1):
         raise ValueError(f"a quantised input needs x_block=(rows, cols) of its scale blocks, got {x_block!r}")
     if sf_layout == "tma_ue8m0" and not round_sf:
@@ -104,12 +116,12 @@ def per_token_recast(M, N, in_fmt="e4m3", fmt="e4m3", group_size=128, x_block=(1
                      in_layout="rows", sf_layout="rows", block_M=32, threads=128):
     _check(M, N, in_fmt, fmt, group_size, x_block, round_sf, in_layout, sf_layout, block_M)
     G = T.ceildiv(N, group_size)
-    qmax, floor = QMAX[fmt], FLOOR[fmt]
+    qmax, floor = OUT_QMAX[fmt], OUT_FLOOR[fmt]
     quantised = in_fmt in QMAX
     in_shape, in_dtype = ((M, N // 2), "int8") if in_fmt == "e2m1" else ((M, N), FP8 if in_fmt == "e4m3" else in_fmt)
     bh, bw = x_block if quantised else (1, 1)
     sin_shape, sin_dtype = sf_storage(T.ceildiv(M, bh), T.ceildiv(N, bw), in_layout)
-    out_shape, out_dtype = ((M, N // 2), "int8") if fmt == "e2m1" else ((M, N), FP8)
+    out_shape, out_dtype = {"e2m1": ((M, N // 2), "int8"), "e4m3": ((M, N), FP8), "e5m6": ((M, N // 8 * 3), "uint32")}[fmt]
     s_shape, s_dtype = sf_storage(M, G, sf_layout)
     A = _align4(M)
 
@@ -182,6 +194,17 @@ def per_token_recast(M, N, in_fmt="e4m3", fmt="e4m3", group_size=128, x_block=(1
                     b = e2m1_code(xs[i, 2 * j] * inv[i]) | (e2m1_code(xs[i, 2 * j + 1] * inv[i]) << 4)
                     q4[i, j] = T.cast(b - T.if_then_else(b >= 128, 256, 0), "int8")
                 T.copy(q4, Q[by * block_M, bx * half])
+            elif fmt == "e5m6":
+                W = group_size // 8 * 3
+                ws = T.alloc_shared((block_M, W), "uint32")
+                for i, k in T.Parallel(block_M, group_size // 8):
+                    c, m = 8 * k, inv[i]
+                    c2, c5 = e5m6_code(xs[i, c + 2] * m), e5m6_code(xs[i, c + 5] * m)
+                    ws[i, 3 * k] = (e5m6_code(xs[i, c] * m) << 20) | (e5m6_code(xs[i, c + 1] * m) << 8) | (c2 >> 4)
+                    ws[i, 3 * k + 1] = ((c2 << 28) | (e5m6_code(xs[i, c + 3] * m) << 16)
+                                        | (e5m6_code(xs[i, c + 4] * m) << 4) | (c5 >> 8))
+                    ws[i, 3 * k + 2] = (c5 << 24) | (e5m6_code(xs[i, c + 6] * m) << 12) | e5m6_code(xs[i, c + 7] * m)
+                T.copy(ws, Q[by * block_M, bx * W])  # clipped at N·3/8 (a partial last group)
             else:
                 q8 = T.alloc_fragment((block_M, group_size), FP8)
                 for i, j in T.Parallel(block_M, group_size):
@@ -248,7 +271,7 @@ def ref_recast(*inputs, in_fmt="e4m3", fmt="e4m3", group_size=128, x_block=(128,
     M, N = x.shape
     G = -(-N // group_size)
     xg = np.pad(x, ((0, 0), (0, G * group_size - N))).reshape(M, G, group_size)
-    qmax, floor = np.float32(QMAX[fmt]), np.float32(FLOOR[fmt])
+    qmax, floor = np.float32(OUT_QMAX[fmt]), np.float32(OUT_FLOOR[fmt])
     a = np.maximum(np.abs(xg).max(axis=2), floor).astype(np.float32)
     s = (a / qmax).astype(np.float32)
     if round_sf:
@@ -257,6 +280,8 @@ def ref_recast(*inputs, in_fmt="e4m3", fmt="e4m3", group_size=128, x_block=(128,
     else:
         mult = (qmax / a).astype(np.float32)
     v = (xg * mult[:, :, None]).astype(np.float32).reshape(M, -1)[:, :N]
+    if fmt == "e5m6":  # no clip (TileKernels clips neither; |v| <= 65024 up to one rounding)
+        return pack_e5m6(e5m6_codes(v)), layout_sf(s, sf_layout)
     v = np.clip(v, -qmax, qmax)
     if fmt == "e4m3":
         q = v.astype(ml_dtypes.float8_e4m3fn)
@@ -274,7 +299,7 @@ def recast_inputs(rng, M, N, in_fmt="e4m3", x_block=(128, 128), in_layout="rows"
     x = x.astype(_dt.np_dtype("bfloat16")).astype(np.float32)
     if in_fmt in PLAIN:
         return (x.astype(_dt.np_dtype(in_fmt)),)
-    return ref_recast(x, in_fmt="float32", fmt=in_fmt, group_size=x_block[1], round_sf=True, sf_layout="rows",
+    return ref_recast(x, in_fmt="float32", fmt=in_fmt, group_size=x_block[1], round_sf=True, sf_layout=in_layout,
                       ) if x_block[0] == 1 else _block_quant(x, in_fmt, x_block, in_layout)
 
 
@@ -317,7 +342,8 @@ def _ref(*inputs, xbh=1, xbw=1, **p):
 def _bytes(M, N, in_fmt, fmt, group_size, xbh=1, xbw=1, **_):
     bits_in = {"bfloat16": 16, "float32": 32, "e4m3": 8, "e2m1": 4}[in_fmt]
     s_in = 4 * -(-M // xbh) * -(-N // xbw) if in_fmt in QMAX else 0
-    return M * N * bits_in // 8 + s_in + M * N * (8 if fmt == "e4m3" else 4) // 8 + 4 * M * -(-N // group_size)
+    bits_out = {"e4m3": 8, "e2m1": 4, "e5m6": 12}[fmt]
+    return M * N * bits_in // 8 + s_in + M * N * bits_out // 8 + 4 * M * -(-N // group_size)
 
 
 _TUNE = {"block_M": [8, 16, 32, 64], "threads": [64, 128, 256]}
@@ -361,4 +387,27 @@ register(KernelSpec(
     tunables=_TUNE,
     defaults={"in_fmt": "bfloat16", "fmt": "e4m3", "group_size": 128, "round_sf": True, "in_layout": "rows",
               "sf_layout": "tma_ue8m0", "block_M": 32, "threads": 128},
+    tolerance={"exact": True}))
+
+register(KernelSpec(
+    name="quant_requant_e5m6", family="fp8_cast",
+    description="per-token E5M6 cast (12-bit codes, eight per three uint32) of bf16/fp32 or requantised from e4m3 / "
+                "packed e2m1 blocks, with row-major, TMA-aligned or packed-UE8M0 scales (TileKernels' cast_to_e5m6)",
+    build=_build,
+    make_inputs=lambda rng, M, N, in_fmt, xbh=1, xbw=1, in_layout="rows", **_: recast_inputs(
+        rng, M, N, in_fmt, (xbh, xbw), in_layout),
+    reference=_ref, compare=lambda outs, refs, p: compare_bitwise(outs, refs),
+    flops=lambda M, N, **_: 6 * M * N, bytes=_bytes,
+    shapes=({"label": "DeepSeek-V3 hidden 7168, 4096 tok: bf16 -> e5m6 1x7168 (per token, TileKernels' case), packed "
+                      "UE8M0", "M": 4096, "N": 7168, "group_size": 7168, "block_M": 4, "sf_layout": "tma_ue8m0",
+             "threads": 256},
+            {"label": "DeepSeek-V3 hidden 7168, 4096 tok: e4m3 128x128 -> e5m6 1x128", "M": 4096, "N": 7168,
+             "in_fmt": "e4m3", "xbh": 128, "xbw": 128}),
+    test_shapes=({"label": "ragged 37x200: e2m1 32x32 -> e5m6 1x40, TMA fp32", "M": 37, "N": 200, "in_fmt": "e2m1",
+                  "xbh": 32, "xbw": 32, "group_size": 40, "sf_layout": "tma", "round_sf": False, "block_M": 8},
+                 {"label": "ragged 13x136 fp32 -> e5m6 1x136, packed UE8M0", "M": 13, "N": 136,
+                  "in_fmt": "float32", "group_size": 136, "sf_layout": "tma_ue8m0", "block_M": 4}),
+    tunables={"block_M": [1, 4, 8, 16, 32], "threads": [64, 128, 256]},
+    defaults={"in_fmt": "bfloat16", "fmt": "e5m6", "group_size": 128, "round_sf": True, "in_layout": "rows",
+              "sf_layout": "rows", "block_M": 16, "threads": 128},
     tolerance={"exact": True}))

@@ -48,7 +48,8 @@ def test_not_a_checkout_is_refused(fid, tmp_path):
 
 
 def test_companion_families_are_bound(fid):
-    """The families of tilekernels_fidelity_more.py, _rest.py and _fused.py are loaded and take the script's (R, rng, n) arguments."""
+    """The families of tilekernels_fidelity_more.py, _rest.py, _fused.py and _extra.py are loaded and take the script's (R, rng, n) arguments."""
     assert set(fid.FAMILIES) >= {"quant", "swiglu_bwd", "moe_groups", "moe_dispatch_sf", "moe_mapping", "mhc", "engram",
-                                 "fp8_cast", "moe", "topk", "normw", "requant", "engram_bwd", "mhc_fused", "mhc_recompute"}
+                                 "fp8_cast", "moe", "topk", "normw", "requant", "engram_bwd", "mhc_fused", "mhc_recompute",
+                                 "e5m6", "engram_fw", "block_sf", "mhc_fused_opts"}
     assert fid.FAMILIES["quant"].args[0].bitwise is fid.bitwise
