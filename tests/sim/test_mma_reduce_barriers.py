@@ -1,0 +1,116 @@
+"""Issue 15 (2026-12-02): reductions of MMA accumulators over their rows, and barriers costed per warp.
+
+* A ``T.reduce_*`` of a gemm accumulator (``tensorcore``: ``row_stat_layout="mma"``) is shared by the
+  threads the MMA layout spreads the reduced elements over: 4 lanes for a reduction over the columns,
+  up to 8 lane groups x the warps holding the rows for one over rows (a ``T.reshape`` view that splits
+  the rows, as in the DSA indexer's per-head sum); butterfly steps across warps pay two barriers each.
+* A barrier costs ``overheads.sync_cycles`` (a 1024-thread measurement) times warps / 32.
+"""
+
+import dataclasses
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hwmodels
+import tilesim
+import tilesim.language as T
+from tilesim.analysis import analyze, get_profile
+from tilesim.analysis.program import Loop
+from tilesim.sim import simulate_kernel
+from tilesim.sim.engine import BlockModel
+from tilesim.sim.machine import Machine
+
+H200 = "h200_sxm_141gb"
+TC = get_profile("tensorcore")
+
+
+@tilesim.jit(out_idx=[3])
+def head_sum(S, heads, block_M, block_N, threads, over_rows=True):
+    """``Out[i, n] = sum_h relu(Q[i, h, :] . K[n, :])`` (rows = block_M x heads), or, with
+    ``over_rows=False``, the sum over the keys of each (query, head) row."""
+    rows = block_M * heads
+
+    @T.prim_func
+    def main(Q: T.Tensor((S * heads, 64), "float16"), Kt: T.Tensor((S, 64), "float16"),
+             W: T.Tensor((S,), "float32"), Out: T.Tensor((S, S), "float32")):
+        with T.Kernel(T.ceildiv(S, block_M), threads=threads) as bx:
+            q = T.alloc_shared((rows, 64), "float16")
+            k = T.alloc_shared((block_N, 64), "float16")
+            s = T.alloc_fragment((rows, block_N), "float32")
+            out = T.alloc_fragment((block_M, block_N), "float32")
+            rs = T.alloc_fragment((rows,), "float32")
+            T.copy(Q[bx * rows, 0], q)
+            for kt in T.Pipelined(T.ceildiv(S, block_N), num_stages=2):
+                T.copy(Kt[kt * block_N, 0], k)
+                T.gemm(q, k, s, transpose_B=True, clear_accum=True)
+                if over_rows:
+                    s3 = T.reshape(s, (block_M, heads, block_N))
+                    T.reduce_sum(s3, out, dim=1)
+                    T.copy(out, Out[bx * block_M, kt * block_N])
+                else:
+                    T.reduce_sum(s, rs, dim=1)
+                    for i in T.Parallel(block_M):
+                        W[bx * block_M + i] = rs[i * heads]
+    return main
+
+
+def _reduce_op(kern, profile=TC):
+    (prog,) = analyze(kern.prim_func, hwmodels.load(H200), profile)
+
+    def walk(body):
+        for n in body:
+            if isinstance(n, Loop):
+                yield from walk(n.body)
+            elif n.label.startswith("reduce_"):
+                yield n
+    (op,) = list(walk(prog.body))
+    return op
+
+
+def test_per_head_sum_of_a_wgmma_accumulator_crosses_all_four_warps():
+    # 256 rows (4 queries x 64 heads) x 64 keys at 128 threads: a 64-row head group is one wgmma slab,
+    # held by 8 lane groups x 4 warps = 32 threads; 256 outputs x 32 / 128 = 64 outputs per thread, each a
+    # butterfly of log2(32) = 5 steps, 2 of them (offsets 32, 64) through shared memory behind 2 barriers
+    op = _reduce_op(head_sum(512, 64, 4, 64, 128))
+    assert op.syncs == 64 * 2 * 2
+    assert op.latency_cycles == pytest.approx(64 * 5 * TC.reduce_step_cycles)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.sampled_from([16, 32, 64]), st.sampled_from([1, 2, 4]), st.sampled_from([32, 64, 128]))
+def test_row_reduction_barriers_follow_the_warps_holding_a_head_group(heads, block_M, block_N):
+    # (block_M * heads) rows at 128 threads (4 warps, 16-row tiles): a group of `heads` rows spans
+    # heads / 16 warps; only those steps go through shared memory
+    if block_M * heads < 64:  # one wgmma slab at least
+        block_M = 64 // heads
+    op = _reduce_op(head_sum(640, heads, block_M, block_N, 128))
+    warps = min(4, heads // 16)
+    P = 8 * warps
+    seq = block_M * block_N * P / 128
+    smem_steps = {1: 0, 2: 1, 4: 2}[warps]
+    assert op.syncs == pytest.approx(seq * 2 * smem_steps)
+
+
+def test_row_statistic_over_the_columns_stays_within_a_warp():
+    op = _reduce_op(head_sum(512, 64, 4, 64, 128, over_rows=False))
+    assert op.syncs == 0
+    assert op.latency_cycles == pytest.approx(256 * 4 / 128 * 2 * TC.reduce_step_cycles)  # 4 lanes: 2 steps
+
+
+@pytest.mark.parametrize("threads", [32, 64, 128, 256, 512, 1024])
+def test_barrier_cost_is_proportional_to_the_arriving_warps(threads):
+    hw = hwmodels.load(H200)
+    m = Machine(hw, TC)
+    bm = BlockModel(m, 1e12, 1e12, threads)
+    assert bm.sync_s == pytest.approx(m.sync_s * threads / 1024)
+    off = Machine(hw, dataclasses.replace(TC, barrier_per_warp=False))
+    assert BlockModel(off, 1e12, 1e12, threads).sync_s == pytest.approx(off.sync_s)
+
+
+def test_cheaper_barriers_never_make_a_kernel_slower():
+    k = head_sum(1024, 64, 4, 64, 128)
+    on = simulate_kernel(k, hw=H200).time_s
+    off = simulate_kernel(k, hw=H200, profile=dataclasses.replace(TC, barrier_per_warp=False)).time_s
+    assert on < off
