@@ -114,3 +114,14 @@ def test_cheaper_barriers_never_make_a_kernel_slower():
     on = simulate_kernel(k, hw=H200).time_s
     off = simulate_kernel(k, hw=H200, profile=dataclasses.replace(TC, barrier_per_warp=False)).time_s
     assert on < off
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(1, 40), st.sampled_from([128, 256, 1000]))
+def test_one_more_short_block_never_speeds_up_a_little_bound_launch(m, n):
+    # under the Little's-law bound of synchronous loads, each core's bytes in flight set its own DRAM
+    # rate: a block of one row on one more core must not lower the others' DRAM time (softmax 16 -> 17)
+    from tests import core_kernels as K
+    t0 = simulate_kernel(K.softmax(m, n), hw=H200).time_s
+    t1 = simulate_kernel(K.softmax(m + 1, n), hw=H200).time_s
+    assert t1 >= t0 * (1 - 1e-9)
