@@ -125,3 +125,49 @@ def test_one_more_short_block_never_speeds_up_a_little_bound_launch(m, n):
     t0 = simulate_kernel(K.softmax(m, n), hw=H200).time_s
     t1 = simulate_kernel(K.softmax(m + 1, n), hw=H200).time_s
     assert t1 >= t0 * (1 - 1e-9)
+
+
+@tilesim.jit(out_idx=[1])
+def row_broadcast(M, N, block_M, threads):
+    """``Y[i, :] = s[i]``: a few bytes loaded per block, a whole row block stored."""
+    @T.prim_func
+    def main(S: T.Tensor((M,), "float16"), Y: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
+            s = T.alloc_fragment((block_M,), "float16")
+            y = T.alloc_fragment((block_M, N), "float16")
+            T.copy(S[bx * block_M], s)
+            for i, j in T.Parallel(block_M, N):
+                y[i, j] = s[i]
+            T.copy(y, Y[bx * block_M, 0])
+    return main
+
+
+@tilesim.jit(out_idx=[1])
+def row_copy(M, N, block_M, threads):
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float16"), Y: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
+            x = T.alloc_fragment((block_M, N), "float16")
+            T.copy(X[bx * block_M, 0], x)
+            T.copy(x, Y[bx * block_M, 0])
+    return main
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.sampled_from([8192, 30000]), st.sampled_from([128, 256]))
+def test_littles_law_bounds_loads_not_stores(m, threads):
+    # a DRAM latency under load 20x the unloaded one: loads (bytes in flight / latency) slow down a
+    # copy; a launch that loads 8 bytes per block and stores rows is not held to its loads' bytes in flight
+    # (stores wait for no data)
+    from tilesim.sim import simulate
+    from tilesim.sim.validation import apply_overrides
+    hw = hwmodels.load(H200)
+    slow = apply_overrides(hw, {"memory.loaded_latency_cycles": 20 * hw.memory_latency_cycles})
+    f = row_broadcast(m, 1024, 4, threads).prim_func
+    c = row_copy(m, 1024, 4, threads).prim_func
+    # its 8-byte loads: one loaded round trip per wave of resident blocks, not the stored rows' bytes
+    one_latency = 20 * hw.memory_latency_cycles / hw.clock_hz()
+    fast = simulate(f, hw, "tensorcore")
+    waves = -(-fast.launches[0]["blocks"] // (132 * fast.launches[0]["blocks_per_core"]))
+    assert simulate(f, slow, "tensorcore").time_s <= fast.time_s + 1.01 * waves * one_latency
+    assert simulate(c, slow, "tensorcore").time_s > simulate(c, hw, "tensorcore").time_s

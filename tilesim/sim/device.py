@@ -335,7 +335,7 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
         ca = min(C, n)
         ke = max(1, math.ceil(n / ca))
     dram_bw = machine.dram_bw_for(ke * prog.threads, ca, prog.sync_load_bytes_per_thread, prog.has_async_copies)
-    bm = BlockModel(machine, machine.l2_bw / ca, dram_bw / ca, prog.threads)
+    bm = BlockModel(machine, machine.l2_bw / ca, dram_bw / ca, prog.threads, machine.dram_bw / ca)
     # under the Little's-law bound each core's loads in flight set its own DRAM rate: a per-core resource
     # (a short block on one more core does not speed up the others)
     per_core = CORE_RESOURCES + (("dram",) if dram_bw < machine.dram_bw else ())

@@ -56,12 +56,15 @@ BARRIER_MEASURED_WARPS = 32.0
 class BlockModel:
     """Per-op times of one block given the core's shares of L2/DRAM bandwidth."""
 
-    def __init__(self, machine, l2_share: float, dram_share: float, threads: int = 0):
+    def __init__(self, machine, l2_share: float, dram_share: float, threads: int = 0,
+                 store_dram_share: float | None = None):
         self.m = machine
         wg = machine.profile.warpgroup_warps * machine.warp_size
         self.wgs = max(1, threads // wg) if wg else 1
         self.l2_share = l2_share
         self.dram_share = dram_share
+        #: stores wait for no data: the Little's-law bound of loads in flight does not apply to them
+        self.store_dram_share = dram_share if store_dram_share is None else store_dram_share
         self.sync_s = machine.sync_s * _barrier_scale(threads, machine)
         self._cache: dict[int, tuple] = {}
 
@@ -91,7 +94,7 @@ class BlockModel:
         if g is not None:
             d = op.dram
             tl2 = g / self.l2_share
-            tdr = d / self.dram_share
+            tdr = d / (self.store_dram_share if op.kind == "store" else self.dram_share)
             path = m.path_rate(op.side)
             tp = g / path if path != INF else 0.0
             # a block's own transfer is limited by its core's L2 share and load path; DRAM bandwidth
