@@ -171,3 +171,19 @@ def test_littles_law_bounds_loads_not_stores(m, threads):
     waves = -(-fast.launches[0]["blocks"] // (132 * fast.launches[0]["blocks_per_core"]))
     assert simulate(f, slow, "tensorcore").time_s <= fast.time_s + 1.01 * waves * one_latency
     assert simulate(c, slow, "tensorcore").time_s > simulate(c, hw, "tensorcore").time_s
+
+
+def test_spill_factor_only_for_an_accumulator_carried_across_the_loop():
+    # a 512 x 64 fp32 accumulator at 128 threads (256 registers per thread) spills in both kernels; the
+    # GEMM's K loop carries it (spilling it serialises the MMAs: spill_traffic_factor), the per-head sum
+    # clears it every key tile (one store and one reload per spilled register)
+    from tests import core_kernels as K
+    more = dataclasses.replace(TC, spill_traffic_factor=4 * TC.spill_traffic_factor)
+    heads = head_sum(2048, 64, 8, 64, 128)
+    r = simulate_kernel(heads, hw=H200)
+    assert r.launches[0]["spill_registers_per_thread"] > 0
+    assert simulate_kernel(heads, hw=H200, profile=more).time_s == pytest.approx(r.time_s)
+    gemm = K.matmul_relu(4096, 4096, 4096, block_M=256, block_N=128, block_K=32, num_stages=3, threads=128)
+    g = simulate_kernel(gemm, hw=H200)
+    assert g.launches[0]["spill_registers_per_thread"] > 0
+    assert simulate_kernel(gemm, hw=H200, profile=more).time_s > 1.5 * g.time_s
