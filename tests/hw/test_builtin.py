@@ -100,8 +100,10 @@ def test_h200_efficiencies_come_from_measurements():
     import json
     model = hwmodels.load("h200_sxm_141gb")
     fit = json.loads((hwmodels.DATA_DIR.parents[1] / "reports" / "measurements" /
-                      "sim_calibration_h200_2026-12-01.json").read_text())["calibration"]
+                      "sim_calibration_h200_2026-12-02_z.json").read_text())["calibration"]
     assert near(model.efficiency("dram"), fit["efficiency.dram_fraction"])
+    assert model.memory.loaded_latency_cycles is None and "memory.loaded_latency_cycles" not in fit  # unloaded used
+    assert near(model.primary_core.data_paths[0].latency_cycles, fit["core_kinds.sm.data_paths.tma.latency_cycles"])
     assert near(model.efficiency("matrix", "bf16"), fit["efficiency.matrix_fraction.bfloat16"])
     assert near(model.efficiency("vector", "float32"), fit["efficiency.vector_fraction.float32"])
     assert near(model.efficiency("l2"), fit["efficiency.l2_fraction"])

@@ -103,6 +103,8 @@ class LoweringProfile:
         sync_loads_little: a launch without asynchronous copies reaches at most ``bytes in flight per
             thread × resident threads × cores / loaded DRAM latency`` (Little's law; the loads of one tile
             copy or ``T.Parallel`` in flight together), ``Machine.dram_bw_for``.
+        barrier_per_warp: a block barrier costs ``overheads.sync_cycles`` (measured in a 1024-thread
+            block) times the fraction of those 32 warps that arrive (``engine._barrier_scale``).
         async_hit_latency: an asynchronous copy whose bytes L2 serves waits its data path's latency less
             the DRAM−L2 latency difference (the path latency is that of a DRAM access).
         bank_conflicts: element-level shared-memory accesses pay their bank conflicts and partial
@@ -179,6 +181,7 @@ class LoweringProfile:
     bank_conflicts: bool = False
     sync_loads_little: bool = False
     async_hit_latency: bool = False
+    barrier_per_warp: bool = False
     notes: tuple[str, ...] = field(default=())
 
     def matrix_dtype(self, dtype: str) -> str:
@@ -207,6 +210,10 @@ _PROFILES = {
         # (first registry run, 256x128 bf16 GEMM at 128 threads: 1035 us): `benchmarks/sim_holdout_h200.py
         # --only train --set spill_traffic_factor=F`, linear in F, 3.3 reproduces it
         spill_traffic_factor=3.3, bank_conflicts=True, sync_loads_little=True, async_hit_latency=True,
+        # issue 15 (2026-12-02): a barrier costs in proportion to the warps that arrive (not fitted: the
+        # 1024-thread measurement scaled; the DSA indexer's 256 named barriers per iteration among 128
+        # threads need it) and reductions of MMA accumulators take the MMA layout's threads
+        barrier_per_warp=True,
         # TileLang's fragment layout (row-major thread binding) and butterfly AllReduce (issue 15,
         # 2026-12-02); the step latency picked on the TRAIN split of sim_split_h200_2026-12-02.json from
         # {0, 10, 20, 40} cycles (`benchmarks/sim_holdout_h200.py --only train --set reduce_step_cycles=R`)

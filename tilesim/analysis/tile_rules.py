@@ -203,6 +203,40 @@ def _gemm_outputs(a: Analyzer) -> set:
     return a.gemm_outputs
 
 
+def _mma_reduce_threads(a: Analyzer, s: N.Reduce, extent: int) -> tuple[float, float]:
+    """(threads sharing one output, butterfly steps through shared memory) of a reduction of an MMA
+    accumulator (``row_stat_layout="mma"``).
+
+    The accumulator is ``R × C`` (its root buffer; a ``T.reshape`` view that keeps the last dimension
+    splits the rows). Warps split the rows in 16-row tiles (``m_warps = min(warps, R / 16)``, the rest
+    split the columns); within a warp a 16 × 8 tile is held by 8 lane groups (rows) × 4 lanes (column
+    pairs). A reduction over the columns is shared by 4 lanes × ``n_warps``; one over ``e`` consecutive
+    rows by ``min(8, e / 2)`` lane groups × ``min(m_warps, e / 16)`` warps. The warp factor is the part of
+    the butterfly with offsets of a warp or more (shared memory, two barriers a step)."""
+    ws = a.warp_size
+    root = _root(s.src.buffer)
+    rshape = root.static_shape() or ()
+    C = int(rshape[-1]) if rshape else 1
+    R = 1
+    for d in rshape[:-1]:
+        R *= int(d)
+    warps = max(1, a.threads // ws)
+    m_warps = max(1, min(warps, R // 16))
+    n_warps = max(1, warps // m_warps)
+    vshape = [_static(e) for e in s.src.buffer.shape]
+    last = s.dim == len(vshape) - 1 or (vshape and vshape[-1] != C)
+    if last:
+        lanes, wsh = min(4, max(1, extent // 2)), min(n_warps, max(1, C // 8))
+    else:
+        stride = 1
+        for d in vshape[s.dim + 1:-1]:
+            stride *= int(d)
+        rows = extent * stride
+        lanes = min(8, max(1, rows // 2)) if stride == 1 else min(8, max(1, extent))
+        wsh = min(m_warps, max(1, rows // 16))
+    return float(lanes * wsh), (math.log2(wsh) if wsh > 1 else 0.0)
+
+
 def reduce_cross(a: Analyzer, s: N.Reduce) -> tuple[float, float, float]:
     """The cross-thread part of a register reduction: (issue slots, barriers, latency cycles).
 
@@ -220,6 +254,12 @@ def reduce_cross(a: Analyzer, s: N.Reduce) -> tuple[float, float, float]:
     ws = float(a.warp_size)
     shape = s.src.tile_shape()
     row = _static(shape[s.dim]) if shape and s.dim < len(shape) else None
+    if a.profile.row_stat_layout == "mma" and row and _root(s.src.buffer).uid in _gemm_outputs(a):
+        ext = s.src.extents[s.dim] if s.dim < len(s.src.extents) else None
+        P, smem_steps = _mma_reduce_threads(a, s, int(_static(ext)) if ext is not None else int(row))
+        seq = max(1.0, Ed * P / a.threads)
+        steps = math.log2(P) if P > 1 else 0.0
+        return Ed * 2.0 * steps, seq * 2.0 * smem_steps, seq * steps * a.profile.reduce_step_cycles
     if a.profile.reduce_layout == "flat" and row and s.src.buffer.uid not in _gemm_outputs(a):
         v = max(1.0, a.vec_bytes / _size(s.src.dtype))
         P = float(min(a.threads, max(1, 2 ** int(math.log2(max(1.0, float(row) / v))))))

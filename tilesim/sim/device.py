@@ -334,15 +334,18 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
     else:
         ca = min(C, n)
         ke = max(1, math.ceil(n / ca))
-    bm = BlockModel(machine, machine.l2_bw / ca, machine.dram_bw_for(ke * prog.threads, ca, prog.sync_load_bytes_per_thread,
-                                                                     prog.has_async_copies) / ca, prog.threads)
+    dram_bw = machine.dram_bw_for(ke * prog.threads, ca, prog.sync_load_bytes_per_thread, prog.has_async_copies)
+    bm = BlockModel(machine, machine.l2_bw / ca, dram_bw / ca, prog.threads, machine.dram_bw / ca)
+    # under the Little's-law bound each core's loads in flight set its own DRAM rate: a per-core resource
+    # (a short block on one more core does not speed up the others)
+    per_core = CORE_RESOURCES + (("dram",) if dram_bw < machine.dram_bw else ())
     cp = block_time(bm, body)
     bz = busy(bm, body)
     per_slot = _sum_classes(cp, counts) / (ca * ke)
     res_terms = {r: _sum_classes(v, counts) / ca for r, v in bz.items()}
     core_busy = np.zeros(counts.shape)
     for r, v in bz.items():
-        if r in CORE_RESOURCES:
+        if r in per_core:
             core_busy = np.maximum(core_busy, np.broadcast_to(v, counts.shape))
     tq = np.maximum(np.broadcast_to(cp, counts.shape), ke * core_busy).ravel()
     cnt = counts.ravel()

@@ -38,15 +38,34 @@ def _mx(a, b):
     return np.maximum(a, b)
 
 
+def _barrier_scale(threads: int, machine) -> float:
+    """A block barrier's cost relative to the hardware file's ``overheads.sync_cycles`` (measured as
+    ``__syncthreads`` in a 1024-thread block): with ``profile.barrier_per_warp`` it is proportional to the
+    warps that arrive (each warp's arrival and release takes its scheduler's issue slots), so a
+    128-thread barrier costs an eighth of a 1024-thread one; otherwise 1."""
+    if not (machine.profile.barrier_per_warp and threads):
+        return 1.0
+    w = max(1, threads // machine.warp_size)
+    return min(1.0, w / BARRIER_MEASURED_WARPS)
+
+
+#: Warps of the block in which ``overheads.sync_cycles`` was measured (``hwmodels/microbench.py``).
+BARRIER_MEASURED_WARPS = 32.0
+
+
 class BlockModel:
     """Per-op times of one block given the core's shares of L2/DRAM bandwidth."""
 
-    def __init__(self, machine, l2_share: float, dram_share: float, threads: int = 0):
+    def __init__(self, machine, l2_share: float, dram_share: float, threads: int = 0,
+                 store_dram_share: float | None = None):
         self.m = machine
         wg = machine.profile.warpgroup_warps * machine.warp_size
         self.wgs = max(1, threads // wg) if wg else 1
         self.l2_share = l2_share
         self.dram_share = dram_share
+        #: stores wait for no data: the Little's-law bound of loads in flight does not apply to them
+        self.store_dram_share = dram_share if store_dram_share is None else store_dram_share
+        self.sync_s = machine.sync_s * _barrier_scale(threads, machine)
         self._cache: dict[int, tuple] = {}
 
     def side(self, op_side: str) -> str:
@@ -75,7 +94,7 @@ class BlockModel:
         if g is not None:
             d = op.dram
             tl2 = g / self.l2_share
-            tdr = d / self.dram_share
+            tdr = d / (self.store_dram_share if op.kind == "store" else self.dram_share)
             path = m.path_rate(op.side)
             tp = g / path if path != INF else 0.0
             # a block's own transfer is limited by its core's L2 share and load path; DRAM bandwidth
@@ -110,7 +129,7 @@ class BlockModel:
             busy["l2"] = busy.get("l2", 0.0) + rt / self.l2_share
         if op.latency_cycles:
             lat = lat + op.latency_cycles / m.clock
-        sync = op.syncs * m.sync_s
+        sync = op.syncs * self.sync_s
         res = (lat, xfer, comp, sync, rtt, busy)
         self._cache[id(op)] = res
         return res

@@ -13,7 +13,9 @@ Contract
   128×256 GEMM at 256 consumer threads: 168 at launch, 240 per consumer). Demand over the cap is never refused: the registers the hot loop needs beyond
   ``cap - register_min_overhead_per_thread`` are *spilled*.
 * :func:`with_spills` returns the block program with the spilled registers' local-memory traffic
-  added to its innermost, most-executed loop (``prog`` is not modified).
+  added to its innermost, most-executed loop (``prog`` is not modified): one store and one reload per
+  spilled register and iteration, times ``spill_traffic_factor`` when that loop's ``T.gemm``
+  accumulates across iterations (a spilled wgmma accumulator also serialises the MMAs).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import math
 import numpy as np
 
 from ..analysis.program import Loop, Op
+from ..ir import nodes as N
+from ..ir.traverse import buffers_of, walk_stmts
 
 __all__ = ["registers", "with_spills"]
 
@@ -78,6 +82,49 @@ def _hot_path(body, mult=1.0, path=()):
     return best
 
 
+def _carries_accumulator(prog, path) -> bool:
+    """Whether the hot loop carries register fragments across its ``T.gemm``: a gemm that accumulates
+    across iterations (no ``clear_accum``), or a fragment the loop reads before it writes it (a promoted
+    fp8 accumulator ``acc += partial * scale``). Spilling such state around the asynchronous MMAs also
+    serialises them (``spill_traffic_factor``); a loop whose gemm starts afresh every iteration and whose
+    fragments are all produced in it (the DSA indexer's per-head sums) spills like any value."""
+    stmts = list(walk_stmts(list(prog.launch.body)))
+    frags = {b.uid for st in stmts for b in buffers_of(st) if b.scope in ("fragment", "local")}
+    fresh = {}  # loc -> the buffer a clearing gemm / reduction writes without reading
+    for st in stmts:
+        if isinstance(st, N.Gemm):
+            if not st.clear_accum:
+                fresh[st.loc] = None
+            else:
+                fresh[st.loc] = st.c.buffer.uid
+        elif isinstance(st, N.Reduce) and st.clear:
+            fresh[st.loc] = st.dst.buffer.uid
+    nodes = prog.body
+    for i in path or ():
+        nodes = nodes[i].body
+    ops, stack = [], list(nodes)
+    while stack:  # program order, loops flattened
+        n = stack.pop(0)
+        if isinstance(n, Loop):
+            stack[:0] = list(n.body)
+        else:
+            ops.append(n)
+    if not any(o.node == "Gemm" for o in ops):
+        return False
+    if any(o.node == "Gemm" and o.loc in fresh and fresh[o.loc] is None for o in ops):
+        return True
+    looped = {u for o in ops for u in o.writes} & frags
+    seen: set = set()
+    for o in ops:
+        reads = set(o.reads)
+        if o.node in ("Gemm", "Reduce") and fresh.get(o.loc) is not None:
+            reads.discard(fresh[o.loc])
+        if (reads & looped) - seen:
+            return True
+        seen |= set(o.writes)
+    return False
+
+
 def with_spills(prog, machine, spill: float):
     """``prog.body`` with the spilled registers' local-memory traffic added to its hot loop.
 
@@ -87,8 +134,9 @@ def with_spills(prog, machine, spill: float):
     """
     if spill <= 0:
         return prog.body
-    nbytes = 2.0 * spill * 4.0 * prog.threads * machine.profile.spill_traffic_factor
     _, path = _hot_path(prog.body)
+    factor = machine.profile.spill_traffic_factor if _carries_accumulator(prog, path) else 1.0
+    nbytes = 2.0 * spill * 4.0 * prog.threads * factor
     op = Op(kind="compute", label="register spills", node="Spill", loc=prog.launch.loc, side="matrix",
             reads=frozenset(), writes=frozenset(), work={"global": nbytes}, xfer={"registers<->local": nbytes})
 
