@@ -53,7 +53,11 @@ class BarrierPlanner:
                 written, read = step(s, written, read)  # a compound statement's: its condition / bounds
                 if type(s) not in _COMPOUND:
                     continue
-                if type(s) in G.LOOPS:  # iterate the body to a fixpoint
+                if id(s) in self.pipelines:  # a cp.async pipeline: every iteration starts after its barrier
+                    (loop_body,) = bodies(s)
+                    w1, r1 = run(loop_body, set(), set())
+                    written, read = written | w1, read | r1
+                elif type(s) in G.LOOPS:  # iterate the body to a fixpoint
                     (loop_body,) = bodies(s)
                     ew, er = set(written), set(read)
                     for _ in range(4):
