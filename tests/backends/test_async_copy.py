@@ -173,9 +173,9 @@ from tests.backends.test_async_copy import colsum
 from tilesim.backends.cuda import runtime
 from tilesim.backends.cuda.check import cuda_twin, interp_twin, rel_err
 
-def run(name, k, inputs, tc=True):
+def run(name, k, inputs, tc=True, staged=True):
     jk = cuda_twin(k, tensor_cores=tc, async_copy=True)
-    assert "_cp_async16(" in jk.get_kernel_source(), name
+    assert ("_cp_async16(" in jk.get_kernel_source()) == staged, name
     out = jk(*[x.copy() for x in inputs])
     ref = interp_twin(k)(*[x.copy() for x in inputs])
     out = out if isinstance(out, (list, tuple)) else [out]
@@ -185,11 +185,11 @@ def run(name, k, inputs, tc=True):
 
 rng = np.random.default_rng(0)
 # exact sums of copied bytes; K = 72: aligned rows, cp.async with zero-filled chunks past K; K = 50: rows of
-# 100 bytes, every tile takes the ordinary copy into its stage at run time
+# 100 bytes, known when lowering: no pipeline
 for stages in (2, 3, 4):
     for K in (72, 50):
         X = rng.integers(-8, 9, size=(40, K)).astype(np.float16)
-        run(f"colsum_s{{stages}}_K{{K}}", colsum(40, K, num_stages=stages), [X], tc=False)
+        run(f"colsum_s{{stages}}_K{{K}}", colsum(40, K, num_stages=stages), [X], tc=False, staged=K == 72)
 for stages in (2, 3):
     for ta, tb in ((False, False), (False, True), (True, False), (True, True)):
         k = matmul_dynamic(block_M=32, block_N=16, block_K=16, trans_A=ta, trans_B=tb, dtype="float16", threads=64,
@@ -198,6 +198,11 @@ for stages in (2, 3):
         A = rng.standard_normal((K, M) if ta else (M, K)).astype(np.float16)
         B = rng.standard_normal((N, K) if tb else (K, N)).astype(np.float16)
         run(f"matmul_s{{stages}}_{{'T' if ta else 'N'}}{{'T' if tb else 'N'}}", k, [A, B])
+    # K = 50 (dynamic): A's rows are 100 bytes, found at run time: A's stages filled by ordinary copies, B's by cp.async
+    k = matmul_dynamic(block_M=32, block_N=16, block_K=16, dtype="float16", threads=64, num_stages=stages)
+    A = rng.standard_normal((40, 50)).astype(np.float16)
+    B = rng.standard_normal((50, 24)).astype(np.float16)
+    run(f"matmul_s{{stages}}_NN_K50", k, [A, B])
 for causal in (True, False):
     k = flash_attention(1, 2, 40, 16, is_causal=causal, block_M=16, block_N=16, num_stages=2, threads=32)
     q, kk, v = (rng.standard_normal((1, 40, 2, 16)).astype(np.float16) for _ in range(3))
@@ -206,8 +211,8 @@ for causal in (True, False):
 ns = runtime._namespace(True)
 ns["_cp_wait1"], saved = ns["_cp_wait2"], ns["_cp_wait1"]
 try:
-    X = rng.integers(-8, 9, size=(40, 72)).astype(np.float16)
-    run("weak_wait_colsum_s3", colsum(40, 72, num_stages=3), [X], tc=False)
+    X = rng.integers(-8, 9, size=(48, 72)).astype(np.float16)  # a shape not compiled above (kernels are cached)
+    run("weak_wait_colsum_s3", colsum(48, 72, num_stages=3), [X], tc=False)
 finally:
     ns["_cp_wait1"] = saved
 """
@@ -221,7 +226,7 @@ def test_whole_kernels_in_the_simulator_with_modelled_async_copies():
     import json
 
     rows = {row["name"]: row for row in (json.loads(line) for line in r.stdout.splitlines() if line.startswith("{"))}
-    assert len(rows) == 6 + 8 + 2 + 1, r.stdout
+    assert len(rows) == 6 + 10 + 2 + 1, r.stdout
     for name, row in rows.items():
         if name.startswith("weak_wait"):
             assert not row["bitwise"] and row["err"] > 1e-3, row  # the model catches a missing wait

@@ -13,7 +13,8 @@ Conditions on a copy ``c`` directly in the body of loop ``L`` (not under an ``if
    shared buffer (starts 0, extents = its shape) that no view aliases; same dtype on both sides (the copy
    moves bytes), of 1, 2, 4 or 8 bytes;
 2. no broadcast, and the last dimension of the source pairs with the last of the destination (rows are
-   contiguous on both sides); the row is a multiple of 16 bytes;
+   contiguous on both sides); the row is a multiple of 16 bytes, and so is every static stride of the
+   source between rows (dynamic strides, the array's address and the tile's start are checked at run time);
 3. the source's starts read no memory and name only ``L``'s variable and values bound outside ``L``; its
    extents are static;
 4. inside the launch the destination buffer is named only inside ``L``'s body, never before ``c`` in it,
@@ -120,8 +121,14 @@ class PipelineLowering:
             return False
         if [e for e in src.extents if e != 1] != [e for e in dst.extents if e != 1] or src.extents[-1] != dst.extents[-1]:
             return False
-        if (dst.extents[-1] * int(dt.itemsize(b.dtype))) % 16:
+        ce = 16 // int(dt.itemsize(b.dtype))
+        if dst.extents[-1] % ce:
             return False
+        shape = src.buffer.shape
+        for d in range(len(shape) - 1):  # a static outer stride that is not a whole number of chunks
+            rest = shape[d + 1:]
+            if src.extents[d] != 1 and all(isinstance(x, int) for x in rest) and _prod(rest) % ce:
+                return False
         if any(True for _ in loads_in(tuple(src.starts))):
             return False
         if set(referenced_vars(tuple(src.starts))) & inner:
