@@ -238,10 +238,9 @@ def test_whole_kernels_in_the_simulator_with_modelled_async_copies():
 
 # ------------------------------------------------------------------------------------ on a GPU
 @pytest.mark.gpu
-@pytest.mark.parametrize("stages", [2, 3, 4])
-@pytest.mark.parametrize("ta, tb", [(False, False), (True, True), (False, True)])
-@pytest.mark.parametrize("K", [520, 514])  # 514: rows not 16-byte aligned, the stages are filled by ordinary copies
-def test_pipelined_gemm_on_the_gpu(stages, ta, tb, K):
+@pytest.mark.parametrize("stages, ta, tb", [(2, False, False), (3, False, False), (4, False, False), (3, True, True),
+                                            (3, False, True)])
+def test_pipelined_gemm_on_the_gpu(stages, ta, tb):
     from tilesim.backends.cuda.caps import available
     from tilesim.backends.cuda.check import cuda_twin, rel_err
 
@@ -249,14 +248,15 @@ def test_pipelined_gemm_on_the_gpu(stages, ta, tb, K):
         pytest.skip("no CUDA GPU")
     import ml_dtypes
 
-    M, N = 1000, 776  # the 128x128x32 tiles divide none of M, N, K
-    rng = np.random.default_rng(5)
-    A = rng.standard_normal((K, M) if ta else (M, K)).astype(ml_dtypes.bfloat16)
-    B = rng.standard_normal((N, K) if tb else (K, N)).astype(ml_dtypes.bfloat16)
     jk = cuda_twin(_mm(ta, tb, stages=stages), tensor_cores=True, async_copy=True)
     assert "_cp_async16(" in jk.get_kernel_source()
-    ref = (A.T if ta else A).astype(np.float64) @ (B.T if tb else B).astype(np.float64)
-    assert rel_err(np.asarray(jk(A, B)), ref) < 1e-5
+    rng = np.random.default_rng(5)
+    M, N = 1000, 776  # the 128x128x32 tiles divide none of M, N, K
+    for K in (520, 514):  # 514: rows not 16-byte aligned, the stages are filled by ordinary copies
+        A = rng.standard_normal((K, M) if ta else (M, K)).astype(ml_dtypes.bfloat16)
+        B = rng.standard_normal((N, K) if tb else (K, N)).astype(ml_dtypes.bfloat16)
+        ref = (A.T if ta else A).astype(np.float64) @ (B.T if tb else B).astype(np.float64)
+        assert rel_err(np.asarray(jk(A, B)), ref) < 1e-5, K
 
 
 @pytest.mark.gpu
