@@ -55,8 +55,8 @@ class BarrierPlanner:
                     continue
                 if id(s) in self.pipelines:  # a cp.async pipeline: every iteration starts after its barrier
                     (loop_body,) = bodies(s)
-                    w1, r1 = run(loop_body, set(), set())
-                    written, read = written | w1, read | r1
+                    run(loop_body, set(), set())
+                    written, read = set(), set()  # and the barrier after the loop
                 elif type(s) in G.LOOPS:  # iterate the body to a fixpoint
                     (loop_body,) = bodies(s)
                     ew, er = set(written), set(read)

@@ -33,15 +33,16 @@ Lowering of a pipeline with ``n`` stages (``it`` = the iteration number, from 0)
   and ``__syncthreads`` (so every thread's have, and every thread finished iteration ``it-1``, the last
   reader of stage ``(it-1) % n``); then iteration ``it+n-1``'s copies (if it exists) into stage
   ``(it+n-1) % n = (it-1) % n`` and a commit; then the rest of the body, in which the destination names
-  are views of stage ``it % n``; ``cp.async.wait_group 0`` after the loop;
+  are views of stage ``it % n``; ``cp.async.wait_group 0`` and ``__syncthreads`` after the loop (so a
+  pipeline inside an outer loop never refills a stage another thread still reads);
 * one asynchronous copy: when the whole tile's global rows are 16-byte aligned at run time (the global
   array's address, every outer stride and the tile's start), each thread issues 16-byte chunks
   ``_cp_async16(dst, ·, src, ·, bytes)`` with ``bytes`` the part of the chunk inside the tensor (0 for a
   chunk outside: zero-filled, as the ordinary copy reads zeros); otherwise today's copy writes the stage
   with ordinary stores (the barrier before the stage's compute publishes them too).
 
-The barrier pass (:mod:`.barriers`) treats an asynchronous copy as having no events and a pipeline's body
-as starting after a barrier (the one it contains), so statements of the body keep their own barriers.
+The barrier pass (:mod:`.barriers`) treats an asynchronous copy as having no events, a pipeline's body
+as starting after a barrier (the one it contains) and the statements after the loop as following one.
 """
 
 from __future__ import annotations
@@ -185,6 +186,7 @@ class PipelineLowering:
                 self.emit("pass")
         self.defer_end(s)
         self.emit("_cp_wait0()")
+        self.emit("cuda.syncthreads()")  # no thread still reads a stage when the pipeline runs again (outer loop)
 
     def _bind_stage(self, buf: N.Buffer, stage: str):
         sz = self.stage_elems[buf.uid]
