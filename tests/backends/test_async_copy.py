@@ -50,6 +50,27 @@ def colsum(M, K, block_M=16, block_K=16, num_stages=2, dtype="float16", threads=
     return main
 
 
+@tilelang.jit(out_idx=[-1])
+def colsum_passes(M, K, block_M=16, block_K=16, num_stages=2, dtype="float16", threads=32, passes=3):
+    """``colsum`` weighted over ``passes`` runs of the pipeline inside an outer loop, pass ``p`` starting at tile
+    ``p``: the pipeline restarts (prologue, stages) with a start that varies."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, K), dtype), Y: T.Tensor((M, block_K), "float32")):
+        with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
+            X_s = T.alloc_shared((block_M, block_K), dtype)
+            acc = T.alloc_fragment((block_M, block_K), "float32")
+            T.clear(acc)
+            for p in T.serial(passes):
+                for k in T.Pipelined(p, T.ceildiv(K, block_K), num_stages=num_stages):
+                    T.copy(X[bx * block_M, k * block_K], X_s)
+                    for i, j in T.Parallel(block_M, block_K):
+                        acc[i, j] += X_s[i, j] * (p + 1)
+            T.copy(acc, Y[bx * block_M, 0])
+
+    return main
+
+
 def _src(k, **kw):
     from tilesim.backends.cuda import compile_cuda
 
@@ -172,7 +193,7 @@ import json, sys
 import numpy as np
 sys.path.insert(0, {root!r})
 from tests.core_kernels import matmul_dynamic, flash_attention
-from tests.backends.test_async_copy import colsum
+from tests.backends.test_async_copy import colsum, colsum_passes
 from tilesim.backends.cuda import runtime
 from tilesim.backends.cuda.check import cuda_twin, interp_twin, rel_err
 
@@ -193,6 +214,8 @@ for stages in (2, 3, 4):
     for K in (72, 50):
         X = rng.integers(-8, 9, size=(40, K)).astype(np.float16)
         run(f"colsum_s{{stages}}_K{{K}}", colsum(40, K, num_stages=stages), [X], tc=False, staged=K == 72)
+    X = rng.integers(-8, 9, size=(40, 72)).astype(np.float16)
+    run(f"colsum_passes_s{{stages}}", colsum_passes(40, 72, num_stages=stages), [X], tc=False)
 for stages in (2, 3):
     for ta, tb in ((False, False), (False, True), (True, False), (True, True)):
         k = matmul_dynamic(block_M=32, block_N=16, block_K=16, trans_A=ta, trans_B=tb, dtype="float16", threads=64,
@@ -229,7 +252,7 @@ def test_whole_kernels_in_the_simulator_with_modelled_async_copies():
     import json
 
     rows = {row["name"]: row for row in (json.loads(line) for line in r.stdout.splitlines() if line.startswith("{"))}
-    assert len(rows) == 6 + 10 + 2 + 1, r.stdout
+    assert len(rows) == 9 + 10 + 2 + 1, r.stdout
     for name, row in rows.items():
         if name.startswith("weak_wait"):
             assert not row["bitwise"] and row["err"] > 1e-3, row  # the model catches a missing wait
