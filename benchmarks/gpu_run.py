@@ -221,10 +221,10 @@ def bench_entry(name, shape, ours_s, ref_s, ref_name, err, extra=None, kc=None):
     return e
 
 
-def prepared(kernel, *args, tensor_cores=None):
+def prepared(kernel, *args, tensor_cores=None, async_copy=None):
     from tilesim.backends.cuda.check import cuda_twin
 
-    kc = cuda_twin(kernel, tensor_cores=tensor_cores)
+    kc = cuda_twin(kernel, tensor_cores=tensor_cores, async_copy=async_copy)
     run, outs = kc._cuda.prepare(kc, args)
     return kc, run, outs
 
@@ -333,22 +333,30 @@ def bench_tensor_cores(quick):
     t_ref, _ = gpu_time(lambda: torch.matmul(a, b), reps=10)
     err_t = relnorm(torch.matmul(a, b), ref)
     flops = 2.0 * M * N * K
-    variants = [dict(block_M=128, block_N=128, block_K=32, num_stages=2, threads=128)]
+    # async: cp.async pipelining of the pipelined copies (issue 14 item 2); False = the synchronous copies of run 6
+    variants = [dict(block_M=128, block_N=128, block_K=32, num_stages=2, threads=128, async_copy=False),
+                dict(block_M=128, block_N=128, block_K=32, num_stages=3, threads=128, async_copy=True)]
     if not quick:
-        variants += [dict(block_M=128, block_N=128, block_K=64, num_stages=2, threads=128),
-                     dict(block_M=128, block_N=256, block_K=32, num_stages=2, threads=256)]
+        variants += [dict(block_M=128, block_N=128, block_K=32, num_stages=2, threads=128, async_copy=True),
+                     dict(block_M=128, block_N=128, block_K=32, num_stages=4, threads=128, async_copy=True),
+                     dict(block_M=128, block_N=128, block_K=64, num_stages=3, threads=128, async_copy=True),
+                     dict(block_M=128, block_N=256, block_K=32, num_stages=3, threads=256, async_copy=True),
+                     dict(block_M=128, block_N=128, block_K=32, num_stages=3, threads=128, async_copy=False)]
     for v in variants:
+        v = dict(v)
+        ac = v.pop("async_copy")
         try:
             k = G.matmul(M, N, K, dtype="bfloat16", out_dtype="float32", **v)
-            kc, run, c = prepared(k, a, b, tensor_cores=True)
+            kc, run, c = prepared(k, a, b, tensor_cores=True, async_copy=ac)
             run()
             torch.cuda.synchronize()
             err = relnorm(c, ref)
             t, _ = gpu_time(run, reps=5)
-            bench_entry(f"gemm_bf16_4096_tc {v['block_M']}x{v['block_N']}x{v['block_K']}/{v['threads']}",
+            bench_entry(f"gemm_bf16_4096_tc {v['block_M']}x{v['block_N']}x{v['block_K']}/{v['threads']}"
+                        f"/s{v['num_stages']}{'' if ac else '/sync'}",
                         [M, N, K], t, t_ref, "torch.matmul bf16", err,
                         {"tflops_ours": flops / t / 1e12, "tflops_ref": flops / t_ref / 1e12, "ref_err": err_t,
-                         "config": v}, kc=kc)
+                         "config": v, "async_copy": ac}, kc=kc)
         except Exception as ex:  # noqa: BLE001
             RESULTS["errors"].append(f"tc gemm {v}: {type(ex).__name__}: {ex}"[:2000])
             log("tc gemm variant failed", v, repr(ex)[:500])
@@ -358,7 +366,12 @@ def bench_tensor_cores(quick):
     t_ref, _ = gpu_time(lambda: F.scaled_dot_product_attention(qt, kt, vt, is_causal=True), reps=10)
     ref = F.scaled_dot_product_attention(qt.double(), kt.double(), vt.double(), is_causal=True).transpose(1, 2)
     fa_flops = 4.0 * B * H * S * S * D / 2
-    for v in [dict(block_M=64, block_N=64, threads=128)] + ([] if quick else [dict(block_M=128, block_N=64, threads=256)]):
+    fa_variants = [dict(block_M=64, block_N=64, threads=128, num_stages=1),
+                   dict(block_M=64, block_N=64, threads=128, num_stages=2)]
+    if not quick:
+        fa_variants += [dict(block_M=128, block_N=64, threads=256, num_stages=1),
+                        dict(block_M=128, block_N=64, threads=256, num_stages=2)]
+    for v in fa_variants:
         try:
             kern = A.flash_attention_fwd(B, H, S, D, is_causal=True, dtype="bfloat16", **v)
             kc, run, (o, lse) = prepared(kern, q, k_, v_, tensor_cores=True)
@@ -366,7 +379,7 @@ def bench_tensor_cores(quick):
             torch.cuda.synchronize()
             err = relnorm(o, ref)
             t, _ = gpu_time(run, reps=3, rounds=5)
-            bench_entry(f"flash_attn_fwd_bf16_causal_tc {v['block_M']}x{v['block_N']}/t{v['threads']}",
+            bench_entry(f"flash_attn_fwd_bf16_causal_tc {v['block_M']}x{v['block_N']}/t{v['threads']}/s{v['num_stages']}",
                         [B, S, H, D], t, t_ref, "F.scaled_dot_product_attention", err,
                         {"tflops_ours": fa_flops / t / 1e12, "tflops_ref": fa_flops / t_ref / 1e12, "config": v},
                         kc=kc)

@@ -50,6 +50,9 @@ HONOURED = {
     "tl.disable_fast_math": "the CUDA backend compiles without fastmath (the default)",
     "tilesim.cuda_tensor_cores": "False keeps fp16/bf16 T.gemm on the CUDA cores in the CUDA backend (the default, "
                                  "True, lowers it to mma.sync tensor-core code; off under the CUDA simulator)",
+    "tilesim.cuda_async_copy": "False keeps T.copy(global → shared) in T.Pipelined loops synchronous in the CUDA "
+                               "backend (the default, True where tensor cores are on, issues cp.async with "
+                               "num_stages shared copies)",
     "tl.disable_safe_memory_legalize": "the interpreter reports out-of-range global accesses as errors",
 }
 

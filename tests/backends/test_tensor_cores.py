@@ -58,7 +58,7 @@ def test_off_under_the_cuda_simulator(monkeypatch):
 ])
 def test_ineligible_gemms_keep_the_cuda_core_lowering(kw, why):
     k = _mm(**kw)
-    assert _src(k, tensor_cores=True) == _src(k, tensor_cores=False), why
+    assert _src(k, tensor_cores=True, async_copy=False) == _src(k, tensor_cores=False, async_copy=False), why
 
 
 def test_accumulator_layout_and_operand_padding():
@@ -66,7 +66,7 @@ def test_accumulator_layout_and_operand_padding():
     from tilesim.backends.cuda.layout import Layout
     from tilesim.backends.cuda.mma_layout import is_mma_layout
 
-    p = compile_cuda(_mm().prim_func, sim=False, tensor_cores=True)
+    p = compile_cuda(_mm().prim_func, sim=False, tensor_cores=True, async_copy=False)
     src = p.source
     # A (128, 32) bf16 rows padded by 8 elements (16 B), B (32, 128) likewise; 16-byte aligned arrays
     assert "cuda.shared.array(5120, int16, alignment=16)" in src  # 128 x (32 + 8)
@@ -88,7 +88,7 @@ def test_sm90_machine_code_has_hmma_and_ldsm(ta, tb, dtype, tmp_path):
 
     if not can_compile_ptx():
         pytest.skip("numba-cuda cannot compile here (no NVVM)")
-    prog = CudaProgram(_mm(ta, tb, dtype).prim_func, sim=False, tensor_cores=True)
+    prog = CudaProgram(_mm(ta, tb, dtype).prim_func, sim=False, tensor_cores=True, async_copy=False)
     (_, ptx), = prog.compile_ptx((9, 0))
     kind = "bf16" if dtype == "bfloat16" else "f16"
     assert f"mma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32" in ptx

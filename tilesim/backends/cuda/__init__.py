@@ -7,7 +7,9 @@ for a compute capability without a GPU, ``.run``/``.call`` launch it. ``tensor_c
 config ``"tilesim.cuda_tensor_cores": True``, or ``TILESIM_CUDA_TENSOR_CORES=1``) lowers eligible fp16/bf16
 ``T.gemm`` to ``mma.sync`` + ``ldmatrix`` — on by default (run on the H200 2026-12-01), off under the CUDA
 simulator, which cannot run inline PTX; ``tensor_cores=False`` or ``TILESIM_CUDA_TENSOR_CORES=0`` keeps the
-CUDA-core FMA loop.
+CUDA-core FMA loop. ``async_copy`` (pass config ``"tilesim.cuda_async_copy"``, env ``TILESIM_CUDA_ASYNC_COPY``;
+default: on where tensor cores are on) lowers ``T.copy(global → shared)`` in ``T.Pipelined(num_stages >= 2)``
+loops to a ``cp.async`` software pipeline (see :mod:`.pipeline`).
 
 Importing this package registers the target ``"cuda"`` (see :mod:`tilesim.backends`): chosen by
 ``target="auto"`` where ``available()``; it runs where ``available()`` or under numba's CUDA simulator.
@@ -20,21 +22,25 @@ path (:func:`caps.cuda_module`) restores it before importing ``numba.cuda``. See
 from __future__ import annotations
 
 from .. import Target, register
-from .caps import available, ensure_numpy_compat, simulator, tensor_cores_default  # noqa: F401
+from .caps import async_copy_default, available, ensure_numpy_compat, simulator, tensor_cores_default  # noqa: F401
 from .runtime import CudaProgram, reject_unsupported
 
 
-def compile_cuda(pf, fastmath: bool = False, sim: bool | None = None, tensor_cores: bool | None = None) -> CudaProgram:
-    """``tensor_cores=None`` reads :func:`caps.tensor_cores_default` (on; off under the CUDA simulator)."""
+def compile_cuda(pf, fastmath: bool = False, sim: bool | None = None, tensor_cores: bool | None = None,
+                 async_copy: bool | None = None) -> CudaProgram:
+    """``tensor_cores=None`` reads :func:`caps.tensor_cores_default` (on; off under the CUDA simulator);
+    ``async_copy=None`` reads :func:`caps.async_copy_default` (on where tensor cores are)."""
     reject_unsupported(pf)
     tc = tensor_cores_default(sim) if tensor_cores is None else bool(tensor_cores)
-    return CudaProgram(pf, fastmath=fastmath, sim=sim, tensor_cores=tc)
+    ac = async_copy_default(tc) if async_copy is None else bool(async_copy)
+    return CudaProgram(pf, fastmath=fastmath, sim=sim, tensor_cores=tc, async_copy=ac)
 
 
 def _compile_target(pf, pass_configs) -> CudaProgram:
     tc = pass_configs.get("tilesim.cuda_tensor_cores")
+    ac = pass_configs.get("tilesim.cuda_async_copy")
     return compile_cuda(pf, fastmath=bool(pass_configs.get("tl.enable_fast_math")),
-                        tensor_cores=None if tc is None else bool(tc))
+                        tensor_cores=None if tc is None else bool(tc), async_copy=None if ac is None else bool(ac))
 
 
 def _runs_here() -> bool:

@@ -53,7 +53,11 @@ class BarrierPlanner:
                 written, read = step(s, written, read)  # a compound statement's: its condition / bounds
                 if type(s) not in _COMPOUND:
                     continue
-                if type(s) in G.LOOPS:  # iterate the body to a fixpoint
+                if id(s) in self.pipelines:  # a cp.async pipeline: every iteration starts after its barrier
+                    (loop_body,) = bodies(s)
+                    run(loop_body, set(), set())
+                    written, read = set(), set()  # and the barrier after the loop
+                elif type(s) in G.LOOPS:  # iterate the body to a fixpoint
                     (loop_body,) = bodies(s)
                     ew, er = set(written), set(read)
                     for _ in range(4):

@@ -13,6 +13,9 @@
 * ``tensor_cores_default()``: whether ``T.gemm`` lowers to tensor cores when not asked explicitly: on, except
   under numba's CUDA simulator (it cannot run the inline PTX of ``mma.sync``/``ldmatrix``);
   ``TILESIM_CUDA_TENSOR_CORES=0`` turns it off, ``=1`` on.
+* ``async_copy_default(tensor_cores)``: whether ``T.copy(global → shared)`` in ``T.Pipelined`` loops uses
+  ``cp.async`` pipelining (:mod:`.pipeline`) when not asked explicitly: where tensor cores are on;
+  ``TILESIM_CUDA_ASYNC_COPY=0`` turns it off, ``=1`` on.
 * ``available()`` is true only with a real CUDA GPU and numba-cuda (the simulator does not count), so
   ``target="auto"`` picks the GPU only where one is present.
 """
@@ -72,6 +75,15 @@ def tensor_cores_default(sim: bool | None = None) -> bool:
     if env != "":
         return env != "0"
     return not (simulator() if sim is None else sim)
+
+
+def async_copy_default(tensor_cores: bool) -> bool:
+    """Whether pipelined copies use ``cp.async`` when not asked explicitly: with tensor cores (so on by default,
+    off under the simulator); ``TILESIM_CUDA_ASYNC_COPY`` set to ``0``/``1`` decides instead."""
+    env = os.environ.get("TILESIM_CUDA_ASYNC_COPY", "")
+    if env != "":
+        return env != "0"
+    return bool(tensor_cores)
 
 
 def available() -> bool:

@@ -59,10 +59,12 @@ def rel_err(out, ref) -> float:
     return float(d / nr) if nr > 0 else float(d)
 
 
-def cuda_twin(kernel, fastmath=False, tensor_cores=None):
-    """``kernel`` on ``target="cuda"`` (never the interpreter fallback: ``fallback=False``); ``tensor_cores``
-    True/False overrides the default (env, off)."""
+def cuda_twin(kernel, fastmath=False, tensor_cores=None, async_copy=None):
+    """``kernel`` on ``target="cuda"`` (never the interpreter fallback: ``fallback=False``); ``tensor_cores`` /
+    ``async_copy`` True/False override the defaults (env, on; off under the simulator)."""
     cfg = {}
+    if async_copy is not None:
+        cfg["tilesim.cuda_async_copy"] = bool(async_copy)
     if fastmath:
         cfg["tl.enable_fast_math"] = True
     if tensor_cores is not None:

@@ -37,11 +37,12 @@ class Emitter:
     """Per-launch state and the generic emission helpers (see the module docstring)."""
 
     def __init__(self, pf: N.PrimFunc, launch: N.Launch, index: int, outer_scalars: dict, sim: bool,
-                 tensor_cores: bool = False):
+                 tensor_cores: bool = False, async_copy: bool = False):
         self.pf = pf
         self.launch = launch
         self.nt = launch.num_threads
         self.sim = sim
+        self.async_copy = async_copy  # cp.async pipelines for T.Pipelined loops (pipeline.py)
         self.name = f"{_san(pf.name)}_k{index}"
         self.lines: list[str] = []
         self.ind = 1

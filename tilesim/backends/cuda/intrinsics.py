@@ -19,6 +19,7 @@ import numpy as np
 
 from ...optional import require
 from .caps import cuda_module, numba_types
+from .cp_async import cp_async_namespace, sim_cp_async_namespace
 from .mma_intrinsics import mma_namespace
 from .mma_sim import sim_mma_namespace
 
@@ -157,6 +158,7 @@ def sim_namespace() -> dict:
     ns["_tdiv"] = lambda a, b: (abs(a) // abs(b)) * (1 if (a >= 0) == (b >= 0) else -1) if b != 0 else 0
     ns["_tmod"] = lambda a, b: a - ns["_tdiv"](a, b) * b if b != 0 else 0
     ns.update(sim_mma_namespace())
+    ns.update(sim_cp_async_namespace())
     return ns
 
 
@@ -490,6 +492,7 @@ def gpu_namespace() -> dict:
         ns[f"_m_{name}_f64"] = getattr(libdevice, fn)
     ns.update(_vec)
     ns.update(mma_namespace())
+    ns.update(cp_async_namespace())
     ns["_aligned"] = _aligned
     ns.update(_f32_as_i32=libdevice.float_as_int, _i32_as_f32=libdevice.int_as_float,
               _f64_as_i64=libdevice.double_as_longlong, _i64_as_f64=libdevice.longlong_as_double)

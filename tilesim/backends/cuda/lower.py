@@ -43,6 +43,7 @@ from .caps import DYNAMIC_SMEM_LIMIT, STATIC_SMEM_LIMIT
 from .codestr import _prod, _san
 from .emitter import Emitter, ParCtx
 from .memory import MemoryAccess
+from .pipeline import PipelineLowering
 from .tile_copy import CopyLowering
 from .tile_gemm import GemmLowering
 from .tile_mma import MmaLowering
@@ -64,7 +65,8 @@ class KernelSource:
     dyn_smem: int = 0
 
 
-class KernelGen(CopyLowering, GemmLowering, MmaLowering, ReduceLowering, BarrierPlanner, MemoryAccess, Emitter):
+class KernelGen(CopyLowering, GemmLowering, MmaLowering, ReduceLowering, PipelineLowering, BarrierPlanner, MemoryAccess,
+                Emitter):
     """Generates the source of one launch (see the module docstring)."""
 
     # ----------------------------------------------------------------------------------- driver
@@ -74,6 +76,7 @@ class KernelGen(CopyLowering, GemmLowering, MmaLowering, ReduceLowering, Barrier
         blackwell.refuse(self)
         self.local_arrays: list = []
         self._declare_onchip()
+        self.plan_pipelines()
         self.pad = pad
         items, _ = self._smem_layout(pad)
         self.sstride = {b.uid: st for b, st, _, _ in items}
@@ -112,10 +115,11 @@ class KernelGen(CopyLowering, GemmLowering, MmaLowering, ReduceLowering, Barrier
     def _smem_layout(self, pad: bool):
         total = 0
         items = []
+        self.stage_elems = {}
         for b in self._shared:
             shape = b.shape
             strides = [_prod(shape[d + 1:]) for d in range(len(shape))]
-            if b.uid in self.mma_operands:
+            if b.uid in self.mma_operands or b.uid in self.staged:
                 # rows of 16-byte multiples; when 8 rows would share banks (row bytes % 32 == 0), pad by 16 B
                 if pad and (shape[-1] * dt.itemsize(b.dtype)) % 32 == 0:
                     strides = [0] * len(shape)
@@ -135,6 +139,9 @@ class KernelGen(CopyLowering, GemmLowering, MmaLowering, ReduceLowering, Barrier
                     for d in range(len(shape) - 3, -1, -1):
                         strides[d] = strides[d + 1] * shape[d + 1]
             n = strides[0] * shape[0] if shape else 1
+            if b.uid in self.staged:  # cp.async pipeline stages, each starting 16-byte aligned
+                self.stage_elems[b.uid] = n
+                n *= self.staged[b.uid]
             nbytes = n * max(1, int(dt.itemsize(b.dtype)))
             items.append((b, tuple(strides), n, nbytes))
             total += -(-nbytes // 16) * 16
@@ -154,6 +161,7 @@ class KernelGen(CopyLowering, GemmLowering, MmaLowering, ReduceLowering, Barrier
         limit = DYNAMIC_SMEM_LIMIT if self.dynamic else STATIC_SMEM_LIMIT
         if total + scratch_bytes > limit:
             parts = [f"{b.name} {tuple(b.shape)} {b.dtype}: {nb} B"
+                     + (f" ({self.staged[b.uid]} pipeline stages)" if b.uid in self.staged else "")
                      + (" (a fragment placed in shared memory: " + self.placement.demoted[b.uid] + ")"
                         if b.uid in self.placement.demoted else "") for b, _, _, nb in items]
             if scratch_bytes:
@@ -184,9 +192,11 @@ class KernelGen(CopyLowering, GemmLowering, MmaLowering, ReduceLowering, Barrier
             q = "_tid" if st == 1 else f"(_tid // {st})"
             out.append(ind + f"{n} = {q} % {p}" if p * st < self.nt or st > 1 else ind + f"{n} = {q}")
         out.extend(ind + line for line in self.gprolog)
-        arrays = [(self.arr(b), n, Rl.storage_np(b.dtype)) for b, _st, n, _ in items] + scratch
+        arrays = [(self.stage_name(b) if b.uid in self.staged else self.arr(b), n, Rl.storage_np(b.dtype))
+                  for b, _st, n, _ in items] + scratch
         # (the simulator refuses the alignment argument; its model checks alignment by element index)
         aligned = set() if self.sim else {self.arr(b) for b, _st, _n, _ in items if b.uid in self.mma_operands}
+        aligned |= set() if self.sim else {self.stage_name(b) for b, _st, _n, _ in items if b.uid in self.staged}
         if self.dynamic:
             out.extend(ind + line for line in _carve_dynamic(arrays, self.sim))
         else:
@@ -234,18 +244,37 @@ class _SmemOverflow(Exception):
 
 
 def generate_launch(pf: N.PrimFunc, launch: N.Launch, index: int, outer_scalars: dict, sim: bool,
-                    tensor_cores: bool = False) -> KernelSource:
+                    tensor_cores: bool = False, async_copy: bool = False) -> KernelSource:
     """Source of one launch. Static shared arrays when they fit in 48 KB (padded rows, else unpadded);
     past that one dynamic allocation carved into the buffers (padded, else unpadded), up to
-    :data:`~.caps.DYNAMIC_SMEM_LIMIT`; beyond it the error names every buffer."""
+    :data:`~.caps.DYNAMIC_SMEM_LIMIT`; beyond it the error names every buffer. With ``async_copy`` the
+    ``cp.async`` pipelines (:mod:`.pipeline`) are tried first; when their stage copies do not fit, the
+    launch is generated without them (noted in the source header)."""
     modes = ((True, False), (False, False), (True, True), (False, True))
+    staged_overflow = False
+    if async_copy:  # staged operands keep their padded rows (ldmatrix without bank conflicts), dynamic if need be
+        for pad, dynamic in ((True, False), (True, True), (False, False), (False, True)):
+            g = KernelGen(pf, launch, index, outer_scalars, sim, tensor_cores, True)
+            try:
+                ks = g.generate(pad, dynamic)
+            except _SmemOverflow:
+                staged_overflow = True
+                continue
+            if not g.staged:
+                staged_overflow = False
+                break  # no pipeline in this launch: the ordinary lowering below
+            return ks
     for i, (pad, dynamic) in enumerate(modes):
         g = KernelGen(pf, launch, index, outer_scalars, sim, tensor_cores)
         try:
-            return g.generate(pad, dynamic)
+            ks = g.generate(pad, dynamic)
         except _SmemOverflow as e:
             if i == len(modes) - 1:
                 raise e.err from None
+            continue
+        if staged_overflow:
+            ks.notes.append("cp.async pipelining off: the stage copies exceed shared memory")
+        return ks
     raise InternalError("unreachable")
 
 
@@ -271,7 +300,7 @@ class Program:
         return "\n".join(parts)
 
 
-def lower_program(pf: N.PrimFunc, sim: bool = False, tensor_cores: bool = False) -> Program:
+def lower_program(pf: N.PrimFunc, sim: bool = False, tensor_cores: bool = False, async_copy: bool = False) -> Program:
     outer = {}
     for p in pf.params:
         if isinstance(p, N.Buffer) and p.dtype == "int4":
@@ -290,7 +319,7 @@ def lower_program(pf: N.PrimFunc, sim: bool = False, tensor_cores: bool = False)
     steps, kernels = [], []
     for s in pf.body:
         if isinstance(s, N.Launch):
-            k = generate_launch(pf, s, len(kernels), outer, sim, tensor_cores)
+            k = generate_launch(pf, s, len(kernels), outer, sim, tensor_cores, async_copy)
             kernels.append(k)
             steps.append(("launch", k))
         elif isinstance(s, N.Alloc):

@@ -394,6 +394,9 @@ def _if(g, s):
 
 @STMT_RULES.register(N.For)
 def _for(g, s):
+    if id(s) in g.pipelines:  # a T.Pipelined loop with cp.async copies (pipeline.py)
+        g.pipelined_loop(s)
+        return
     name = g.bind_loop(s.var)
     g.defer_begin(s)
     g.emit(f"for {name} in range({_as(g, s.start, 'int64')}, {_as(g, s.stop, 'int64')}, {int(s.step)}):")
@@ -544,6 +547,8 @@ def _ev_compound_cond(g, s):
 
 @EVENT_RULES.register(N.Copy)
 def _ev_copy(g, s):
+    if id(s) in g.async_copies:  # issued by its pipeline, published by the pipeline's own barrier
+        return []
     ev = _region_reads(g, s.src) + _region_reads(g, s.dst) + _mem(g, s.src.buffer, "R")
     ev += g.copy_internal_events(s)
     return ev + _mem(g, s.dst.buffer, "W")

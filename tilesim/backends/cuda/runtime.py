@@ -68,12 +68,15 @@ def _np_storage(dtype: str):
 class CudaProgram(_TargetProgram):
     """A lowered tilesim program for ``target="cuda"`` (see the module docstring)."""
 
-    def __init__(self, pf: N.PrimFunc, fastmath: bool = False, sim: bool | None = None, tensor_cores: bool = False):
+    def __init__(self, pf: N.PrimFunc, fastmath: bool = False, sim: bool | None = None, tensor_cores: bool = False,
+                 async_copy: bool = False):
         self.pf = pf
         self.fastmath = bool(fastmath)
         self.sim = simulator() if sim is None else bool(sim)
         self.tensor_cores = bool(tensor_cores)
-        self.program: Program = lower_program(pf, sim=self.sim, tensor_cores=self.tensor_cores)
+        self.async_copy = bool(async_copy)
+        self.program: Program = lower_program(pf, sim=self.sim, tensor_cores=self.tensor_cores,
+                                              async_copy=self.async_copy)
         self.written = B.written_globals(pf)
 
     @property

@@ -1,0 +1,263 @@
+"""``cp.async`` software pipelining of ``T.Pipelined`` loops: a mixin of :class:`~.lower.KernelGen`.
+
+Contract
+--------
+:meth:`PipelineLowering.plan_pipelines` (run before shared memory is laid out) picks, in every
+``T.Pipelined(..., num_stages=n)`` loop with ``n >= 2`` of a launch, the *asynchronous copies*: the
+``T.copy(global → shared)`` statements that satisfy every condition below; a loop with at least one becomes
+a *pipeline*. Every other copy (and every loop without one) keeps the ordinary lowering.
+
+Conditions on a copy ``c`` directly in the body of loop ``L`` (not under an ``if``):
+
+1. the source is a global tensor that no statement of the launch writes; the destination is a whole
+   shared buffer (starts 0, extents = its shape) that no view aliases; same dtype on both sides (the copy
+   moves bytes), of 1, 2, 4 or 8 bytes;
+2. no broadcast, and the last dimension of the source pairs with the last of the destination (rows are
+   contiguous on both sides); the row is a multiple of 16 bytes, and so is every static stride of the
+   source between rows (dynamic strides, the array's address and the tile's start are checked at run time);
+3. the source's starts read no memory and name only ``L``'s variable and values bound outside ``L``; its
+   extents are static;
+4. inside the launch the destination buffer is named only inside ``L``'s body, never before ``c`` in it,
+   and written only by ``c``;
+5. ``L`` has a positive static step and contains no ``break``/``continue``; the launch is not per-thread
+   (``T.thread_binding``) code.
+
+Lowering of a pipeline with ``n`` stages (``it`` = the iteration number, from 0):
+
+* each asynchronous destination gets ``n`` copies of itself (``<name>_st``, stage ``s`` at element
+  ``s * stage_elems``; rows laid out as tensor-core operands are, so every row starts 16-byte aligned);
+  ``_smem_layout`` counts them and the over-limit error names each buffer with its stage count;
+* prologue: for ``p < n - 1``, iteration ``p``'s copies (if it exists) into stage ``p``, then
+  ``cp.async.commit_group``;
+* iteration ``it``: ``cp.async.wait_group n-2`` (so this thread's copies of iteration ``it`` have landed)
+  and ``__syncthreads`` (so every thread's have, and every thread finished iteration ``it-1``, the last
+  reader of stage ``(it-1) % n``); then iteration ``it+n-1``'s copies (if it exists) into stage
+  ``(it+n-1) % n = (it-1) % n`` and a commit; then the rest of the body, in which the destination names
+  are views of stage ``it % n``; ``cp.async.wait_group 0`` and ``__syncthreads`` after the loop (so a
+  pipeline inside an outer loop never refills a stage another thread still reads);
+* one asynchronous copy: when the whole tile's global rows are 16-byte aligned at run time (the global
+  array's address, every outer stride and the tile's start), each thread issues 16-byte chunks
+  ``_cp_async16(dst, ·, src, ·, bytes)`` with ``bytes`` the part of the chunk inside the tensor (0 for a
+  chunk outside: zero-filled, as the ordinary copy reads zeros); otherwise today's copy writes the stage
+  with ordinary stores (the barrier before the stage's compute publishes them too).
+
+The barrier pass (:mod:`.barriers`) treats an asynchronous copy as having no events, a pipeline's body
+as starting after a barrier (the one it contains) and the statements after the loop as following one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ... import dtypes as dt
+from ...ir import nodes as N
+from ...ir.queries import buffer_refs, referenced_vars
+from ...ir.traverse import binds, loads_in, regions, walk_stmts
+from . import rules as Rl
+from .codestr import _add, _mul, _prod
+from .cp_async import MAX_WAIT
+
+
+@dataclass
+class Pipeline:
+    """A ``T.Pipelined`` loop lowered with ``cp.async``: its stage count and asynchronous copies."""
+
+    loop: N.For
+    stages: int
+    copies: list = field(default_factory=list)
+
+
+def _root(x):
+    b = x.buffer if isinstance(x, N.Region) else x
+    return b.alias_of or b
+
+
+class PipelineLowering:
+    """``T.Pipelined`` with ``cp.async`` (see the module docstring)."""
+
+    # ------------------------------------------------------------------------------------------ planning
+    def plan_pipelines(self):
+        self.pipelines: dict = {}  # id(For) -> Pipeline
+        self.async_copies: set = set()  # id(Copy)
+        self.staged: dict = {}  # shared buffer uid -> stage count
+        if not self.async_copy or self.launch.thread_vars:
+            return
+        written = set()
+        for s in walk_stmts(self.launch.body):
+            written |= {_root(w).uid for w in regions(s)[1]}
+        for s in walk_stmts(self.launch.body):
+            if not (isinstance(s, N.For) and s.kind == "pipelined"):
+                continue
+            n = s.annotation("num_stages") or 0
+            if not isinstance(n, int) or n < 2 or n - 2 > MAX_WAIT or not isinstance(s.step, int) or s.step <= 0:
+                continue
+            if any(isinstance(x, (N.Break, N.Continue)) for x in walk_stmts(s.body)):
+                continue
+            inner = set()
+            for x in walk_stmts(s.body):
+                inner |= {v.uid for v in binds(x) if isinstance(v, N.Var)}
+            p = Pipeline(s, n)
+            for i, c in enumerate(s.body):
+                if isinstance(c, N.Copy) and self._async_ok(s, i, c, written, inner):
+                    p.copies.append(c)
+            if p.copies:
+                self.pipelines[id(s)] = p
+                for c in p.copies:
+                    self.async_copies.add(id(c))
+                    self.staged[c.dst.buffer.uid] = n
+
+    def _async_ok(self, loop: N.For, i: int, c: N.Copy, written: set, inner: set) -> bool:
+        src, dst = c.src, c.dst
+        b = dst.buffer
+        if self.where(src.buffer) != "global" or _root(src).uid in written:
+            return False
+        if b.alias_of is not None or self.where(b) != "shared" or b.uid in self._aliased or b.uid in self.staged:
+            return False
+        if src.buffer.dtype != b.dtype or dt.itemsize(b.dtype) not in (1, 2, 4, 8):
+            return False
+        if not all(isinstance(e, int) for e in tuple(src.extents) + tuple(dst.extents)):
+            return False
+        if tuple(dst.extents) != tuple(b.shape) or any(not (isinstance(x, N.Const) and x.value == 0)
+                                                       for x in dst.starts):
+            return False
+        if [e for e in src.extents if e != 1] != [e for e in dst.extents if e != 1] or src.extents[-1] != dst.extents[-1]:
+            return False
+        ce = 16 // int(dt.itemsize(b.dtype))
+        if dst.extents[-1] % ce:
+            return False
+        shape = src.buffer.shape
+        for d in range(len(shape) - 1):  # a static outer stride that is not a whole number of chunks
+            rest = shape[d + 1:]
+            if src.extents[d] != 1 and all(isinstance(x, int) for x in rest) and _prod(rest) % ce:
+                return False
+        if any(True for _ in loads_in(tuple(src.starts))):
+            return False
+        if set(referenced_vars(tuple(src.starts))) & inner:
+            return False
+        allocs = sum(1 for x in walk_stmts(self.launch.body) if isinstance(x, N.Alloc) and x.buffer.uid == b.uid)
+        if buffer_refs(self.launch.body, b.uid) - allocs != buffer_refs(loop.body, b.uid):
+            return False
+        if buffer_refs(tuple(loop.body[:i]), b.uid):
+            return False
+        for x in walk_stmts(loop.body):
+            if x is not c and any(_root(w).uid == b.uid for w in regions(x)[1]):
+                return False
+        return True
+
+    def stage_name(self, buf: N.Buffer) -> str:
+        """Name of the shared array holding every stage of an asynchronous copy's destination."""
+        return f"{self.arr(buf)}_st"
+
+    # ------------------------------------------------------------------------------------------ lowering
+    def pipelined_loop(self, s: N.For):
+        p = self.pipelines[id(s)]
+        n = p.stages
+        name = self.bind_loop(s.var)
+        start = self.hoist(Rl.convert(self.expr(s.start), s.start.dtype, "int64"))
+        stop = self.hoist(Rl.convert(self.expr(s.stop), s.stop.dtype, "int64"))
+        step = int(s.step)
+        pv = self.fresh("_p")
+        self.emit(f"for {pv} in range({n - 1}):  # cp.async pipeline prologue: stages 0..{n - 2}")
+        with self.indent():
+            kp = self.hoist(_add(start, _mul(pv, step)))
+            self.emit(f"if {kp} < {stop}:")
+            with self.indent():
+                self._issue(p, kp, pv)
+            self.emit("_cp_commit()")
+        self.defer_begin(s)
+        self.emit(f"for {name} in range({start}, {stop}, {step}):")
+        with self.indent():
+            it = self.fresh("_it")
+            self.emit(f"{it} = {name} - {start}" if step == 1 else f"{it} = ({name} - {start}) // {step}")
+            self.emit(f"_cp_wait{n - 2}()")
+            self.emit("cuda.syncthreads()")
+            kn = self.hoist(_add(name, (n - 1) * step))
+            self.emit(f"if {kn} < {stop}:")
+            with self.indent():
+                self._issue(p, kn, f"({it} + {n - 1}) % {n}")
+            self.emit("_cp_commit()")
+            sc = self.fresh("_sc")
+            self.emit(f"{sc} = {it} % {n}")
+            for c in p.copies:
+                self._bind_stage(c.dst.buffer, sc)
+            n0 = self.nlines()
+            self.body([x for x in s.body if id(x) not in self.async_copies])
+            if self.nlines() == n0:
+                self.emit("pass")
+        self.defer_end(s)
+        self.emit("_cp_wait0()")
+        self.emit("cuda.syncthreads()")  # no thread still reads a stage when the pipeline runs again (outer loop)
+
+    def _bind_stage(self, buf: N.Buffer, stage: str):
+        sz = self.stage_elems[buf.uid]
+        self.emit(f"{self.arr(buf)} = {self.stage_name(buf)}[{stage} * {sz}:{stage} * {sz} + {sz}]")
+
+    def _issue(self, p: Pipeline, k: str, stage: str):
+        """The asynchronous copies of the iteration whose loop variable is ``k`` into stage ``stage``."""
+        uid = p.loop.var.uid
+        saved = self.names[uid]
+        self.names[uid] = k
+        try:
+            st = self.hoist(stage)
+            for c in p.copies:
+                self._issue_copy(c, st)
+        finally:
+            self.names[uid] = saved
+
+    def _issue_copy(self, c: N.Copy, st: str):
+        src, dst = c.src, c.dst
+        item = int(dt.itemsize(src.buffer.dtype))
+        ce = 16 // item
+        ostarts = self.region_starts(src)
+        conds = self._tile_aligned(src, ostarts, ce)
+        if "False" not in conds:
+            self.emit(f"if {' and '.join(conds)}:")
+            with self.indent():
+                self._chunks(c, ostarts, st, item)
+            self.emit("else:")
+            self.push_indent()
+        self._bind_stage(dst.buffer, st)  # not aligned: the ordinary copy into the stage
+        self.tile_copy(c)
+        if "False" not in conds:
+            self.pop_indent()
+
+    def _chunks(self, c: N.Copy, ostarts, st: str, item: int):
+        """Each thread's 16-byte ``cp.async`` chunks of the tile (bytes outside the tensor zero-filled)."""
+        src, dst = c.src, c.dst
+        b = dst.buffer
+        ce = 16 // item
+        ext = list(dst.extents)
+        cpr = ext[-1] // ce
+        total = _prod(ext[:-1]) * cpr
+        nt = self.nt
+        pairing = self.pair(dst, src, True)
+        dims, gstr = self.gdims(src.buffer)
+        sstr = self.sstrides(b)
+        sz = self.stage_elems[b.uid]
+        j, q = self.fresh("_j"), self.fresh("_q")
+        self.emit(f"for {j} in range({-(-total // nt)}):")
+        self.push_indent()
+        self.emit(f"{q} = _tid + {j} * {nt}")
+        if total % nt:
+            self.emit(f"if {q} < {total}:")
+            self.push_indent()
+        rel = [None] * len(ext)
+        rel[-1] = self.hoist(f"({q} % {cpr}) * {ce}" if cpr > 1 else "0")
+        rem = f"({q} // {cpr})" if cpr > 1 else q
+        for d in range(len(ext) - 2, -1, -1):
+            if d == 0:
+                rel[d] = self.hoist(rem)
+            else:
+                rel[d] = self.hoist(f"{rem} % {ext[d]}")
+                rem = f"({rem} // {ext[d]})"
+        gidx = [self.hoist(_add(s0, rel[pd] if pd is not None else "0")) for s0, pd in zip(ostarts, pairing)]
+        inside = [f"{g} >= 0 and {g} < {d}" for g, d in zip(gidx[:-1], dims[:-1])] + [f"{gidx[-1]} >= 0"]
+        nb = self.fresh("_nb")
+        self.emit(f"{nb} = min(max({dims[-1]} - {gidx[-1]}, 0), {ce}) * {item} if ({' and '.join(inside)}) else 0")
+        gi = self.lin(gstr, gidx)
+        sidx = _add(_mul(st, sz), self.lin(sstr, rel))
+        self.emit(f"_cp_async16({self.stage_name(b)}, {sidx}, {self.arr(src.buffer)}, "
+                  f"{gi} if {nb} > 0 else 0, {nb})")
+        if total % nt:
+            self.pop_indent()
+        self.pop_indent()
