@@ -62,7 +62,7 @@ def _sf_words(v, loc, what):
                               hint="load the packed scale words into T.alloc_shared((..., n), 'uint32') first")
     if r.buffer.dtype != "uint32":
         raise KernelTypeError(f"{what} ({r.buffer.name}) is {r.buffer.dtype}; packed scale factors are uint32 words",
-                              loc)
+                              loc, hint="allocate the scale buffer as T.alloc_shared((..., 128), 'uint32')")
     ext = R.static_extents(r, what, loc)
     if any(e != 1 for e in ext[:-1]) or ext[-1] % CHUNK:
         raise KernelTypeError(f"{what} ({r.buffer.name}) has extents {tuple(ext)}; it must be whole {CHUNK}-word "
@@ -81,9 +81,11 @@ def _tmem_words(v, loc, what):
     r, axes, (rows, cols) = BS._tile(None, loc, v, what)
     if r.buffer.scope != BW.TMEM_SCOPE or r.buffer.dtype != "uint32":
         raise KernelTypeError(f"{what} ({r.buffer.name}) must be a uint32 tensor-memory tile (T.alloc_tmem(shape, "
-                              f"'uint32')), got a {r.buffer.scope} {r.buffer.dtype} buffer", loc)
+                              f"'uint32')), got a {r.buffer.scope} {r.buffer.dtype} buffer", loc,
+                              hint="allocate it with T.alloc_tmem([128, 4 * chunks], 'uint32')")
     if rows < 32:
-        raise KernelTypeError(f"{what} ({r.buffer.name}) has {rows} rows; scale factors need 32 or more lanes", loc)
+        raise KernelTypeError(f"{what} ({r.buffer.name}) has {rows} rows; scale factors need 32 or more lanes", loc,
+                              hint="allocate it with T.alloc_tmem([128, 4 * chunks], 'uint32')")
     return r, axes, (rows, cols)
 
 
@@ -198,7 +200,8 @@ def _b_tcgen05_gemm_blockscaled(tr, loc, A, B, C, SFA_tmem, SFB_tmem, transpose_
     for (r, _, _), n in ((a, "A"), (b, "B")):
         if not (dt.is_float(r.buffer.dtype) and dt.bits(r.buffer.dtype) <= 8):
             raise KernelTypeError(f"{what}: {n} ({r.buffer.name}) is {r.buffer.dtype}; block-scaled gemms take "
-                                  "fp4/fp6/fp8 operands", loc)
+                                  "fp4/fp6/fp8 operands", loc, hint="quantize the operand to float8_e4m3fn / "
+                                                                    "float4_e2m1fn with its scale factors")
     m, k = a[2][::-1] if ta else a[2]
     kb, nb = b[2][::-1] if tb else b[2]
     if k != kb:
@@ -210,12 +213,13 @@ def _b_tcgen05_gemm_blockscaled(tr, loc, A, B, C, SFA_tmem, SFB_tmem, transpose_
         g = g.value if isinstance(g, N.Const) else g
         if not isinstance(g, int) or isinstance(g, bool) or g <= 0 or g % 32:
             raise KernelTypeError(f"{what}: sf_{name[-1].lower()}_granularity_k must be a positive multiple of 32 "
-                                  f"(UE8M0 scales, one per K32 atom or more), got {g!r}", loc)
+                                  f"(UE8M0 scales, one per K32 atom or more), got {g!r}", loc,
+                                  hint="pass the K elements one scale byte covers, e.g. 32 or 128")
         sf = _tmem_words(v, loc, f"{what} {name}")
         need = -(-rows // 128) * 4
         if sf[2][1] < need:
             raise KernelTypeError(f"{what}: {name} ({sf[0].buffer.name}) has {sf[2][1]} columns; {rows} rows of "
-                                  f"scale words need {need}", loc)
+                                  f"scale words need {need}", loc, hint="4 tensor-memory columns per 128 rows")
         sfs.append((sf, g))
     ks = X.index_expr(k_start, loc)
     sa, emit_a = _scaled(tr, loc, a, 0 if ta else 1, sfs[0][0], sfs[0][1], ks, None)
