@@ -211,6 +211,10 @@ SMALL_MAIN: dict[str, dict | tuple[str, dict]] = {
     # 8192^2 by default, and its do_bench times the Triton version under TRITON_INTERPRET (~2 min a call at
     # 2048 x 512, the size of TileLang's own test_example_cast.py): 256 rows, blk_m 8 as the default
     "cast/example_per_token_cast_to_fp8.py": {"M": 256, "N": 512, "blk_m": 8},
+    # 8192^2 bfloat16 (two groups of 2048 and 6144 rows) by default: the sizes of TileLang's own
+    # test_example_cast.py (groups of 128 and 896 rows; 896 is not a multiple of the 128-row padding)
+    "cast/example_group_per_split_token_cast_to_fp8.py": {"M": 1024, "N": 1024, "BG": 2, "blk_m": 4,
+                                                          "batch_sizes": [128, 896]},
     # a 16384^3 dynamic-shape GEMM by default
     "dynamic_shape/example_dynamic.py": {"M": 1024, "N": 1024, "K": 1024},
     # 32 heads x 8192 keys by default: the fp16 einsum reference (timed by do_bench too) takes minutes on a
