@@ -342,3 +342,14 @@ def test_misuse_is_a_located_kernel_error(case, text):
 def test_float4_e2m1_unpacked_computes_as_float4_e2m1fn():
     assert T.float4_e2m1_unpacked == "float4_e2m1_unpacked"
     assert T.float4_e2m1_unpacked.tilesim_dtype == "float4_e2m1fn"
+
+
+def test_cpu_target_runs_the_2cta_path_on_the_interpreter():
+    pytest.importorskip("numba")
+    from tilesim.kernel import JITKernel
+
+    rng = np.random.default_rng(5)
+    A, B, sa, sb = _case(rng, 256, 128, 256, 128, True, "float8_e4m3fn")
+    k, ins = bs_2cta.specialize(A, B, _group_major(sa), _group_major(sb), True)
+    cpu = JITKernel(k.prim_func, out_idx=k.out_idx, target="cpu")
+    np.testing.assert_array_equal(np.asarray(cpu(*ins)), _want(A, B, sa, sb, 128, True))
