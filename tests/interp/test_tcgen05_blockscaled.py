@@ -353,3 +353,35 @@ def test_cpu_target_runs_the_2cta_path_on_the_interpreter():
     k, ins = bs_2cta.specialize(A, B, _group_major(sa), _group_major(sb), True)
     cpu = JITKernel(k.prim_func, out_idx=k.out_idx, target="cpu")
     np.testing.assert_array_equal(np.asarray(cpu(*ins)), _want(A, B, sa, sb, 128, True))
+
+
+@tilelang.jit(out_idx=[-1])
+def pair_cp_at_var_stage(blocks):
+    @T.prim_func
+    def main(S: T.Tensor((blocks, 2, 128), "uint32"), Out: T.Tensor((blocks, 128, 4), "uint32")):
+        with T.ClusterKernel(blocks, threads=128, cluster_dims=2) as bx:
+            s = T.alloc_shared((2, 128), "uint32")
+            tm = T.alloc_tmem([128, 4], "uint32")
+            f = T.alloc_fragment((128, 4), "uint32")
+            st = T.alloc_var(T.int32, init=0)
+            lead = T.alloc_var(T.int32, init=0)
+            T.copy(S[bx, :, :], s)
+            if T.block_rank_in_cluster() == 0:
+                st = 1  # only the issuing block's copy of the stage is 1
+                lead = bx
+                T.tcgen05_cp_warpx4(s[st, :], tm, use_2cta=True)
+            T.copy(tm, f)
+            T.copy(f, Out[bx, :, :])
+
+    return main
+
+
+@pytest.mark.parametrize("mode", ["batched", "serial"])
+def test_pair_issue_takes_the_issuing_blocks_values(mode):
+    """The stage index lives in a variable only the issuing block sets: the peer copies from its own shared
+    memory at the issuer's stage (the instruction names the same address in both blocks)."""
+    S = np.arange(4 * 2 * 128, dtype=np.uint32).reshape(4, 2, 128)
+    k = pair_cp_at_var_stage(4)
+    out = k(S) if mode == "batched" else k.run(S, options=SERIAL)
+    for b in range(4):
+        np.testing.assert_array_equal(np.asarray(out)[b], _cp(S[b, 1], 128, 4, 0))

@@ -23,7 +23,7 @@ program that computes each tile once do not depend on it.
 
 ``PairIssue`` (a 2-CTA instruction, ``use_2cta=True``) issued by the active blocks of a chunk runs its body in
 both blocks of each cluster that has an active block, each on its own memory, with the issuing block's values
-of every variable but the launch's block indices (an issuing pair's first active block is its issuer). It
+of every variable (``Let`` names and ``T.alloc_var`` block variables) but the launch's block indices (an issuing pair's first active block is its issuer). It
 needs clusters of 2 blocks (else a ``KernelRuntimeError``); a ``PairIssue`` inside per-thread code is refused.
 """
 
@@ -33,7 +33,7 @@ import numpy as np
 
 from ...errors import KernelRuntimeError
 from ...ir import nodes as N
-from ...ir.traverse import walk_stmts
+from ...ir.traverse import loads_in, stmt_exprs, walk_stmts
 from .exprs import ev
 from .rules import run_body
 from .state import Ctx, block_mask
@@ -130,8 +130,15 @@ def _pair_issue(s: N.PairIssue, ctx: Ctx):
     env, mask = ctx.env, ctx.mask
     ctx.env = {k: (v[issuer] if k not in ctx.block_vars and isinstance(v, np.ndarray) and v.ndim >= 1
                    and v.shape[0] == nb else v) for k, v in env.items()}
+    # block variables (T.alloc_var) the body reads: the issuer's values too (the body never writes them)
+    uids = {e.buffer.uid for st in walk_stmts(s.body) for e in loads_in(stmt_exprs(st)) if e.buffer.scope == "var"}
+    held = {u: ctx.storage[u] for u in uids if u in ctx.storage and ctx.storage[u].shape[:1] == (nb,)}
+    for u, a in held.items():
+        ctx.storage[u] = a[issuer]
     ctx.mask = None if issued.all() else np.repeat(issued, 2)
     try:
         run_body(s.body, ctx)
     finally:
         ctx.env, ctx.mask = env, mask
+        for u, a in held.items():
+            ctx.storage[u] = a
