@@ -98,6 +98,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tilelang_examples_commands import small_call_command, small_consts_command, small_globals_command
+
 REPO = Path(__file__).resolve().parents[1]
 EXCLUDED_DIRS = {"amd", "plot_layout", "visual_layout_inference"}
 WRAPPER_PREFIXES = ("test_", "regression_")
@@ -336,24 +338,6 @@ for _name in ("indice", "mask"):
         "--batch 1 --heads 8 --max_cache_seqlen 1024")  # as its TileLang sibling
 
 
-def small_globals_command(script: str, pins: dict, argv=()) -> str:
-    """``python -c`` source that runs ``script`` (command-line ``argv``) as ``__main__`` with the module-level
-    names ``pins`` pinned (a string value is Python source evaluated first)."""
-    return (f"import collections.abc, sys\n"
-            f"pins = {{k: eval(v) if isinstance(v, str) else v for k, v in {pins!r}.items()}}\n"
-            f"class Pinned(collections.abc.MutableMapping):  # module namespace: writes to pinned names are skipped\n"
-            f"    def __init__(self, g): self.g = g\n"
-            f"    def __getitem__(self, k): return self.g[k]\n"
-            f"    def __setitem__(self, k, v):\n"
-            f"        if k not in pins: self.g[k] = v\n"
-            f"    def __delitem__(self, k): del self.g[k]\n"
-            f"    def __iter__(self): return iter(self.g)\n"
-            f"    def __len__(self): return len(self.g)\n"
-            f"g = {{'__name__': '__main__', '__file__': {script!r}, '__builtins__': __builtins__, **pins}}\n"
-            f"sys.argv = [{script!r}, *{list(argv)!r}]\n"
-            f"exec(compile(open({script!r}).read(), {script!r}, 'exec'), g, Pinned(g))\n")
-
-
 # Programs whose sizes are literal constants inside their main() (no argparse option, no argument): the unchanged
 # file is loaded as a module and main() runs with those constants of its code object replaced (the source is not
 # edited; every other constant and statement is main's own).
@@ -362,34 +346,6 @@ SMALL_CONSTS: dict[str, dict] = {
     # and K % 256 == 0; its e2e check compares with x.float() @ w.float().T (1 - cosine < 1e-3)
     "blockscaled_gemm_sm100/gemm_mxfp8_blockscaled_1d1d.py": {(8192, 8192, 8192): (256, 8192, 256)},
 }
-
-
-def small_consts_command(script: str, consts: dict, argv=()) -> str:
-    """``python -c`` source that runs ``script``'s main() (command-line ``argv``) with the constants ``consts``
-    (old value -> new value) of main's code object replaced."""
-    return (f"import importlib.util, sys\n"
-            f"sys.argv = [{script!r}, *{list(argv)!r}]\n"
-            f"spec = importlib.util.spec_from_file_location('__example__', {script!r})\n"
-            f"mod = sys.modules['__example__'] = importlib.util.module_from_spec(spec)\n"
-            f"spec.loader.exec_module(mod)\n"
-            f"swap = {consts!r}\n"
-            f"code = mod.main.__code__\n"
-            f"missing = [c for c in swap if c not in code.co_consts]\n"
-            f"assert not missing, f'main() has no constant {{missing}}'\n"
-            f"mod.main.__code__ = code.replace(co_consts=tuple(swap.get(c, c) if type(c) in (int, tuple) else c "
-            f"for c in code.co_consts))\n"
-            f"mod.main()\n")
-
-
-def small_call_command(script: str, function: str, sizes: dict) -> str:
-    """``python -c`` source that runs ``script``'s main() with ``function``'s keyword arguments ``sizes``."""
-    return (f"import functools, importlib.util, sys\n"
-            f"spec = importlib.util.spec_from_file_location('__example__', {script!r})\n"
-            f"mod = sys.modules['__example__'] = importlib.util.module_from_spec(spec)\n"
-            f"spec.loader.exec_module(mod)\n"
-            f"fn = getattr(mod, {function!r})\n"
-            f"setattr(mod, {function!r}, functools.wraps(fn)(lambda *a, **k: fn(*a, **{{**k, **{sizes!r}}})))\n"
-            f"mod.main()\n")
 
 
 # sitecustomize.py for the subprocesses: torch's CUDA requests run on the CPU. Harness only.
