@@ -37,8 +37,7 @@ most ``workers`` chunks are in flight. If chunks raise, no further chunk starts,
 waited for, and the error of the earliest failing chunk in launch order is raised: every chunk before
 it has run, as in a sequential run. ``done`` is called for the chunks before the first failure.
 Each worker runs in a copy of the caller's ``contextvars`` context, under the caller's
-``numpy.errstate``. While chunks run on threads, OpenBLAS runs each product on at most
-``usable CPUs // workers`` threads (:mod:`.blas`): chunks times BLAS threads stay within the CPUs.
+``numpy.errstate``.
 
 Why the results do not depend on threading: chunks are independent (each has its own ``Ctx``,
 storage dict and window cache, and writes its own blocks' outputs), every per-block NumPy operation
@@ -60,7 +59,6 @@ import numpy as np
 
 from ...ir import nodes as N
 from ...ir.traverse import walk_stmts
-from . import blas
 
 #: Most worker threads ``threads=0`` (auto) picks.
 MAX_AUTO_THREADS = 8
@@ -198,11 +196,6 @@ def run_chunks(starts, fn, done=None, workers: int = 1):
             if done is not None:
                 done(r)
         return
-    with blas.limited(max(1, usable_cpus() // workers)):  # chunks x BLAS threads within the CPUs
-        _run_threaded(starts, fn, done, workers)
-
-
-def _run_threaded(starts, fn, done, workers: int):
     work = _Work(starts, fn)
     executor = _executor()
     # NumPy >= 2 keeps errstate in a context variable (copied); NumPy 1.x keeps it per thread
