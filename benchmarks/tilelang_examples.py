@@ -49,6 +49,8 @@ Contract
   arguments are passed; a program in
   :data:`SMALL_CALL` (its ``main()`` takes no arguments and calls a test function with hard-coded sizes) is
   loaded unchanged and ``main()`` called with that function's size arguments overridden; a program in
+  :data:`SMALL_CONSTS` (sizes as literal constants inside ``main()``) is loaded unchanged and ``main()`` run with
+  those constants of its code object replaced; a program in
   :data:`SMALL_GLOBALS` (sizes as module-level constants) runs unchanged as ``__main__`` with those module-level
   names pinned (its own assignments to them are skipped). The shim's
   ``torch.cuda.get_device_capability()`` reports 9.0, or the architecture
@@ -96,6 +98,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tilelang_examples_commands import small_call_command, small_consts_command, small_globals_command
+
 REPO = Path(__file__).resolve().parents[1]
 EXCLUDED_DIRS = {"amd", "plot_layout", "visual_layout_inference"}
 WRAPPER_PREFIXES = ("test_", "regression_")
@@ -127,6 +131,10 @@ SMALL_ARGS: dict[str, str] = {
     "attention_sink/example_gqa_sink_fwd_varlen.py": "--batch 2 --heads 16 --q_seqlen 256 --k_seqlen 256",
     "attention_sink/example_mha_sink_bwd_bhsd.py": "--h 64 --n_ctx 128 --d_head 64",
     "attention_sink/example_mha_sink_fwd_bhsd.py": "--batch 1 --heads 2 --seq_q 256 --seq_kv 256",
+    # group sizes that 128-row tiles do not divide, K four tiles (one scale word per row); few outputs: its check
+    # (1 - cosine < 1e-5) is taken with a float32 dot, sequential on the CPU: at 572 x 512 outputs an exact
+    # result (max abs error 0) reads 1 - cosine = 2e-5 there
+    "blockscaled_gemm_sm100/grouped_gemm_mxfp8_blockscaled_1d1d.py": "--batch-sizes 130,72,100 --N 256 --K 512",
     "blocksparse_attention/example_tilelang_sparse_gqa_decode_paged.py":
         "--batch 1 --heads 8 --max_cache_seqlen 1024 --num_pages 16",
     "blocksparse_attention/example_tilelang_sparse_gqa_decode_varlen_indice.py":
@@ -205,6 +213,10 @@ SMALL_MAIN: dict[str, dict | tuple[str, dict]] = {
     # 8192^2 by default, and its do_bench times the Triton version under TRITON_INTERPRET (~2 min a call at
     # 2048 x 512, the size of TileLang's own test_example_cast.py): 256 rows, blk_m 8 as the default
     "cast/example_per_token_cast_to_fp8.py": {"M": 256, "N": 512, "blk_m": 8},
+    # 8192^2 bfloat16 (two groups of 2048 and 6144 rows) by default: the sizes of TileLang's own
+    # test_example_cast.py (groups of 128 and 896 rows; 896 is not a multiple of the 128-row padding)
+    "cast/example_group_per_split_token_cast_to_fp8.py": {"M": 1024, "N": 1024, "BG": 2, "blk_m": 4,
+                                                          "batch_sizes": [128, 896]},
     # a 16384^3 dynamic-shape GEMM by default
     "dynamic_shape/example_dynamic.py": {"M": 1024, "N": 1024, "K": 1024},
     # 32 heads x 8192 keys by default: the fp16 einsum reference (timed by do_bench too) takes minutes on a
@@ -326,33 +338,14 @@ for _name in ("indice", "mask"):
         "--batch 1 --heads 8 --max_cache_seqlen 1024")  # as its TileLang sibling
 
 
-def small_globals_command(script: str, pins: dict, argv=()) -> str:
-    """``python -c`` source that runs ``script`` (command-line ``argv``) as ``__main__`` with the module-level
-    names ``pins`` pinned (a string value is Python source evaluated first)."""
-    return (f"import collections.abc, sys\n"
-            f"pins = {{k: eval(v) if isinstance(v, str) else v for k, v in {pins!r}.items()}}\n"
-            f"class Pinned(collections.abc.MutableMapping):  # module namespace: writes to pinned names are skipped\n"
-            f"    def __init__(self, g): self.g = g\n"
-            f"    def __getitem__(self, k): return self.g[k]\n"
-            f"    def __setitem__(self, k, v):\n"
-            f"        if k not in pins: self.g[k] = v\n"
-            f"    def __delitem__(self, k): del self.g[k]\n"
-            f"    def __iter__(self): return iter(self.g)\n"
-            f"    def __len__(self): return len(self.g)\n"
-            f"g = {{'__name__': '__main__', '__file__': {script!r}, '__builtins__': __builtins__, **pins}}\n"
-            f"sys.argv = [{script!r}, *{list(argv)!r}]\n"
-            f"exec(compile(open({script!r}).read(), {script!r}, 'exec'), g, Pinned(g))\n")
-
-
-def small_call_command(script: str, function: str, sizes: dict) -> str:
-    """``python -c`` source that runs ``script``'s main() with ``function``'s keyword arguments ``sizes``."""
-    return (f"import functools, importlib.util, sys\n"
-            f"spec = importlib.util.spec_from_file_location('__example__', {script!r})\n"
-            f"mod = sys.modules['__example__'] = importlib.util.module_from_spec(spec)\n"
-            f"spec.loader.exec_module(mod)\n"
-            f"fn = getattr(mod, {function!r})\n"
-            f"setattr(mod, {function!r}, functools.wraps(fn)(lambda *a, **k: fn(*a, **{{**k, **{sizes!r}}})))\n"
-            f"mod.main()\n")
+# Programs whose sizes are literal constants inside their main() (no argparse option, no argument): the unchanged
+# file is loaded as a module and main() runs with those constants of its code object replaced (the source is not
+# edited; every other constant and statement is main's own).
+SMALL_CONSTS: dict[str, dict] = {
+    # `M, N, K = 8192, 8192, 8192` in main(); the persistent 2-CTA kernel asserts N // 256 % 32 == 0 (N = 8192)
+    # and K % 256 == 0; its e2e check compares with x.float() @ w.float().T (1 - cosine < 1e-3)
+    "blockscaled_gemm_sm100/gemm_mxfp8_blockscaled_1d1d.py": {(8192, 8192, 8192): (256, 8192, 256)},
+}
 
 
 # sitecustomize.py for the subprocesses: torch's CUDA requests run on the CPU. Harness only.
@@ -600,6 +593,9 @@ def run_one(rel: str, staging: Path, work: Path, env: dict, timeout: float) -> d
         function, sizes = SMALL_CALL[rel]
         argv = [f"main() with {function}(**{sizes!r})"]
         cmd = [sys.executable, "-c", small_call_command(script.name, function, sizes)]
+    if rel in SMALL_CONSTS:
+        cmd = [sys.executable, "-c", small_consts_command(script.name, SMALL_CONSTS[rel], argv)]
+        argv = argv + [f"main() constants {SMALL_CONSTS[rel]!r}"]
     if rel in SMALL_GLOBALS:
         cmd = [sys.executable, "-c", small_globals_command(script.name, SMALL_GLOBALS[rel], argv)]
         argv = argv + [f"module-level {SMALL_GLOBALS[rel]!r}"]

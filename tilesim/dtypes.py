@@ -52,6 +52,7 @@ _ALIASES = {
     "float8_e4m3fnuz": "float8_e4m3fn",
     "e5m2": "float8_e5m2", "fp8_e5m2": "float8_e5m2",
     "float4_e2m1": "float4_e2m1fn", "e2m1": "float4_e2m1fn",
+    "float4_e2m1_unpacked": "float4_e2m1fn",  # Blackwell's one-value-per-byte fp4 operand layout: the same values
     "uint1": "bool", "boolean": "bool",
 }
 

@@ -1,5 +1,5 @@
 """Blackwell programs at tile level: tensor memory, tcgen05 gemms and their mbarrier arrivals, the SM120
-block-scaled gemm, fp4 tensors to and from torch, the refusals (2-CTA operations outside clusters, tmem scale moves, the CUDA
+block-scaled gemm, fp4 tensors to and from torch, the refusals (2-CTA operations outside clusters, misused scale moves, the CUDA
 lowering) and the cost analysis of tensor memory. Also the fix of ``T.gemm(clear_accum=<kernel expr>)``."""
 
 import ml_dtypes
@@ -12,7 +12,7 @@ import tilesim as tilelang
 import tilesim.language as T
 from tilesim.backends.interp import InterpOptions
 from tilesim.binding import numpy_to_torch, pack_fp4, unpack_fp4
-from tilesim.errors import KernelError, KernelRuntimeError, KernelSyntaxError, KernelTypeError
+from tilesim.errors import KernelError, KernelRuntimeError, KernelTypeError
 from tilesim.ir import nodes as N
 from tilesim.ir.printer import format_ir
 from tilesim.ir.traverse import walk_stmts
@@ -336,7 +336,8 @@ def _refused(case):
 
 
 @pytest.mark.parametrize("case,cls,text", [
-    ("sf-transpose", KernelSyntaxError, "T.tcgen05_sf_warp_transpose is not supported"),
+    ("sf-transpose", KernelTypeError, r"T.tcgen05_sf_warp_transpose \(a\) is float16; packed scale factors are "
+                                      "uint32 words"),
     ("2cta", KernelTypeError, "use_2cta=True\\) spreads the work over the two blocks of a cluster, but this "
                               "launch has no clusters"),
     ("arrive-2cta", KernelTypeError, "arrive_2cta=True"),

@@ -212,3 +212,21 @@ def test_conformance_extra_never_pulls_torch():
     extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["conformance"]
     names = [req.split("=")[0].split(">")[0].split("<")[0].split("[")[0].strip() for req in extra]
     assert "torch" not in names and {"triton", "fla-core"} <= set(names)
+
+
+def test_small_consts_replaces_the_constants_of_main(tmp_path):
+    (tmp_path / "prog.py").write_text(textwrap.dedent("""
+        import sys
+        def main():
+            M, N, K = 8192, 8192, 8192
+            print(M, N, K, 8192, __name__ != "__main__", sys.argv[1:])
+        if __name__ == "__main__":
+            sys.exit("must not run as __main__")
+    """))
+    src = te.small_consts_command("prog.py", {(8192, 8192, 8192): (256, 8192, 256)}, ["--x"])
+    proc = subprocess.run([sys.executable, "-c", src], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["256", "8192", "256", "8192", "True", "['--x']"]
+    missing = te.small_consts_command("prog.py", {(1, 2): (3, 4)})
+    proc = subprocess.run([sys.executable, "-c", missing], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "main() has no constant [(1, 2)]" in proc.stderr

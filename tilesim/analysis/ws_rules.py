@@ -7,6 +7,8 @@ Contract (a first model)
 * ``MBarrier``: a wait is one op with one barrier (``syncs = 1``, no work; the simulator charges the
   hardware model's barrier time); ``init`` and the arrivals cost nothing (a non-blocking arrive is one
   instruction per thread, below the model's resolution).
+* ``PairIssue`` (a 2-CTA instruction's effect in both blocks of a pair): its body is costed once, as the issuing
+  block's work (the simulator refuses cluster launches before this matters).
 * ``ClusterCancel`` (cluster launch control) is refused with a located ``KernelTypeError``: the work each
   block does depends on the order in which blocks start, which the model does not have.
 """
@@ -21,6 +23,11 @@ from .rule_tables import COST_RULES
 
 @COST_RULES.register(N.WarpSpec)
 def _warp_spec(a: Analyzer, s: N.WarpSpec):
+    return a.body(s.body)
+
+
+@COST_RULES.register(N.PairIssue)
+def _pair_issue(a: Analyzer, s: N.PairIssue):
     return a.body(s.body)
 
 

@@ -33,6 +33,7 @@ from . import (  # noqa: F401 (builder modules)
     prims,
     prims_compat,
     simplify,
+    tcgen05_sf,
     tile_schedule,
     ws_schedule,
 )

@@ -19,6 +19,6 @@ MEMORY = frozenset({N.Alloc, N.Store, N.PtrTensor})
 #: Per-thread (SIMT) statements: a barrier and an atomic that returns the previous value.
 SIMT = frozenset({N.SyncThreads, N.AtomicFetch})
 #: Warp-specialised code: mbarrier operations, ``T.ws`` warp-group bodies and cluster launch control.
-WS = frozenset({N.MBarrier, N.WarpSpec, N.ClusterCancel})
+WS = frozenset({N.MBarrier, N.WarpSpec, N.ClusterCancel, N.PairIssue})
 #: Every statement class.
 STMTS = TILE_OPS | LOOPS | CONTROL | MEMORY | SIMT | WS

@@ -420,6 +420,19 @@ class ClusterCancel(Stmt):
 
 
 @dataclass(frozen=True, slots=True)
+class PairIssue(Stmt):
+    """Statements issued by one block of a 2-block cluster that take effect in **both** blocks of the pair
+    (Blackwell ``cta_group::2`` instructions: ``T.tcgen05_cp_warpx4(..., use_2cta=True)``, the scaling step of
+    ``T.tcgen05_gemm_blockscaled(..., use_2cta=True)``). ``body`` runs in every block of each cluster with an
+    executing block, on that block's own on-chip memory, with the issuing block's values of every variable
+    except the launch's block indices (the instruction names the same addresses in both blocks). ``body``
+    holds tile-level statements only (no barriers, no control flow that differs between the pair)."""
+
+    body: Body
+    loc: Loc | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class WarpSpec(Stmt):
     """``with T.ws(*groups):``: ``body`` is executed by the threads of warp groups ``groups`` (group ``g`` is
     threads ``128 g .. 128 g + 127`` of the block). At tile level the body runs where it stands, in program

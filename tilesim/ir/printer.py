@@ -243,6 +243,12 @@ def _cluster_cancel(p, s, d):
     p.w(d, f"T.clc_try_cancel_multicast({p.region(s.result)}, {p.name(s.barrier)}[{p.e(s.index)}])")
 
 
+@STMTS.register(N.PairIssue)
+def _pair_issue(p, s, d):
+    p.w(d, "# use_2cta=True: in both blocks of the pair, with the issuing block's values")
+    p.body(s.body, d)
+
+
 @STMTS.register(N.WarpSpec)
 def _warp_spec(p, s, d):
     p.w(d, f"with T.ws({', '.join(str(g) for g in s.groups)}):  # {s.threads} threads")

@@ -77,6 +77,7 @@ DECLS: dict[type, dict[str, str]] = {
     # warp-specialised code
     N.MBarrier: {"buffer": BUFFER, "index": EXPR, "parity": EXPR, "cta": EXPR},
     N.WarpSpec: {"body": BODY},
+    N.PairIssue: {"body": BODY},
     N.ClusterCancel: {"result": REGION, "barrier": BUFFER, "index": EXPR},
     # loops
     N.For: {"var": BIND, "start": EXPR, "stop": EXPR, "body": BODY},

@@ -362,6 +362,13 @@ def _cluster_cancel(v, s, scope, ctx):
     v.expr(s.index, scope)
 
 
+@STMTS.register(N.PairIssue)
+def _pair_issue(v, s, scope, ctx):
+    if not ctx.get("launch") or ctx.get("parallel"):
+        v.bad("a 2-CTA (use_2cta=True) instruction outside a launch or inside T.Parallel", s.loc, user=True)
+    v.body(s.body, scope, ctx)
+
+
 @STMTS.register(N.WarpSpec)
 def _warp_spec(v, s, scope, ctx):
     if not ctx.get("launch") or ctx.get("parallel") or ctx.get("ws"):

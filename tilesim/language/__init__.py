@@ -44,7 +44,15 @@ from .annotate import (
     use_swizzle,
 )
 from .atomic import atomic_add, atomic_max, atomic_min  # noqa: F401
-from .blackwell import alloc_tmem, mma_gemm_blockscaled, tcgen05_gemm, tcgen05_mma_arrive  # noqa: F401
+from .blackwell import (  # noqa: F401
+    alloc_tmem,
+    mma_gemm_blockscaled,
+    tcgen05_cp_warpx4,
+    tcgen05_gemm,
+    tcgen05_gemm_blockscaled,
+    tcgen05_mma_arrive,
+    tcgen05_sf_warp_transpose,
+)
 from .cluster import (  # noqa: F401
     ClusterKernel,
     alloc_cluster_barrier,

@@ -93,11 +93,5 @@ def print(*args, msg=""):  # noqa: A001
     """Accepted; tilesim's interpreter ignores device prints."""
 
 
-_SF_TMEM = ("block-scale factors packed into tensor memory by tcgen05.cp (UE8M0 words in the hardware's warp-"
-            "transposed layout) are not modelled; T.mma_gemm_blockscaled takes the scales from shared memory")
 #: Primitives that need per-thread (SIMT) execution or Hopper async machinery tilesim does not model.
-UNSUPPORTED = {
-    "tcgen05_gemm_blockscaled": _SF_TMEM,
-    "tcgen05_cp_warpx4": _SF_TMEM,
-    "tcgen05_sf_warp_transpose": _SF_TMEM,
-}
+UNSUPPORTED: dict[str, str] = {}

@@ -16,9 +16,9 @@ tilesim interprets a program's meaning, not the chip, so these primitives mean w
   scale per ``sf_*_granularity_k`` elements of K (see :mod:`tilesim.frontend.blackwell`).
 * ``use_2cta=True`` / ``arrive_2cta=True`` (a gemm spread over the two blocks of a cluster) are given their
   meaning in :mod:`tilesim.language.cluster`.
-* The tensor-memory scale-factor moves (``T.tcgen05_cp_warpx4``, ``T.tcgen05_sf_warp_transpose``,
-  ``T.tcgen05_gemm_blockscaled``) are refused with a ``KernelSyntaxError`` naming the construct and why
-  (:data:`tilesim.language.annotate.UNSUPPORTED`).
+* The SM100 block-scaled path: ``T.tcgen05_sf_warp_transpose`` (scale words into the hardware's chunk order),
+  ``T.tcgen05_cp_warpx4`` (shared memory to tensor memory) and ``T.tcgen05_gemm_blockscaled`` (``C (+)=
+  (A · sfa) @ (B · sfb)`` with the scales read from tensor memory); see :mod:`tilesim.frontend.tcgen05_sf`.
 
 The CUDA backend refuses tensor memory (the lent GPU is an H200; sm_100 code cannot run there).
 ``docs/language.md`` ("Blackwell programs") has the details.
@@ -51,3 +51,20 @@ def mma_gemm_blockscaled(A, B, C, SFA, SFB, transpose_A=False, transpose_B=False
                          policy=GemmWarpPolicy.Square, clear_accum=False, *, k_start, sf_a_granularity_k,
                          sf_b_granularity_k, sf_layout=None):
     """SM120 block-scaled gemm: ``C += (A · sfa) @ (B · sfb)``, scales per K group (see the frontend)."""
+
+
+@marker()
+def tcgen05_sf_warp_transpose(smem_src):
+    """Permute each 128-word chunk of packed scale words in place (word ``32 q + l`` to ``4 l + q``)."""
+
+
+@marker()
+def tcgen05_cp_warpx4(smem_src, tmem_dst, tmem_col_offset=0, *, use_2cta=False):
+    """``tcgen05.cp.32x128b.warpx4`` per 128-word chunk: ``TM[r, off + 4 i + c] = S[128 i + 4 (r % 32) + c]``."""
+
+
+@marker()
+def tcgen05_gemm_blockscaled(A, B, C, SFA_tmem, SFB_tmem, transpose_A=False, transpose_B=False, clear_accum=False,
+                             wg_wait=0, mbar=None, *, k_start, sf_a_granularity_k, sf_b_granularity_k,
+                             use_2cta=False):
+    """Blackwell block-scaled gemm: ``C (+)= (A · sfa) @ (B · sfb)`` with UE8M0 scales from tensor memory."""

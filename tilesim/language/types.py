@@ -163,8 +163,9 @@ tfloat32 = _StorageAlias("tfloat32", "float32")
 #: a device address (TileLang's ``handle``): 64-bit, held as int64 (torch's ``tensor.data_ptr()`` values in an
 #: int64 tensor); ``T.make_tensor(ptr, shape, dtype)`` views the memory there (docs/language.md)
 ptr = _StorageAlias("ptr", "int64")
-float4_e2m1_unpacked = _UnsupportedDType("float4_e2m1_unpacked", "the unpacked fp4 shared-memory layout of "
-                                                                 "Blackwell tcgen05 gemms; use T.float4_e2m1fn")
+#: the fp4 operand layout of Blackwell block-scaled tcgen05 gemms in shared memory (one e2m1 value per byte; a
+#: TMA load unpacks a packed float4_e2m1fn tile into it): at tile level its values are float4_e2m1fn's
+float4_e2m1_unpacked = _StorageAlias("float4_e2m1_unpacked", "float4_e2m1fn")
 
 
 @dataclass(frozen=True)

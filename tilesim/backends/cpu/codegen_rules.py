@@ -256,8 +256,9 @@ def _sync(g: _Gen, s) -> None:
         raise Unsupported("a grid barrier (T.sync_grid)", s.loc)
 
 
-@stmt_rule(N.Launch, N.MBarrier, N.WarpSpec, N.ClusterCancel)
+@stmt_rule(N.Launch, N.MBarrier, N.WarpSpec, N.ClusterCancel, N.PairIssue)
 def _unsupported(g: _Gen, s) -> None:
     names = {N.Launch: "a launch inside a launch", N.MBarrier: "mbarriers",
-             N.WarpSpec: "warp-specialised code (T.ws)", N.ClusterCancel: "cluster launch control"}
+             N.WarpSpec: "warp-specialised code (T.ws)", N.ClusterCancel: "cluster launch control",
+             N.PairIssue: "2-CTA (use_2cta=True) tensor-memory instructions"}
     raise Unsupported(names[type(s)], s.loc)

@@ -20,6 +20,11 @@ another (``runtime.py``), driven by one :class:`Launcher` per launch:
 So with ``mode="serial"`` (one cluster per chunk) cluster 0 takes every other cluster's tile in turn; in a
 batched chunk the clusters of the chunk have all started and only later ones can be taken. Results of a
 program that computes each tile once do not depend on it.
+
+``PairIssue`` (a 2-CTA instruction, ``use_2cta=True``) issued by the active blocks of a chunk runs its body in
+both blocks of each cluster that has an active block, each on its own memory, with the issuing block's values
+of every variable (``Let`` names and ``T.alloc_var`` block variables) but the launch's block indices (an issuing pair's first active block is its issuer). It
+needs clusters of 2 blocks (else a ``KernelRuntimeError``); a ``PairIssue`` inside per-thread code is refused.
 """
 
 from __future__ import annotations
@@ -28,9 +33,10 @@ import numpy as np
 
 from ...errors import KernelRuntimeError
 from ...ir import nodes as N
-from ...ir.traverse import walk_stmts
+from ...ir.traverse import loads_in, stmt_exprs, walk_stmts
 from .exprs import ev
-from .state import Ctx
+from .rules import run_body
+from .state import Ctx, block_mask
 from .tables import STMT_RULES
 
 
@@ -102,3 +108,37 @@ def _cluster_cancel(s: N.ClusterCancel, ctx: Ctx):
         words = np.asarray(launcher.take(), dtype=st.dtype)
         base = int(r) - int(r) % cs
         st[(slice(base, base + cs),) + tuple(at[:-1]) + (slice(at[-1], at[-1] + 4),)] = words
+
+
+@STMT_RULES.register(N.PairIssue)
+def _pair_issue(s: N.PairIssue, ctx: Ctx):
+    nb = ctx.nb
+    if ctx.cluster != 2:
+        raise KernelRuntimeError(f"a 2-CTA instruction (use_2cta=True) needs a launch of 2-block clusters, this one "
+                                 f"has clusters of {ctx.cluster}", s.loc,
+                                 hint="launch with T.ClusterKernel(..., cluster_dims=2)")
+    if ctx.simt is not None and ctx.rank:
+        raise KernelRuntimeError("a 2-CTA instruction (use_2cta=True) in per-thread code is not supported", s.loc,
+                                 hint="issue it at tile level (outside T.Parallel and per-thread loops)")
+    bm = block_mask(ctx.mask, nb)
+    active = np.ones(nb, dtype=bool) if bm is None else np.asarray(bm, dtype=bool)
+    pairs = active.reshape(nb // 2, 2)
+    issued = pairs.any(axis=1)
+    if not issued.any():
+        return
+    issuer = np.repeat(np.arange(0, nb, 2) + np.argmax(pairs, axis=1), 2)
+    env, mask = ctx.env, ctx.mask
+    ctx.env = {k: (v[issuer] if k not in ctx.block_vars and isinstance(v, np.ndarray) and v.ndim >= 1
+                   and v.shape[0] == nb else v) for k, v in env.items()}
+    # block variables (T.alloc_var) the body reads: the issuer's values too (the body never writes them)
+    uids = {e.buffer.uid for st in walk_stmts(s.body) for e in loads_in(stmt_exprs(st)) if e.buffer.scope == "var"}
+    held = {u: ctx.storage[u] for u in uids if u in ctx.storage and ctx.storage[u].shape[:1] == (nb,)}
+    for u, a in held.items():
+        ctx.storage[u] = a[issuer]
+    ctx.mask = None if issued.all() else np.repeat(issued, 2)
+    try:
+        run_body(s.body, ctx)
+    finally:
+        ctx.env, ctx.mask = env, mask
+        for u, a in held.items():
+            ctx.storage[u] = a

@@ -160,6 +160,7 @@ def _launch(s: N.Launch, top: Ctx, options: InterpOptions, progress=None, index=
             ctx.shadow = shadow.chunk_shadow(top.shadow)  # global masks shared, on-chip ones per chunk
         ctx.rules = rules
         ctx.cluster = unit
+        ctx.block_vars = frozenset(v.uid for v in s.block_vars)
         ctx.clc = launcher
         if prep is not None:
             simt.enter(ctx, prep, rules)

@@ -20,7 +20,7 @@ tasks instead (``coroutines.py``): each side in lock-step for its threads, switc
   block-level ``local`` buffer of shape ``(T, *S)`` indexed by the linear thread ``t`` first (a var's
   initial value becomes a store); ``T.view`` of such a buffer is refused;
 * block-level statements (``T.copy``, ``T.gemm``, reductions, ``T.cumsum``, ``T.fill``, region
-  ``T.atomic_*``, ``T.Parallel``) run as at tile level (rank 0) through :func:`_block_level`: their
+  ``T.atomic_*``, ``T.Parallel``, 2-CTA instructions ``PairIssue``) run as at tile level (rank 0) through :func:`_block_level`: their
   operands must be the same in every thread of a block — a direct use of a thread index is refused when
   the launch is prepared; a per-thread value (a ``Let`` or a per-thread variable) is checked at run time
   and must agree across the active threads; the threads of a block must all execute the statement or
@@ -63,9 +63,9 @@ rule = STMT_RULES.register
 #: warps; programs also give tile operations to single warps: ``if tx < 32:`` with a 96-thread block)
 WARP = 32
 #: statements a whole block executes together (their operands must agree across threads)
-BLOCK_LEVEL = (N.Copy, N.Gemm, N.Reduce, N.Fill, N.Cumsum, N.Atomic, N.Parallel)
+BLOCK_LEVEL = (N.Copy, N.Gemm, N.Reduce, N.Fill, N.Cumsum, N.Atomic, N.Parallel, N.PairIssue)
 _NAMES = {N.Copy: "T.copy", N.Gemm: "T.gemm", N.Reduce: "T.reduce", N.Fill: "T.fill", N.Cumsum: "T.cumsum",
-          N.Atomic: "T.atomic", N.Parallel: "T.Parallel"}
+          N.Atomic: "T.atomic", N.Parallel: "T.Parallel", N.PairIssue: "a 2-CTA (use_2cta=True) instruction"}
 
 
 @dataclasses.dataclass

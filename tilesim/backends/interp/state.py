@@ -128,6 +128,7 @@ class Ctx:
         self.mask = None
         self.rank = 0
         self.cluster = 1  # blocks per cluster: rows r - r % cluster .. of the chunk are r's cluster
+        self.block_vars: frozenset = frozenset()  # uids of the launch's block-index variables
         self.clc = None  # the launch's cluster.Launcher when it uses cluster launch control
         self.pvars: dict[int, tuple[int, int]] = {}  # parallel var uid -> (axis, extent)
         self.loops: list[LoopFrame] = []
