@@ -5,11 +5,12 @@ Regions become loops over their non-unit extents; a copy pairs the source's non-
 trailing ones of the destination (broadcasting the rest, as the interpreter does). ``T.gemm`` takes its
 operands as tiles of the accumulator's compute type and calls ``mm`` (``np.dot``, BLAS) once per tile.
 
-A statement on whole buffers of a plain dtype (fp32/fp64: storage and compute type are one) becomes one call
-of a cached helper instead (:mod:`.prelude_tiles`: ``tile_in{n}``/``tile_out{n}`` between a global tensor and
-an entire 2-D tile, ``fill_all``, ``copy_all``, ``acc_all`` for the gemm accumulation, ``row_sum``/``row_max``/
-``row_min``): the same meaning, far less code for Numba to compile per kernel. ``_whole`` and ``_tile_call``
-state when.
+A statement on whole buffers of a plain dtype (fp32/fp64: storage and compute type are one; fp16/bf16 through
+their bit patterns) becomes one call of an external helper instead (:mod:`.prelude_tiles`: ``tile_in``/
+``tile_out`` between a global tensor of rank 1-5 and an entire 2-D tile, ``fill_all``, ``copy_all``, ``mm_acc``
+for a gemm of whole 2-D tiles, ``acc_all`` after a general ``mm``, ``row_sum``/``row_max``/``row_min``): the same
+meaning, and no helper code in the kernel for Numba and LLVM to compile again. ``_whole``, ``_tile_call`` and
+``_mm_acc`` state when; the name each call uses comes from ``_Gen.ext``, which records the helper's symbol.
 """
 
 from __future__ import annotations
