@@ -3,6 +3,12 @@
 the recogniser switched off), in place and not, 1-D and 2-D, on shapes no tile divides, with NaN, infinities
 and signed zeros among the inputs; loops of other shapes keep the element loops."""
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -146,3 +152,36 @@ def test_helpers_match_the_interpreter(data):
     np.testing.assert_array_equal(_bits(c_cpu[exact]), _bits(c_int[exact]))
     np.testing.assert_allclose(c_cpu[2:5], c_int[2:5], rtol=3e-7, atol=0)
     np.testing.assert_allclose(r_cpu, r_int, rtol=3e-7, atol=0)
+
+
+_CHILD = r"""
+import json, numpy as np
+from tilesim.examples import flash_attention
+from tilesim.kernel import JITKernel
+k = flash_attention(1, 2, 100, 64, dtype="float16")
+rng = np.random.default_rng(0)
+args = tuple(rng.standard_normal((1, 100, 2, 64)).astype(np.float16) for _ in range(3))
+kc = JITKernel(k.prim_func, out_idx=k.out_idx, target="cpu")
+out = np.asarray(kc(*args))
+fn = kc.program.launches[0].function()
+print(json.dumps({"bits": out.view(np.uint16).ravel().tolist()[:4096], "misses": sum(fn.stats.cache_misses.values()),
+                  "hits": sum(fn.stats.cache_hits.values()), "source": kc.get_kernel_source()}))
+"""
+
+
+def test_a_later_process_loads_the_cached_launch(tmp_path):
+    """The launch's cached machine code calls the helpers by symbol: a second process registers them (``need``)
+    before loading it, compiles nothing and computes the same bits."""
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, TILESIM_CACHE_DIR=str(tmp_path),
+               PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    runs = []
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True, cwd=str(root),
+                             timeout=600)
+        assert out.returncode == 0, out.stderr[-2000:]
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    first, second = runs
+    assert "need(" in first["source"] and "exp_affine(" in first["source"] and "tile_in(" in first["source"]
+    assert first["misses"] == 1 and second["misses"] == 0 and second["hits"] == 1
+    assert first["bits"] == second["bits"]

@@ -1,13 +1,11 @@
 """Whole-tile helpers that generated CPU kernels call as external functions (imported by them; imports numba).
 
-Why: a Numba function that calls another jitted function links the callee's LLVM IR into its own module, and
-LLVM then optimises and emits the callee's code again in every kernel, in every process that compiles one
-(about half of a cold attention launch's LLVM time went to re-optimising the inlined tile helpers). The helpers
-here are compiled once per machine as C-callable functions (``numba.cfunc``, ``cache=True``), registered with
-LLVM under fixed symbol names (``tilesim_cpu_<helper>_<dtype>``), and a launch calls them through an
-intrinsic that declares the symbol and emits one ``call``: nothing of the helper's body enters the launch's
-module. The launch's own disk cache (Numba's object code) refers to the symbols by name, so a generated module
-calls :func:`need` with the symbols it uses when it is imported, before its cached code is loaded.
+Why: a Numba function calling another jitted function links the callee's IR into its own module, and LLVM
+optimises and emits it again in every kernel (half of a cold attention launch's LLVM time). These helpers are
+compiled once per machine as C functions (``numba.cfunc``, ``cache=True``), registered with LLVM under fixed
+symbols (``tilesim_cpu_<helper>_<dtype>``) and called through intrinsics that emit one ``call``. A launch's
+cached machine code refers to the symbols by name: a generated module calls :func:`need` with the symbols it
+uses when it is imported, before that code is loaded.
 
 Arguments. Each helper intrinsic has a fixed list of argument kinds:
 
@@ -43,6 +41,8 @@ unknown symbol.
 """
 
 from __future__ import annotations
+
+import threading
 
 import numba
 import numpy as np
@@ -242,6 +242,7 @@ _HELPERS = {
     "exp_affine": (_exp_affine, "tttvviii", ("float32",)),
     "mask_select": (_mask_select, "t" + "i" * 7 + "vv", _F),
 }
+_NEED_LOCK = threading.RLock()
 _CFUNCS: dict = {}  # symbol -> the compiled helper (kept alive: LLVM holds only its address)
 
 
@@ -256,14 +257,17 @@ def _c_signature(helper: str, dtype: str) -> list:
 
 def need(*symbols: str) -> None:
     """Compile (or load from Numba's cache) the helpers named by ``symbols`` and register their addresses with
-    LLVM under those names; a generated module calls it before its launch is compiled or loaded."""
-    for sym in symbols:
-        if sym in _CFUNCS:
-            continue
-        helper, dtype = _SYMBOLS[sym]
-        cf = numba.cfunc(types.void(*_c_signature(helper, dtype)), cache=True, error_model="numpy")(_HELPERS[helper][0])
-        llvm_binding.add_symbol(sym, cf.address)
-        _CFUNCS[sym] = cf
+    LLVM under those names; a generated module calls it before its launch is compiled or loaded. Thread-safe
+    (the tiered target compiles on a worker thread): each symbol is compiled and registered once per process,
+    and its compiled function is kept alive for the process."""
+    with _NEED_LOCK:
+        for sym in symbols:
+            if sym in _CFUNCS:
+                continue
+            helper, dtype = _SYMBOLS[sym]
+            cf = numba.cfunc(types.void(*_c_signature(helper, dtype)), cache=True, error_model="numpy")(_HELPERS[helper][0])
+            llvm_binding.add_symbol(sym, cf.address)
+            _CFUNCS[sym] = cf
 
 
 _SYMBOLS = {extern_symbol(h, d): (h, d) for h, (_, _, dts) in _HELPERS.items() for d in dts}
