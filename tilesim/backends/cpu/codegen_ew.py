@@ -48,7 +48,6 @@ class _Loop:
         self.vars = tuple(v.uid for v in s.vars)
         self.dst = dst
         self.shape = tuple(dst.static_shape())
-        self.onchip = set()
 
     def is_x(self, e) -> bool:
         return (isinstance(e, N.Load) and _onchip(e.buffer) and e.buffer.dtype == self.dst.dtype
