@@ -68,7 +68,7 @@ def test_half_tiles_match_the_interpreter(dtype, other, data):
     ki = JITKernel(k.prim_func, out_idx=k.out_idx, target="interp")
     assert kc.program.fallback is None
     src = kc.get_kernel_source()
-    for helper in ("tile_in3(", "tile_out2(", "tile_out3(", "dec_all(", "enc_all(", "rnd_all(", "copy_all(",
+    for helper in ("tile_in(", "tile_out(", "dec_all(", "enc_all(", "rnd_all(", "copy_all(",
                    "fill_all("):
         assert helper in src, helper
     assert "T_f16[" not in src and "enc_f16(" not in src, "no element loop converts 16-bit values"

@@ -83,6 +83,19 @@ class _Gen:
     thread_lets: set = field(default_factory=set)  # per-thread values: arrays indexed by the thread ``_t``
     asserts: list = field(default_factory=list)  # T.device_assert statements, by the code their failure raises
     names: dict = field(default_factory=dict)  # (kind, uid) -> the name's number in this launch's source
+    externs: dict = field(default_factory=dict)  # symbols of the external whole-tile helpers called (ordered)
+    consts: dict = field(default_factory=dict)  # (NumPy type name, literal) -> module-level constant name
+
+    def const(self, npname: str, literal: str) -> str:
+        """A module-level constant ``np.<npname>(<literal>)``: Numba reads a global as a typed constant, one
+        load instead of an attribute lookup and a call to type and lower at every use."""
+        return self.consts.setdefault((npname, literal), f"K_{len(self.consts) + 1}")
+
+    def ext(self, helper: str, dtype: str) -> str:
+        """The name generated code calls ``helper`` (``prelude_tiles``) by, for element type ``dtype``; the
+        module registers the helper's symbol (``need``) before its launch is compiled or loaded."""
+        self.externs[extern_symbol(helper, dtype)] = None
+        return helper
 
     def canon(self, kind: str, uid: int) -> str:
         """``kind`` + a number by order of first use: the source of a program does not depend on how many
@@ -226,7 +239,12 @@ class _Gen:
         else:
             fill = str(INT_SENTINEL) if self.uninit == "nan" else "0"
             fill = str(int(np.array(int(fill)).astype(npd)))
-        self.emit(f"{self.buf(b)} = full({shape!r}, np.{npd.name}({fill}))")
+        self.emit(f"{self.buf(b)} = full({shape!r}, {self.const(npd.name, fill)})")
+
+
+def extern_symbol(helper: str, dtype: str) -> str:
+    """The LLVM symbol of a ``prelude_tiles`` helper compiled for element type ``dtype``."""
+    return f"tilesim_cpu_{helper}_{dtype}"
 
 
 def _max_dims(b: N.Buffer) -> None:
@@ -271,7 +289,10 @@ def gen_launch(pf: N.PrimFunc, launch: N.Launch, uninit: str = "nan", tf32: bool
     args = ([g.buf(b) for b in buffers] + [f"T_{g.need_narrow(d)}, P_{g.need_narrow(d)}" for d in order]
             + [g.var(v) for v in scalars] + grid_names)
     head = ["from tilesim.backends.cpu.prelude import *  # noqa: F401,F403",
-            "from tilesim.backends.cpu.prelude_tiles import *  # noqa: F401,F403", "", "",
+            "from tilesim.backends.cpu.prelude_tiles import *  # noqa: F401,F403", "",
+            f"need({', '.join(repr(x) for x in g.externs)})"]
+    head += [f"{name} = np.{t}({lit})" for (t, lit), name in g.consts.items()]
+    head += ["",
             '@njit(cache=True, error_model="numpy", nogil=True)',
             f"def launch({', '.join(args + ['_lo', '_hi'])}):",
             "    for _blk in range(_lo, _hi):"]

@@ -7,6 +7,7 @@ import math
 from ... import dtypes as dt
 from ...ir import nodes as N
 from .codegen import EXPR_RULES, STMT_RULES, Unsupported, _Gen
+from .codegen_ew import elementwise_call
 
 expr_rule = EXPR_RULES.register
 stmt_rule = STMT_RULES.register
@@ -19,12 +20,13 @@ def _const(g: _Gen, e: N.Const) -> str:
         v = float(e.value)
         lit = "np.nan" if math.isnan(v) else ("np.inf" if v == math.inf else ("-np.inf" if v == -math.inf else repr(v)))
         if e.dtype == "float64":
-            return f"np.float64({lit})"
-        out = f"np.float32({lit})"
-        return g.rnd(out, e.dtype) if e.dtype in dt.NARROW_FLOATS else out
+            return g.const("float64", lit)
+        if e.dtype in dt.NARROW_FLOATS:
+            return g.rnd(f"np.float32({lit})", e.dtype)
+        return g.const("float32", lit)
     if e.dtype == "bool":
         return "True" if e.value else "False"
-    return f"np.int64({int(e.value)})"
+    return g.const("int64", str(int(e.value)))
 
 
 @expr_rule(N.Var)
@@ -44,6 +46,13 @@ _BOOL_OPS = {"bitand": "({a} and {b})", "min": "({a} and {b})", "bitor": "({a} o
              "bitxor": "({a} != {b})"}
 
 
+#: operators whose result already has its operands' Numba type (float32/float64, or int64) when both operands
+#: have it: generated code needs no ``np.float32(...)``/``np.int64(...)`` around them (an expression of IR
+#: dtype float32 or narrower is a Numba float32, float64 a float64, any integer an int64: ``_Gen.conv``)
+_SAME_TYPE_FLOAT = frozenset({"add", "sub", "mul", "div", "min", "max"})
+_SAME_TYPE_INT = frozenset({"add", "sub", "mul", "min", "max", "bitand", "bitor", "bitxor", "shl", "shr"})
+
+
 @expr_rule(N.Binary)
 def _binary(g: _Gen, e: N.Binary) -> str:
     d = e.dtype
@@ -51,15 +60,15 @@ def _binary(g: _Gen, e: N.Binary) -> str:
     b = g.conv(g.expr(e.b), e.b.dtype, d)
     if dt.is_float(d):
         r = _FLOAT_OPS[e.op].format(a=a, b=b)
-        if d == "float64":
-            return f"np.float64({r})"
-        r = f"np.float32({r})"
+        if e.op not in _SAME_TYPE_FLOAT:
+            r = f"np.float64({r})" if d == "float64" else f"np.float32({r})"
         return g.rnd(r, d) if d in dt.NARROW_FLOATS else r
     if d == "bool":
         if e.op not in _BOOL_OPS:
             raise Unsupported(f"boolean operator {e.op}", e.loc)
         return _BOOL_OPS[e.op].format(a=a, b=b)
-    return f"np.int64({_INT_OPS[e.op].format(a=a, b=b)})"
+    r = _INT_OPS[e.op].format(a=a, b=b)
+    return r if e.op in _SAME_TYPE_INT else f"np.int64({r})"
 
 
 _CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
@@ -109,11 +118,11 @@ def _call(g: _Gen, e: N.Call) -> str:
     cd = "float32" if dt.is_float(argd) and argd != "float64" else "float64"
     args = [g.conv(g.expr(a), a.dtype, cd) for a in e.args]
     form = _MATH_F32.get(e.func) if cd == "float32" else None
-    r = (form or _MATH[e.func]).format(*args, one=f"np.{cd}(1)")
+    r = (form or _MATH[e.func]).format(*args, one=g.const(cd, "1"))
     if d == "bool":
         return r
     if dt.is_float(d):
-        return g.conv(f"np.{cd}({r})", cd, d)
+        return g.conv(r if form else f"np.{cd}({r})", cd, d)  # the float32 forms are float32 already
     return f"np.int64({r})"
 
 
@@ -211,6 +220,8 @@ def _for(g: _Gen, s: N.For) -> None:
 
 @stmt_rule(N.Parallel)
 def _parallel(g: _Gen, s: N.Parallel) -> None:
+    if elementwise_call(g, s):  # a common elementwise shape: one call of a cached helper (codegen_ew.py)
+        return
     for v, n in zip(s.vars, s.extents):
         g.emit(f"for {g.var(v)} in range({n}):")
         g.depth += 1

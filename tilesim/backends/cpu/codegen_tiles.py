@@ -5,18 +5,19 @@ Regions become loops over their non-unit extents; a copy pairs the source's non-
 trailing ones of the destination (broadcasting the rest, as the interpreter does). ``T.gemm`` takes its
 operands as tiles of the accumulator's compute type and calls ``mm`` (``np.dot``, BLAS) once per tile.
 
-A statement on whole buffers of a plain dtype (fp32/fp64: storage and compute type are one) becomes one call
-of a cached helper instead (:mod:`.prelude_tiles`: ``tile_in{n}``/``tile_out{n}`` between a global tensor and
-an entire 2-D tile, ``fill_all``, ``copy_all``, ``acc_all`` for the gemm accumulation, ``row_sum``/``row_max``/
-``row_min``): the same meaning, far less code for Numba to compile per kernel. ``_whole`` and ``_tile_call``
-state when.
+A statement on whole buffers of a plain dtype (fp32/fp64: storage and compute type are one; fp16/bf16 through
+their bit patterns) becomes one call of an external helper instead (:mod:`.prelude_tiles`: ``tile_in``/
+``tile_out`` between a global tensor of rank 1-5 and an entire 2-D tile, ``fill_all``, ``copy_all``, ``mm_acc``
+for a gemm of whole 2-D tiles, ``acc_all`` after a general ``mm``, ``row_sum``/``row_max``/``row_min``): the same
+meaning, and no helper code in the kernel for Numba and LLVM to compile again. ``_whole``, ``_tile_call`` and
+``_mm_acc`` state when; the name each call uses comes from ``_Gen.ext``, which records the helper's symbol.
 """
 
 from __future__ import annotations
 
 from ... import dtypes as dt
 from ...ir import nodes as N
-from .codegen import STMT_RULES, Unsupported, _encode_const, _Gen
+from .codegen import STMT_RULES, Unsupported, _encode_const, _Gen, onchip_dtype
 
 rule = STMT_RULES.register
 
@@ -85,9 +86,9 @@ def _whole(r: N.Region) -> bool:
 
 
 def _glob_tile(g: _Gen, s: N.Copy):
-    """``(glob, tile, args)`` when ``s`` copies between a 2-5-D global tensor and a whole 2-D on-chip tile whose
-    rows and columns are two of the global region's dims (``args``: the helper's starts, rows, cols; the starts
-    are emitted), else None."""
+    """``(glob, tile, args)`` when ``s`` copies between a 1-5-D global tensor and a whole 2-D on-chip tile whose
+    rows and columns are two of the global region's dims (``args``: the helper's five starts and the two dims;
+    the starts are emitted), else None."""
     src, dst = s.src, s.dst
     glob, tile = (src, dst) if src.scope == "global" else (dst, src)
     if glob.scope != "global" or not _whole(tile) or len(tile.buffer.shape) != 2 or not 2 <= len(glob.extents) <= 5:
@@ -95,10 +96,8 @@ def _glob_tile(g: _Gen, s: N.Copy):
     dims = _nonunit(glob)
     if len(dims) != 2 or any(glob.extents[d] != e for d, e in zip(dims, tile.buffer.shape)):
         return None
-    starts = _starts(g, glob)
-    rows = ", ".join("1" if d == dims[0] else "0" for d in range(len(starts)))
-    cols = ", ".join("1" if d == dims[1] else "0" for d in range(len(starts)))
-    return glob, tile, f"{', '.join(starts)}, {rows}, {cols}"
+    starts = _starts(g, glob) + ["0"] * (5 - len(glob.extents))
+    return glob, tile, f"{', '.join(starts)}, {dims[0]}, {dims[1]}"
 
 
 def _tile_call(g: _Gen, s: N.Copy) -> bool:
@@ -108,18 +107,17 @@ def _tile_call(g: _Gen, s: N.Copy) -> bool:
     if src.dtype != dst.dtype or src.dtype not in _PLAIN:
         return _half_call(g, s)
     if _whole(src) and _whole(dst) and src.buffer.static_shape() == dst.buffer.static_shape():
-        g.emit(f"copy_all({g.buf(src.buffer)}, {g.buf(dst.buffer)})")
+        g.emit(f"{g.ext('copy_all', src.dtype)}({g.buf(src.buffer)}, {g.buf(dst.buffer)})")
         return True
     gt = _glob_tile(g, s)
     if gt is None:
         return False
     glob, tile, args = gt
-    n = len(glob.extents)
     if glob is src:
         fill = g.safe.get(src.buffer.uid, 0)
-        g.emit(f"tile_in{n}({g.buf(src.buffer)}, {g.buf(dst.buffer)}, np.{src.dtype}({fill!r}), {args})")
+        g.emit(f"{g.ext('tile_in', src.dtype)}({g.buf(src.buffer)}, {g.buf(dst.buffer)}, {g.const(src.dtype, repr(fill))}, {args})")
     else:
-        g.emit(f"tile_out{n}({g.buf(src.buffer)}, {g.buf(dst.buffer)}, {args})")
+        g.emit(f"{g.ext('tile_out', src.dtype)}({g.buf(src.buffer)}, {g.buf(dst.buffer)}, {args})")
     return True
 
 
@@ -137,9 +135,9 @@ def _half_call(g: _Gen, s: N.Copy) -> bool:
         return False
     if _whole(src) and _whole(dst) and src.buffer.static_shape() == dst.buffer.static_shape():
         if src.dtype == dst.dtype or dst.dtype == "float32":
-            g.emit(f"copy_all({g.buf(src.buffer)}, {g.buf(dst.buffer)})")
+            g.emit(f"{g.ext('copy_all', 'float32')}({g.buf(src.buffer)}, {g.buf(dst.buffer)})")
         else:
-            g.emit(f"rnd_all({g.buf(src.buffer)}, {g.buf(dst.buffer)}, {dst.dtype == 'bfloat16'})")
+            g.emit(f"{g.ext('rnd_all', 'float32')}({g.buf(src.buffer)}, {g.buf(dst.buffer)}, {dst.dtype == 'bfloat16'})")
         return True
     if src.scope == "global" and (src.dtype not in _HALF or dst.dtype not in (src.dtype, "float32")):
         return False
@@ -149,17 +147,16 @@ def _half_call(g: _Gen, s: N.Copy) -> bool:
     if gt is None:
         return False
     glob, tile, args = gt
-    n = len(glob.extents)
     bf = glob.dtype == "bfloat16"
     x = g.fresh("x")
-    g.emit(f"{x} = full({tuple(tile.buffer.shape)!r}, np.uint16(0))")
+    g.emit(f"{x} = full({tuple(tile.buffer.shape)!r}, {g.const('uint16', '0')})")
     if glob is src:
         fill = _encode_const(g.safe.get(src.buffer.uid, 0), src.dtype, None)
-        g.emit(f"tile_in{n}({g.buf(src.buffer)}, {x}, np.uint16({fill}), {args})")
-        g.emit(f"dec_all({x}, {g.buf(dst.buffer)}, {bf})")
+        g.emit(f"{g.ext('tile_in', 'uint16')}({g.buf(src.buffer)}, {x}, {g.const('uint16', str(fill))}, {args})")
+        g.emit(f"{g.ext('dec_all', 'uint16')}({x}, {g.buf(dst.buffer)}, {bf})")
     else:
-        g.emit(f"enc_all({g.buf(src.buffer)}, {x}, {bf})")
-        g.emit(f"tile_out{n}({x}, {g.buf(dst.buffer)}, {args})")
+        g.emit(f"{g.ext('enc_all', 'float32')}({g.buf(src.buffer)}, {x}, {bf})")
+        g.emit(f"{g.ext('tile_out', 'uint16')}({x}, {g.buf(dst.buffer)}, {args})")
     return True
 
 
@@ -183,7 +180,7 @@ def _fill(g: _Gen, s: N.Fill) -> None:
     val = g.fresh("v")
     g.emit(f"{val} = {g.conv(g.expr(s.value), s.value.dtype, s.dst.dtype)}")
     if _whole(s.dst) and dt.is_float(s.dst.dtype):  # on-chip floats are stored as float32/64, ``val`` rounded
-        g.emit(f"fill_all({g.buf(s.dst.buffer)}, {val})")
+        g.emit(f"{g.ext('fill_all', onchip_dtype(s.dst.dtype).name)}({g.buf(s.dst.buffer)}, {val})")
         return
     starts = _starts(g, s.dst)
     dims = _nonunit(s.dst)
@@ -258,6 +255,19 @@ def _tile(g: _Gen, r: N.Region, acc: str, where) -> str:
     return name
 
 
+def _mm_acc(g: _Gen, s: N.Gemm, acc: str) -> bool:
+    """``T.gemm`` of whole 2-D on-chip operands and accumulator, all of the accumulator's compute type, as one
+    ``mm_acc`` call (the product and the accumulation of ``mm`` + ``acc_all``/``copy_all``, same order)."""
+    regions = (s.a, s.b, s.c)
+    if not all(_whole(r) and len(r.buffer.shape) == 2 and onchip_dtype(r.dtype).name == acc for r in regions):
+        return False
+    if s.c.dtype != acc:  # a narrow accumulator is rounded after the addition: the element loops
+        return False
+    a, b, c = (g.buf(r.buffer) for r in regions)
+    g.emit(f"{g.ext('mm_acc', acc)}({a}, {b}, {c}, {bool(s.trans_a)}, {bool(s.trans_b)}, {bool(s.clear_accum)})")
+    return True
+
+
 @rule(N.Gemm)
 def _gemm(g: _Gen, s: N.Gemm) -> None:
     if not dt.is_float(s.c.dtype):
@@ -265,6 +275,8 @@ def _gemm(g: _Gen, s: N.Gemm) -> None:
     if g.tf32 and s.a.dtype == "float32":
         raise Unsupported("TF32 gemm operands (InterpOptions.tf32)", s.loc)
     acc = "float64" if s.c.dtype == "float64" else "float32"
+    if _mm_acc(g, s, acc):
+        return
     a = _tile(g, s.a, acc, s.loc)
     b = _tile(g, s.b, acc, s.loc)
     prod = g.fresh("p")
@@ -274,7 +286,10 @@ def _gemm(g: _Gen, s: N.Gemm) -> None:
         raise Unsupported("a T.gemm accumulator outside fragment/shared memory", s.loc)
     dims = _matrix_dims(c, s.loc)
     if _whole(c) and c.dtype == acc:  # the product has the accumulator's shape (leading unit dims dropped)
-        g.emit(f"copy_all({prod}, {g.buf(c.buffer)})" if s.clear_accum else f"acc_all({g.buf(c.buffer)}, {prod})")
+        if s.clear_accum:
+            g.emit(f"{g.ext('copy_all', acc)}({prod}, {g.buf(c.buffer)})")
+        else:
+            g.emit(f"{g.ext('acc_all', acc)}({g.buf(c.buffer)}, {prod})")
         return
     starts = _starts(g, c)
     i, j = g.fresh("i"), g.fresh("j")
@@ -321,7 +336,8 @@ def _reduce(g: _Gen, s: N.Reduce) -> None:
     ct = _reduce_type(src.dtype, dst.dtype, s.kind)
     if (s.kind in ("sum", "max", "min") and src.dtype == dst.dtype == ct and ct in _PLAIN and _whole(src)
             and _whole(dst) and len(src.buffer.shape) == 2 and len(dst.buffer.shape) == 1 and s.dim == 1):
-        g.emit(f"row_{s.kind}({g.buf(src.buffer)}, {g.buf(dst.buffer)}, {bool(s.clear)})")
+        init = {"sum": "0", "max": "-np.inf", "min": "np.inf"}[s.kind]
+        g.emit(f"{g.ext('row_' + s.kind, ct)}({g.buf(src.buffer)}, {g.buf(dst.buffer)}, {g.const(ct, init)}, {bool(s.clear)})")
         return
     float_ = ct != "int64"
     expr, init = (_REDUCE if float_ else _REDUCE_INT)[s.kind]

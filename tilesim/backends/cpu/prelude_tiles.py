@@ -1,197 +1,403 @@
-"""Whole-tile helpers for generated CPU kernels (imported by them beside :mod:`.prelude`; imports numba).
+"""Whole-tile helpers that generated CPU kernels call as external functions (imported by them; imports numba).
 
-Why: Numba types, lowers and optimises every statement of a generated launch when a process first calls it
-(about 1 s per 100 lines). A tile operation written as a call to one of these functions costs the launch one
-call instead of a loop nest; the helper itself is compiled once per machine and argument types (``cache=True``)
-and LLVM still inlines it into the launch, so warm speed is that of the loops it replaces.
+Why: a Numba function calling another jitted function links the callee's IR into its own module, and LLVM
+optimises and emits it again in every kernel (half of a cold attention launch's LLVM time). These helpers are
+compiled once per machine as C functions (``numba.cfunc``, ``cache=True``), registered with LLVM under fixed
+symbols (``tilesim_cpu_<helper>_<dtype>``) and called through intrinsics that emit one ``call``. A launch's
+cached machine code refers to the symbols by name: a generated module calls :func:`need` with the symbols it
+uses when it is imported, before that code is loaded.
 
-Contract (the code generator, :mod:`.codegen_tiles`, only emits a call when it holds):
+Arguments. Each helper intrinsic has a fixed list of argument kinds:
 
-* ``fill_all(a, v)``: every element of the C-contiguous on-chip array ``a`` becomes ``v`` (already of ``a``'s
-  type). ``copy_all(src, dst)``: ``dst`` becomes ``src`` (same shape and type, both C-contiguous).
-  ``acc_all(c, p)``: ``c += p`` element by element in ``c``'s type (``p`` of the same size and type).
-* ``tile_in{n}(src, dst, fill, s0.., r0.., c0..)``: ``dst[i, j]`` (a 2-D on-chip array) becomes the guarded
-  load of the ``n``-D global ``src`` at ``s_d + i*r_d + j*c_d`` (``r``/``c`` select the source dims the tile's
-  rows and columns run along: one 1 among the ``r`` and one among the ``c``); out of range reads ``fill``.
-  ``tile_out{n}(src, dst, s0.., r0.., c0..)`` stores a 2-D on-chip ``src`` the same way, skipping elements
-  out of range.
-* ``row_sum``/``row_max``/``row_min(src, dst, clear)``: ``dst[j]`` (1-D) becomes the reduction of row ``j`` of
-  the 2-D ``src`` (float32: summed in order in float32; max/min propagate NaN), folded into ``dst[j]``'s
-  value unless ``clear``: the interpreter's ``T.reduce_*`` over the last dimension.
+* a **global view** (``g``): a C-contiguous array of rank 1-5 (what ``tilesim.binding`` passes); passed as its
+  data pointer, its shape padded to 5 dims with 1 and its strides in elements padded with 0.
+* a **tile** (``t``): a C-contiguous on-chip array; passed as its data pointer, its first extent and the
+  product of the others (rows and columns of a 2-D tile; ``n`` and 1 of a 1-D one).
+* an integer or bool (``i``: int64), or a value of the arrays' element type (``v``).
+
+The helper's element type (its symbol's suffix) is the first array argument's dtype: ``float32``, ``float64``,
+or ``uint16`` (fp16/bf16 bit patterns) where ``_HELPERS`` lists it; a call the table does not cover is a Numba
+typing error (the generator does not emit one).
+
+Contract of each helper (the code generator, :mod:`.codegen_tiles`, only emits a call when it holds; semantics
+are those of the interpreter, bit for bit):
+
+* ``fill_all(a, v)``: every element of tile ``a`` becomes ``v``. ``copy_all(src, dst)``: ``dst`` becomes
+  ``src`` (same size). ``acc_all(c, p)``: ``c += p`` element by element in ``c``'s type.
+* ``tile_in(src, dst, fill, s0..s4, rd, cd)``: ``dst[i, j]`` (a 2-D tile) becomes the global ``src`` at index
+  ``s`` with ``i`` added along dim ``rd`` and ``j`` along dim ``cd`` (``rd < cd``), or ``fill`` where that
+  index is outside ``src``. ``tile_out(src, dst, s0..s4, rd, cd)`` stores tile ``src`` into global ``dst`` the
+  same way, skipping elements outside ``dst``.
+* ``row_sum``/``row_max``/``row_min(src, dst, init, clear)``: ``dst[j]`` becomes the reduction of row ``j`` of
+  the 2-D ``src`` starting from ``init`` (0, -inf, inf; summed in order in the element type; max/min propagate
+  NaN as ``prelude.fmax``/``fmin``), folded into ``dst[j]`` unless ``clear``.
+* ``mm_acc(a, b, c, ta, tb, clear)``: ``c`` (2-D) becomes, or is incremented by, ``a @ b`` (``a.T``/``b.T``
+  where ``ta``/``tb``) computed by ``np.dot`` (BLAS) as :func:`.prelude.mm` does, then added element by element.
+* ``dec_all(bits, dst, bf)``, ``enc_all(src, bits, bf)``, ``rnd_all(src, dst, bf)``: fp16 (``bf`` false) or
+  bf16 decode, encode and rounding of whole tiles (:mod:`.prelude`'s ``dec_*``/``enc_*``/``rnd_*``).
+
+Errors: none at run time (shapes are the generator's to get right); :func:`need` raises ``KeyError`` for an
+unknown symbol.
 """
 
 from __future__ import annotations
 
+import threading
+
 import numba
 import numpy as np
+from llvmlite import binding as llvm_binding
+from llvmlite import ir as llvm_ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
 
-from .prelude import (
-    dec_bf16,
-    dec_f16,
-    enc_bf16,
-    enc_f16,
-    fmax,
-    fmin,
-    ld2,
-    ld3,
-    ld4,
-    ld5,
-    rnd_bf16,
-    rnd_f16,
-    st2,
-    st3,
-    st4,
-    st5,
-)
+from .codegen import extern_symbol
+from .prelude import dec_bf16, dec_f16, enc_bf16, enc_f16, fmax, fmin, rnd_bf16, rnd_f16
+from .prelude_ew import _exp_affine, _mask_select, _row_op
 
-_jit = numba.njit(cache=True, error_model="numpy", nogil=True)
+__all__ = ["need", "fill_all", "copy_all", "acc_all", "tile_in", "tile_out", "row_sum", "row_max", "row_min",
+           "mm_acc", "dec_all", "enc_all", "rnd_all", "row_op", "exp_affine", "mask_select"]
 
-__all__ = ["fill_all", "copy_all", "acc_all", "tile_in2", "tile_in3", "tile_in4", "tile_in5",
-           "tile_out2", "tile_out3", "tile_out4", "tile_out5", "row_sum", "row_max", "row_min",
-           "dec_all", "enc_all", "rnd_all"]
+_I = types.int64
+_NDIM = 5
+_KIND_ARGS = {"g": 1 + 2 * _NDIM, "t": 3}
 
 
-@_jit
-def fill_all(a, v):
-    f = a.reshape(a.size)
-    for i in range(f.size):
-        f[i] = v
+def _c_args(kinds: str, dtype) -> list:
+    """The C parameter types of a helper with argument ``kinds`` and element type ``dtype``."""
+    out = []
+    for k in kinds:
+        if k in _KIND_ARGS:
+            out += [types.CPointer(dtype)] + [_I] * (_KIND_ARGS[k] - 1)
+        elif k == "v":
+            out.append(dtype)
+        else:
+            out.append(_I)
+    return out
 
 
-@_jit
-def copy_all(src, dst):
-    s = src.reshape(src.size)
-    d = dst.reshape(dst.size)
-    for i in range(d.size):
+# --------------------------------------------------------------------------------- the helpers' bodies
+def _fill_all(a, n0, n1, v):
+    for i in range(n0 * n1):
+        a[i] = v
+
+
+def _copy_all(s, m0, m1, d, n0, n1):
+    for i in range(n0 * n1):
         d[i] = s[i]
 
 
-@_jit
-def acc_all(c, p):
-    cf = c.reshape(c.size)
-    pf = p.reshape(p.size)
-    for i in range(cf.size):
-        cf[i] = cf[i] + pf[i]
+def _acc_all(c, n0, n1, p, m0, m1):
+    for i in range(n0 * n1):
+        c[i] = c[i] + p[i]
 
 
-@_jit
-def tile_in2(src, dst, fill, s0, s1, r0, r1, c0, c1):
-    for i in range(dst.shape[0]):
-        for j in range(dst.shape[1]):
-            dst[i, j] = ld2(src, fill, s0 + i * r0 + j * c0, s1 + i * r1 + j * c1)
+def _tile_in(sp, a0, a1, a2, a3, a4, t0, t1, t2, t3, t4, dp, rows, cols, fill, s0, s1, s2, s3, s4, rd, cd):
+    shape = (a0, a1, a2, a3, a4)
+    stride = (t0, t1, t2, t3, t4)
+    start = (s0, s1, s2, s3, s4)
+    base = 0
+    inside = True
+    for d in range(_NDIM):
+        if d != rd and d != cd:
+            inside = inside and 0 <= start[d] < shape[d]
+            base += start[d] * stride[d]
+    c0 = start[cd]
+    lo = min(max(0, -c0), cols)
+    hi = max(min(cols, shape[cd] - c0), lo)
+    rs, cs = stride[rd], stride[cd]
+    for i in range(rows):
+        r = start[rd] + i
+        row = i * cols
+        if not (inside and 0 <= r < shape[rd]):
+            for j in range(cols):
+                dp[row + j] = fill
+            continue
+        off = base + r * rs + c0 * cs
+        for j in range(lo):
+            dp[row + j] = fill
+        if cs == 1:
+            for j in range(lo, hi):
+                dp[row + j] = sp[off + j]
+        else:
+            for j in range(lo, hi):
+                dp[row + j] = sp[off + j * cs]
+        for j in range(hi, cols):
+            dp[row + j] = fill
 
 
-@_jit
-def tile_in3(src, dst, fill, s0, s1, s2, r0, r1, r2, c0, c1, c2):
-    for i in range(dst.shape[0]):
-        for j in range(dst.shape[1]):
-            dst[i, j] = ld3(src, fill, s0 + i * r0 + j * c0, s1 + i * r1 + j * c1, s2 + i * r2 + j * c2)
+def _tile_out(sp, rows, cols, dp, a0, a1, a2, a3, a4, t0, t1, t2, t3, t4, s0, s1, s2, s3, s4, rd, cd):
+    shape = (a0, a1, a2, a3, a4)
+    stride = (t0, t1, t2, t3, t4)
+    start = (s0, s1, s2, s3, s4)
+    base = 0
+    for d in range(_NDIM):
+        if d != rd and d != cd:
+            if not 0 <= start[d] < shape[d]:
+                return
+            base += start[d] * stride[d]
+    c0 = start[cd]
+    lo = min(max(0, -c0), cols)
+    hi = max(min(cols, shape[cd] - c0), lo)
+    rs, cs = stride[rd], stride[cd]
+    for i in range(rows):
+        r = start[rd] + i
+        if 0 <= r < shape[rd]:
+            off = base + r * rs + c0 * cs
+            if cs == 1:
+                for j in range(lo, hi):
+                    dp[off + j] = sp[i * cols + j]
+            else:
+                for j in range(lo, hi):
+                    dp[off + j * cs] = sp[i * cols + j]
 
 
-@_jit
-def tile_in4(src, dst, fill, s0, s1, s2, s3, r0, r1, r2, r3, c0, c1, c2, c3):
-    for i in range(dst.shape[0]):
-        for j in range(dst.shape[1]):
-            dst[i, j] = ld4(src, fill, s0 + i * r0 + j * c0, s1 + i * r1 + j * c1, s2 + i * r2 + j * c2,
-                            s3 + i * r3 + j * c3)
+def _row_sum(sp, rows, cols, dp, n0, n1, init, clear):
+    for j in range(rows):
+        a = init
+        for k in range(cols):
+            a = a + sp[j * cols + k]
+        dp[j] = a if clear else dp[j] + a
 
 
-@_jit
-def tile_in5(src, dst, fill, s0, s1, s2, s3, s4, r0, r1, r2, r3, r4, c0, c1, c2, c3, c4):
-    for i in range(dst.shape[0]):
-        for j in range(dst.shape[1]):
-            dst[i, j] = ld5(src, fill, s0 + i * r0 + j * c0, s1 + i * r1 + j * c1, s2 + i * r2 + j * c2,
-                            s3 + i * r3 + j * c3, s4 + i * r4 + j * c4)
+def _row_max(sp, rows, cols, dp, n0, n1, init, clear):
+    for j in range(rows):
+        a = init
+        for k in range(cols):
+            a = fmax(a, sp[j * cols + k])
+        dp[j] = a if clear else fmax(dp[j], a)
 
 
-@_jit
-def tile_out2(src, dst, s0, s1, r0, r1, c0, c1):
-    for i in range(src.shape[0]):
-        for j in range(src.shape[1]):
-            st2(dst, s0 + i * r0 + j * c0, s1 + i * r1 + j * c1, src[i, j])
+def _row_min(sp, rows, cols, dp, n0, n1, init, clear):
+    for j in range(rows):
+        a = init
+        for k in range(cols):
+            a = fmin(a, sp[j * cols + k])
+        dp[j] = a if clear else fmin(dp[j], a)
 
 
-@_jit
-def tile_out3(src, dst, s0, s1, s2, r0, r1, r2, c0, c1, c2):
-    for i in range(src.shape[0]):
-        for j in range(src.shape[1]):
-            st3(dst, s0 + i * r0 + j * c0, s1 + i * r1 + j * c1, s2 + i * r2 + j * c2, src[i, j])
+def _mm_acc(ap, a0, a1, bp, b0, b1, cp, c0, c1, ta, tb, clear):
+    a = numba.carray(ap, (a0, a1))
+    b = numba.carray(bp, (b0, b1))
+    if ta and tb:
+        p = np.dot(a.T, b.T)
+    elif ta:
+        p = np.dot(a.T, b)
+    elif tb:
+        p = np.dot(a, b.T)
+    else:
+        p = np.dot(a, b)
+    f = p.reshape(p.size)
+    if clear:
+        for i in range(c0 * c1):
+            cp[i] = f[i]
+    else:
+        for i in range(c0 * c1):
+            cp[i] = cp[i] + f[i]
 
 
-@_jit
-def tile_out4(src, dst, s0, s1, s2, s3, r0, r1, r2, r3, c0, c1, c2, c3):
-    for i in range(src.shape[0]):
-        for j in range(src.shape[1]):
-            st4(dst, s0 + i * r0 + j * c0, s1 + i * r1 + j * c1, s2 + i * r2 + j * c2, s3 + i * r3 + j * c3,
-                src[i, j])
-
-
-@_jit
-def tile_out5(src, dst, s0, s1, s2, s3, s4, r0, r1, r2, r3, r4, c0, c1, c2, c3, c4):
-    for i in range(src.shape[0]):
-        for j in range(src.shape[1]):
-            st5(dst, s0 + i * r0 + j * c0, s1 + i * r1 + j * c1, s2 + i * r2 + j * c2, s3 + i * r3 + j * c3,
-                s4 + i * r4 + j * c4, src[i, j])
-
-
-@_jit
-def row_sum(src, dst, clear):
-    for j in range(src.shape[0]):
-        a = src.dtype.type(0)
-        for k in range(src.shape[1]):
-            a = a + src[j, k]
-        dst[j] = a if clear else dst[j] + a
-
-
-@_jit
-def row_max(src, dst, clear):
-    for j in range(src.shape[0]):
-        a = src.dtype.type(-np.inf)
-        for k in range(src.shape[1]):
-            a = fmax(a, src[j, k])
-        dst[j] = a if clear else fmax(dst[j], a)
-
-
-@_jit
-def row_min(src, dst, clear):
-    for j in range(src.shape[0]):
-        a = src.dtype.type(np.inf)
-        for k in range(src.shape[1]):
-            a = fmin(a, src[j, k])
-        dst[j] = a if clear else fmin(dst[j], a)
-
-
-@_jit
-def dec_all(bits, dst, bf):
-    s = bits.reshape(bits.size)
-    d = dst.reshape(dst.size)
+def _dec_all(s, m0, m1, d, n0, n1, bf):
     if bf:
-        for i in range(d.size):
+        for i in range(n0 * n1):
             d[i] = dec_bf16(s[i])
     else:
-        for i in range(d.size):
+        for i in range(n0 * n1):
             d[i] = dec_f16(s[i])
 
 
-@_jit
-def enc_all(src, bits, bf):
-    s = src.reshape(src.size)
-    d = bits.reshape(bits.size)
+def _enc_all(s, m0, m1, d, n0, n1, bf):
     if bf:
-        for i in range(d.size):
+        for i in range(n0 * n1):
             d[i] = enc_bf16(s[i])
     else:
-        for i in range(d.size):
+        for i in range(n0 * n1):
             d[i] = enc_f16(s[i])
 
 
-@_jit
-def rnd_all(src, dst, bf):
-    s = src.reshape(src.size)
-    d = dst.reshape(dst.size)
+def _rnd_all(s, m0, m1, d, n0, n1, bf):
     if bf:
-        for i in range(d.size):
+        for i in range(n0 * n1):
             d[i] = rnd_bf16(s[i])
     else:
-        for i in range(d.size):
+        for i in range(n0 * n1):
             d[i] = rnd_f16(s[i])
+
+
+_F = ("float32", "float64")
+#: helper -> (body, argument kinds, element types of its first array)
+_HELPERS = {
+    "fill_all": (_fill_all, "tv", _F),
+    "copy_all": (_copy_all, "tt", _F),
+    "acc_all": (_acc_all, "tt", _F),
+    "tile_in": (_tile_in, "gtv" + "i" * 7, _F + ("uint16",)),
+    "tile_out": (_tile_out, "tg" + "i" * 7, _F + ("uint16",)),
+    "row_sum": (_row_sum, "ttvi", _F),
+    "row_max": (_row_max, "ttvi", _F),
+    "row_min": (_row_min, "ttvi", _F),
+    "mm_acc": (_mm_acc, "tttii" + "i", _F),
+    "dec_all": (_dec_all, "tti", ("uint16",)),
+    "enc_all": (_enc_all, "tti", ("float32",)),
+    "rnd_all": (_rnd_all, "tti", ("float32",)),
+    "row_op": (_row_op, "tttii", _F),
+    "exp_affine": (_exp_affine, "tttvviii", ("float32",)),
+    "mask_select": (_mask_select, "t" + "i" * 7 + "vv", _F),
+}
+_NEED_LOCK = threading.RLock()
+_CFUNCS: dict = {}  # symbol -> the compiled helper (kept alive: LLVM holds only its address)
+
+
+def _c_signature(helper: str, dtype: str) -> list:
+    argtypes = _c_args(_HELPERS[helper][1], getattr(types, dtype))
+    if helper == "dec_all":  # bits in, float32 out
+        argtypes[3] = types.CPointer(types.float32)
+    elif helper == "enc_all":  # float32 in, bits out
+        argtypes[3] = types.CPointer(types.uint16)
+    return argtypes
+
+
+def need(*symbols: str) -> None:
+    """Compile (or load from Numba's cache) the helpers named by ``symbols`` and register their addresses with
+    LLVM under those names; a generated module calls it before its launch is compiled or loaded. Thread-safe
+    (the tiered target compiles on a worker thread): each symbol is compiled and registered once per process,
+    and its compiled function is kept alive for the process."""
+    with _NEED_LOCK:
+        for sym in symbols:
+            if sym in _CFUNCS:
+                continue
+            helper, dtype = _SYMBOLS[sym]
+            cf = numba.cfunc(types.void(*_c_signature(helper, dtype)), cache=True, error_model="numpy")(_HELPERS[helper][0])
+            llvm_binding.add_symbol(sym, cf.address)
+            _CFUNCS[sym] = cf
+
+
+_SYMBOLS = {extern_symbol(h, d): (h, d) for h, (_, _, dts) in _HELPERS.items() for d in dts}
+
+
+# ------------------------------------------------------------------------------- the calls (intrinsics)
+def _global_view(context, builder, ty, value) -> list:
+    arr = context.make_array(ty)(context, builder, value)
+    shape = cgutils.unpack_tuple(builder, arr.shape, ty.ndim)
+    strides = cgutils.unpack_tuple(builder, arr.strides, ty.ndim)
+    size = context.get_constant(types.intp, context.get_abi_sizeof(context.get_data_type(ty.dtype)))
+    one, zero = context.get_constant(types.intp, 1), context.get_constant(types.intp, 0)
+    pad = _NDIM - ty.ndim
+    return [arr.data] + list(shape) + [one] * pad + [builder.sdiv(s, size) for s in strides] + [zero] * pad
+
+
+def _tile(context, builder, ty, value) -> list:
+    arr = context.make_array(ty)(context, builder, value)
+    shape = cgutils.unpack_tuple(builder, arr.shape, ty.ndim)
+    rest = context.get_constant(types.intp, 1)
+    for n in shape[1:]:
+        rest = builder.mul(rest, n)
+    return [arr.data, shape[0], rest]
+
+
+def _call(helper: str, args: tuple):
+    """The typing result of an intrinsic calling ``helper`` with Numba types ``args`` (None: not applicable,
+    a typing error)."""
+    kinds = _HELPERS[helper][1]
+    if len(args) != len(kinds):
+        return None
+    for k, a in zip(kinds, args):
+        if (k in _KIND_ARGS) != isinstance(a, types.Array) or (k in _KIND_ARGS and a.layout != "C"):
+            return None
+        if k == "g" and not 1 <= a.ndim <= _NDIM:
+            return None
+    dtype = str(next(a for a in args if isinstance(a, types.Array)).dtype)
+    if dtype not in _HELPERS[helper][2]:
+        return None
+    sym = extern_symbol(helper, dtype)
+    need(sym)
+    cargs = _c_signature(helper, dtype)
+    sig = types.void(*(types.unliteral(a) for a in args))
+
+    def codegen(context, builder, signature, llargs):
+        vals, pos = [], 0
+        for k, ty, v in zip(kinds, signature.args, llargs):
+            if k in _KIND_ARGS:
+                part = (_global_view if k == "g" else _tile)(context, builder, ty, v)
+                part[0] = builder.bitcast(part[0], context.get_value_type(cargs[pos]))
+            else:
+                part = [context.cast(builder, v, ty, cargs[pos])]
+            vals += part
+            pos += len(part)
+        fnty = llvm_ir.FunctionType(llvm_ir.VoidType(), [context.get_value_type(t) for t in cargs])
+        builder.call(cgutils.get_or_insert_function(builder.module, fnty, sym), vals)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@intrinsic
+def fill_all(typingctx, a, v):
+    return _call("fill_all", (a, v))
+
+
+@intrinsic
+def copy_all(typingctx, src, dst):
+    return _call("copy_all", (src, dst))
+
+
+@intrinsic
+def acc_all(typingctx, c, p):
+    return _call("acc_all", (c, p))
+
+
+@intrinsic
+def tile_in(typingctx, src, dst, fill, s0, s1, s2, s3, s4, rd, cd):
+    return _call("tile_in", (src, dst, fill, s0, s1, s2, s3, s4, rd, cd))
+
+
+@intrinsic
+def tile_out(typingctx, src, dst, s0, s1, s2, s3, s4, rd, cd):
+    return _call("tile_out", (src, dst, s0, s1, s2, s3, s4, rd, cd))
+
+
+@intrinsic
+def row_sum(typingctx, src, dst, init, clear):
+    return _call("row_sum", (src, dst, init, clear))
+
+
+@intrinsic
+def row_max(typingctx, src, dst, init, clear):
+    return _call("row_max", (src, dst, init, clear))
+
+
+@intrinsic
+def row_min(typingctx, src, dst, init, clear):
+    return _call("row_min", (src, dst, init, clear))
+
+
+@intrinsic
+def mm_acc(typingctx, a, b, c, ta, tb, clear):
+    return _call("mm_acc", (a, b, c, ta, tb, clear))
+
+
+@intrinsic
+def row_op(typingctx, dst, x, r, op, same):
+    return _call("row_op", (dst, x, r, op, same))
+
+
+@intrinsic
+def exp_affine(typingctx, dst, x, r, a, b, mode, base2, same):
+    return _call("exp_affine", (dst, x, r, a, b, mode, base2, same))
+
+
+@intrinsic
+def mask_select(typingctx, dst, k1, a1, b1, k2, a2, b2, op, va, vb):
+    return _call("mask_select", (dst, k1, a1, b1, k2, a2, b2, op, va, vb))
+
+
+@intrinsic
+def dec_all(typingctx, bits, dst, bf):
+    return _call("dec_all", (bits, dst, bf))
+
+
+@intrinsic
+def enc_all(typingctx, src, bits, bf):
+    return _call("enc_all", (src, bits, bf))
+
+
+@intrinsic
+def rnd_all(typingctx, src, dst, bf):
+    return _call("rnd_all", (src, dst, bf))
