@@ -112,6 +112,9 @@ class LoweringProfile:
         spill_traffic_factor: local-memory bytes moved per spilled register byte per hot-loop
             iteration, beyond one store and one load (1 = just those two; larger when each spill
             also serialises asynchronous matrix instructions, as around wgmma accumulators).
+        spill_l1: spilled registers are L1 traffic (the core's ``l1`` cache level less the resident
+            blocks' shared memory) when the hot loop's MMA accumulators fit under the register cap and
+            the spilled bytes fit there (``sim.registers.with_spills``); else L2 requests.
         sync_load_bytes_in_flight_per_thread: bytes one thread has outstanding from global memory
             when copies are synchronous loads (no cp.async/TMA); bounds DRAM throughput by Little's
             law: ``bytes in flight × resident threads per core × active cores / DRAM latency``.
@@ -178,6 +181,7 @@ class LoweringProfile:
     row_stat_layout: str = "square"
     register_min_overhead_per_thread: int = 0
     spill_traffic_factor: float = 1.0
+    spill_l1: bool = False
     bank_conflicts: bool = False
     sync_loads_little: bool = False
     async_hit_latency: bool = False
@@ -209,7 +213,10 @@ _PROFILES = {
         # fitted (issue 15) on the one spilling TRAIN point of reports/measurements/sim_split_h200_2026-12-01.json
         # (first registry run, 256x128 bf16 GEMM at 128 threads: 1035 us): `benchmarks/sim_holdout_h200.py
         # --only train --set spill_traffic_factor=F`, linear in F, 3.3 reproduces it
-        spill_traffic_factor=3.3, bank_conflicts=True, sync_loads_little=True, async_hit_latency=True,
+        spill_traffic_factor=3.3, bank_conflicts=True,
+        # 2026-12-02 (Z2): spilled CUDA-core state beside resident MMA accumulators stays in L1 when it
+        # fits in what shared memory leaves of the combined array (sim/registers.with_spills; not fitted)
+        spill_l1=True, sync_loads_little=True, async_hit_latency=True,
         # issue 15 (2026-12-02): a barrier costs in proportion to the warps that arrive (not fitted: the
         # 1024-thread measurement scaled; the DSA indexer's 256 named barriers per iteration among 128
         # threads need it) and reductions of MMA accumulators take the MMA layout's threads

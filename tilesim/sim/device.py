@@ -323,7 +323,7 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
     k × busiest per-core resource)``.
     """
     k, limit, details = occupancy(prog, machine)
-    body = with_spills(prog, machine, details.get("spill_registers_per_thread", 0.0))
+    body = with_spills(prog, machine, details, k)
     C = machine.n_cores
     n = prog.num_blocks
     slots = C * k

@@ -16,6 +16,13 @@ Contract
   added to its innermost, most-executed loop (``prog`` is not modified): one store and one reload per
   spilled register and iteration, times ``spill_traffic_factor`` when that loop's ``T.gemm``
   accumulates across iterations (a spilled wgmma accumulator also serialises the MMAs).
+* Where spilled bytes go (``spill_l1`` profiles): local memory is cached in the core's L1, the part of
+  the combined L1/shared-memory array (a ``caches`` level ``l1`` with ``core_kind`` set: its ``bytes``
+  per core) that the resident blocks' shared memory leaves free. When the MMA accumulators of the hot
+  loop's gemms fit under the cap (what spills is CUDA-core state, e.g. the fp8 GEMM's promoted
+  accumulator beside a 128-register wgmma fragment) and the spilled bytes of the resident blocks fit in
+  that free L1, the traffic is costed at the array's bandwidth (``smem`` work), without the
+  serialisation factor; otherwise as L2 requests as before.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from ..analysis.program import Loop, Op
 from ..ir import nodes as N
 from ..ir.traverse import buffers_of, walk_stmts
 
-__all__ = ["registers", "with_spills"]
+__all__ = ["l1_free_bytes", "registers", "with_spills"]
 
 
 def registers(prog, machine, producer: int, details: dict) -> tuple[float, float]:
@@ -66,6 +73,7 @@ def registers(prog, machine, producer: int, details: dict) -> tuple[float, float
     details["registers_at_launch"] = at_launch if at_launch is not None else regs
     details["registers_demand"] = demand
     details["spill_registers_per_thread"] = spill
+    details["register_cap"] = cap
     return regs, spill
 
 
@@ -99,16 +107,7 @@ def _carries_accumulator(prog, path) -> bool:
                 fresh[st.loc] = st.c.buffer.uid
         elif isinstance(st, N.Reduce) and st.clear:
             fresh[st.loc] = st.dst.buffer.uid
-    nodes = prog.body
-    for i in path or ():
-        nodes = nodes[i].body
-    ops, stack = [], list(nodes)
-    while stack:  # program order, loops flattened
-        n = stack.pop(0)
-        if isinstance(n, Loop):
-            stack[:0] = list(n.body)
-        else:
-            ops.append(n)
+    ops = _loop_ops(prog, path)
     if not any(o.node == "Gemm" for o in ops):
         return False
     if any(o.node == "Gemm" and o.loc in fresh and fresh[o.loc] is None for o in ops):
@@ -125,20 +124,64 @@ def _carries_accumulator(prog, path) -> bool:
     return False
 
 
-def with_spills(prog, machine, spill: float):
+def _loop_ops(prog, path) -> list:
+    nodes = prog.body
+    for i in path or ():
+        nodes = nodes[i].body
+    ops, stack = [], list(nodes)
+    while stack:  # program order, loops flattened
+        n = stack.pop(0)
+        if isinstance(n, Loop):
+            stack[:0] = list(n.body)
+        else:
+            ops.append(n)
+    return ops
+
+
+def _mma_registers(prog, path) -> float:
+    """Registers per thread of the accumulators the hot loop's ``T.gemm`` statements write."""
+    locs = {o.loc for o in _loop_ops(prog, path) if o.node == "Gemm"}
+    accs = {}
+    for st in walk_stmts(list(prog.launch.body)):
+        if isinstance(st, N.Gemm) and st.loc in locs and st.c.buffer.scope in ("fragment", "local"):
+            accs[st.c.buffer.uid] = float(prog.fragment_bytes.get(st.c.buffer.name, 0.0))
+    return sum(accs.values()) / 4.0 / max(1, prog.threads)
+
+
+def l1_free_bytes(machine, blocks_per_core: int, shared_bytes: float) -> float | None:
+    """Bytes of the core's combined L1/shared array left to L1 by ``blocks_per_core`` resident blocks
+    (None: the hardware model has no per-core ``l1`` level)."""
+    l1 = next((c for c in machine.hw.caches if c.name == "l1" and c.core_kind), None)
+    if l1 is None or not l1.bytes:
+        return None
+    return max(0.0, float(l1.bytes) - blocks_per_core * float(shared_bytes))
+
+
+def with_spills(prog, machine, details: dict, blocks_per_core: int = 1):
     """``prog.body`` with the spilled registers' local-memory traffic added to its hot loop.
 
     Each hot-loop iteration stores and reloads the spilled registers of every thread
-    (``2 × spill × 4 B × threads × spill_traffic_factor``); local memory goes through L1 to L2, so the
-    bytes are costed as L2 requests (never DRAM: the lines stay on chip). ``prog`` is not modified.
+    (``2 × spill × 4 B × threads``, times ``spill_traffic_factor`` when spilled state is carried across
+    the gemm and the MMA accumulators themselves do not fit under the cap). The bytes are L1 traffic
+    (``smem`` work) when the profile's ``spill_l1`` holds, the MMA accumulators fit and the resident
+    blocks' spilled bytes fit in the L1 that shared memory leaves free; else L2 requests (never DRAM:
+    the lines stay on chip). ``prog`` is not modified.
     """
+    spill = float(details.get("spill_registers_per_thread", 0.0) or 0.0)
     if spill <= 0:
         return prog.body
     _, path = _hot_path(prog.body)
-    factor = machine.profile.spill_traffic_factor if _carries_accumulator(prog, path) else 1.0
+    p = machine.profile
+    in_l1 = False
+    if p.spill_l1:
+        free = l1_free_bytes(machine, blocks_per_core, details.get("shared_bytes", 0.0))
+        fits_mma = _mma_registers(prog, path) + p.register_min_overhead_per_thread <= details["register_cap"]
+        in_l1 = bool(free is not None and fits_mma and blocks_per_core * spill * 4.0 * prog.threads <= free)
+    factor = p.spill_traffic_factor if (not in_l1 and _carries_accumulator(prog, path)) else 1.0
     nbytes = 2.0 * spill * 4.0 * prog.threads * factor
+    work = {"smem": nbytes} if in_l1 else {"global": nbytes}
     op = Op(kind="compute", label="register spills", node="Spill", loc=prog.launch.loc, side="matrix",
-            reads=frozenset(), writes=frozenset(), work={"global": nbytes}, xfer={"registers<->local": nbytes})
+            reads=frozenset(), writes=frozenset(), work=work, xfer={"registers<->local": nbytes})
 
     def rebuild(nodes, rest):
         if not rest:

@@ -53,7 +53,7 @@ class CUDA(TileDevice):
         self.max_blocks_per_sm = int(occ.max_blocks_count or 32)
         self.max_threads_per_block = int(occ.max_threads_per_block_count or 1024)
         self.max_regs_per_thread = int(occ.max_registers_per_thread_count or 255)
-        self.l2_cache_size_bytes = int(sum(c.bytes or 0 for c in model.caches))
+        self.l2_cache_size_bytes = int(sum(c.bytes or 0 for c in model.caches if c.name != "l1"))
         self.dram_bytes_per_s = float(model.dram_bandwidth)
 
     def tensor_flops_per_s(self, dtype) -> float | None:
