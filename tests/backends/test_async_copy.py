@@ -297,7 +297,9 @@ def test_pipelined_copies_are_bitwise_on_the_gpu(K):
     for stages in (2, 3, 4):
         k = colsum(1000, K, num_stages=stages)
         jk = cuda_twin(k, async_copy=True)
-        assert "_cp_async16(" in jk.get_kernel_source()
+        # K=50: fp16 rows of 100 bytes are not whole 16-byte chunks, so the static shape keeps ordinary copies
+        # (the H200 run of 2026-12-02 failed here when this asserted cp.async for both K)
+        assert ("_cp_async16(" in jk.get_kernel_source()) == (K * 2 % 16 == 0)
         assert np.array_equal(np.asarray(jk(X)), np.asarray(interp_twin(k)(X)))
 
 
