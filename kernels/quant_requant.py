@@ -407,7 +407,7 @@ register(KernelSpec(
                   "xbh": 32, "xbw": 32, "group_size": 40, "sf_layout": "tma", "round_sf": False, "block_M": 8},
                  {"label": "ragged 13x136 fp32 -> e5m6 1x136, packed UE8M0", "M": 13, "N": 136,
                   "in_fmt": "float32", "group_size": 136, "sf_layout": "tma_ue8m0", "block_M": 4}),
-    tunables={"block_M": [1, 4, 8, 16, 32], "threads": [64, 128, 256]},
+    tunables={"block_M": [4, 8, 16, 32], "threads": [64, 128, 256]},  # TMA scale layouts: block_M % 4 == 0
     defaults={"in_fmt": "bfloat16", "fmt": "e5m6", "group_size": 128, "round_sf": True, "in_layout": "rows",
               "sf_layout": "rows", "block_M": 16, "threads": 128},
     tolerance={"exact": True}))
