@@ -85,7 +85,6 @@ class _Gen:
     names: dict = field(default_factory=dict)  # (kind, uid) -> the name's number in this launch's source
     externs: dict = field(default_factory=dict)  # symbols of the external whole-tile helpers called (ordered)
     consts: dict = field(default_factory=dict)  # (NumPy type name, literal) -> module-level constant name
-    outer: set = field(default_factory=set)  # uids of the values bound before the launch (params, dyn dims, lets)
 
     def const(self, npname: str, literal: str) -> str:
         """A module-level constant ``np.<npname>(<literal>)``: Numba reads a global as a typed constant, one
@@ -273,7 +272,6 @@ def gen_launch(pf: N.PrimFunc, launch: N.Launch, uninit: str = "nan", tf32: bool
     if launch.annotation("cluster"):
         raise Unsupported("a thread-block cluster launch (its blocks run together on the interpreter)", launch.loc)
     g = _Gen(pf, launch, uninit, tf32)
-    g.outer = {v.uid for v in list(pf.params) + list(pf.dyn_vars) + list(lets) if isinstance(v, N.Var)}
     g.safe = {uid: v for uid, v in ((b.uid, v) for b, v in dict(launch.annotation("safe_value", ())).items())}
     g.depth = 2
     grid_names = ["G0", "G1", "G2"][:len(launch.block_vars)]

@@ -8,7 +8,6 @@ from ... import dtypes as dt
 from ...ir import nodes as N
 from .codegen import EXPR_RULES, STMT_RULES, Unsupported, _Gen
 from .codegen_ew import elementwise_call
-from .codegen_kloop import kloop_call
 
 expr_rule = EXPR_RULES.register
 stmt_rule = STMT_RULES.register
@@ -216,8 +215,6 @@ def for_header(g: _Gen, s: N.For) -> str:
 
 @stmt_rule(N.For)
 def _for(g: _Gen, s: N.For) -> None:
-    if kloop_call(g, s):  # the canonical GEMM K loop: one BLAS call per block (codegen_kloop.py)
-        return
     g.nested(for_header(g, s), s.body)
 
 

@@ -255,20 +255,14 @@ def _tile(g: _Gen, r: N.Region, acc: str, where) -> str:
     return name
 
 
-def _mm_acc_ok(s: N.Gemm, acc: str) -> bool:
-    """Whole 2-D on-chip operands and accumulator, all of the accumulator's compute type ``acc`` (a narrow
-    accumulator is rounded after the addition: the element loops)."""
-    regions = (s.a, s.b, s.c)
-    return (all(_whole(r) and len(r.buffer.shape) == 2 and onchip_dtype(r.dtype).name == acc for r in regions)
-            and s.c.dtype == acc)
-
-
 def _mm_acc(g: _Gen, s: N.Gemm, acc: str) -> bool:
     """``T.gemm`` of whole 2-D on-chip operands and accumulator, all of the accumulator's compute type, as one
     ``mm_acc`` call (the product and the accumulation of ``mm`` + ``acc_all``/``copy_all``, same order)."""
-    if not _mm_acc_ok(s, acc):
-        return False
     regions = (s.a, s.b, s.c)
+    if not all(_whole(r) and len(r.buffer.shape) == 2 and onchip_dtype(r.dtype).name == acc for r in regions):
+        return False
+    if s.c.dtype != acc:  # a narrow accumulator is rounded after the addition: the element loops
+        return False
     a, b, c = (g.buf(r.buffer) for r in regions)
     g.emit(f"{g.ext('mm_acc', acc)}({a}, {b}, {c}, {bool(s.trans_a)}, {bool(s.trans_b)}, {bool(s.clear_accum)})")
     return True

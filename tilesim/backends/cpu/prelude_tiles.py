@@ -33,10 +33,6 @@ are those of the interpreter, bit for bit):
   NaN as ``prelude.fmax``/``fmin``), folded into ``dst[j]`` unless ``clear``.
 * ``mm_acc(a, b, c, ta, tb, clear)``: ``c`` (2-D) becomes, or is incremented by, ``a @ b`` (``a.T``/``b.T``
   where ``ta``/``tb``) computed by ``np.dot`` (BLAS) as :func:`.prelude.mm` does, then added element by element.
-* ``mm_panel(pa, pb, c, a1, b1, ta, tb, clear)``: a fused K loop (:mod:`.codegen_kloop`). ``pa``/``pb`` are
-  ``n`` stacked tiles (3-D, ``(n, a1, ·)``/``(n, b1, ·)``, the tiles steps ``0..n-1`` copied in); ``c`` becomes,
-  or is incremented by, ``sum_k op(pa[k]) @ op(pb[k])`` formed by one ``np.dot`` of the tiles laid side by side
-  along K (``(bm, n·bk) @ (n·bk, bn)``), then added element by element as ``mm_acc`` does.
 * ``dec_all(bits, dst, bf)``, ``enc_all(src, bits, bf)``, ``rnd_all(src, dst, bf)``: fp16 (``bf`` false) or
   bf16 decode, encode and rounding of whole tiles (:mod:`.prelude`'s ``dec_*``/``enc_*``/``rnd_*``).
 
@@ -60,7 +56,7 @@ from .prelude import dec_bf16, dec_f16, enc_bf16, enc_f16, fmax, fmin, rnd_bf16,
 from .prelude_ew import _exp_affine, _mask_select, _row_op
 
 __all__ = ["need", "fill_all", "copy_all", "acc_all", "tile_in", "tile_out", "row_sum", "row_max", "row_min",
-           "mm_acc", "mm_panel", "dec_all", "enc_all", "rnd_all", "row_op", "exp_affine", "mask_select"]
+           "mm_acc", "dec_all", "enc_all", "rnd_all", "row_op", "exp_affine", "mask_select"]
 
 _I = types.int64
 _NDIM = 5
@@ -200,33 +196,6 @@ def _mm_acc(ap, a0, a1, bp, b0, b1, cp, c0, c1, ta, tb, clear):
             cp[i] = cp[i] + f[i]
 
 
-def _mm_panel(ap, n, asz, bp, nb, bsz, cp, c0, c1, a1, b1, ta, tb, clear):
-    a2, b2 = asz // a1, bsz // b1
-    a3 = numba.carray(ap, (n, a1, a2))
-    b3 = numba.carray(bp, (n, b1, b2))
-    # op(A) is (bm, K): tiles (bm, bk) side by side, or tiles (bk, bm) stacked as they lie, transposed;
-    # op(B) is (K, bn): tiles (bk, bn) stacked as they lie, or tiles (bn, bk) side by side, transposed
-    if ta and tb:
-        bs = np.ascontiguousarray(np.transpose(b3, (1, 0, 2))).reshape(b1, n * b2)
-        p = np.dot(a3.reshape(n * a1, a2).T, bs.T)
-    elif ta:
-        p = np.dot(a3.reshape(n * a1, a2).T, b3.reshape(n * b1, b2))
-    elif tb:
-        as_ = np.ascontiguousarray(np.transpose(a3, (1, 0, 2))).reshape(a1, n * a2)
-        bs = np.ascontiguousarray(np.transpose(b3, (1, 0, 2))).reshape(b1, n * b2)
-        p = np.dot(as_, bs.T)
-    else:
-        as_ = np.ascontiguousarray(np.transpose(a3, (1, 0, 2))).reshape(a1, n * a2)
-        p = np.dot(as_, b3.reshape(n * b1, b2))
-    f = p.reshape(p.size)
-    if clear:
-        for i in range(c0 * c1):
-            cp[i] = f[i]
-    else:
-        for i in range(c0 * c1):
-            cp[i] = cp[i] + f[i]
-
-
 def _dec_all(s, m0, m1, d, n0, n1, bf):
     if bf:
         for i in range(n0 * n1):
@@ -266,7 +235,6 @@ _HELPERS = {
     "row_max": (_row_max, "ttvi", _F),
     "row_min": (_row_min, "ttvi", _F),
     "mm_acc": (_mm_acc, "tttii" + "i", _F),
-    "mm_panel": (_mm_panel, "ttt" + "i" * 5, _F),
     "dec_all": (_dec_all, "tti", ("uint16",)),
     "enc_all": (_enc_all, "tti", ("float32",)),
     "rnd_all": (_rnd_all, "tti", ("float32",)),
@@ -403,11 +371,6 @@ def row_min(typingctx, src, dst, init, clear):
 @intrinsic
 def mm_acc(typingctx, a, b, c, ta, tb, clear):
     return _call("mm_acc", (a, b, c, ta, tb, clear))
-
-
-@intrinsic
-def mm_panel(typingctx, pa, pb, c, a1, b1, ta, tb, clear):
-    return _call("mm_panel", (pa, pb, c, a1, b1, ta, tb, clear))
 
 
 @intrinsic

@@ -50,7 +50,7 @@ __all__ = ["CpuProgram"]
 log = logging.getLogger("tilesim")
 
 #: bump when the generated code's meaning changes (the disk cache is keyed by it)
-CODEGEN_VERSION = 4
+CODEGEN_VERSION = 3
 
 
 def cache_dir() -> Path:
