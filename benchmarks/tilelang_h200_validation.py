@@ -51,12 +51,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def _reg(i, kind, kernel, **params):
-    return {"id": i, "kind": kind, "source": "registry", "kernel": kernel, "params": params}
+def _module(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
 
 
-def _extra(i, kind, factory, module="extra", **params):
-    return {"id": i, "kind": kind, "source": module, "factory": factory, "params": params}
+# the sealed sets of 2026-12-02 live in their own module, which also holds the config constructors
+_SETS = _module(ROOT / "benchmarks" / "tilelang_h200_fresh_configs.py", "bench_tilelang_h200_fresh")
+_reg, _extra = _SETS._reg, _SETS._extra
 
 
 CONFIGS = [
@@ -140,14 +145,6 @@ CONFIGS = [
 ]
 
 
-def _module(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def _helpers():
     th = _module(ROOT / "benchmarks" / "tilelang_h200.py", "bench_tilelang_h200")
     rt = _module(ROOT / "benchmarks" / "registry_tilelang_h200.py", "bench_registry_tilelang_h200")
@@ -209,8 +206,7 @@ def config_set(name: str) -> list:
     (tilelang_h200_fresh_configs.py ``FRESH``/``THIRD``)."""
     if name == "main":
         return CONFIGS
-    mod = _module(ROOT / "benchmarks" / "tilelang_h200_fresh_configs.py", "bench_tilelang_h200_fresh")
-    return mod.FRESH if name == "fresh" else mod.THIRD
+    return _SETS.FRESH if name == "fresh" else _SETS.THIRD
 
 
 def run(out_path: str, dry: bool, only=None, cset: str = "main") -> dict:
