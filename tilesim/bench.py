@@ -4,7 +4,8 @@ Each target (``interp``: the NumPy interpreter; ``cpu``: the compiled CPU target
 ``target="auto"`` runs without a GPU, the interpreter until a long call has it compiled in the background)
 gets a fresh kernel: its first call (compilation included) and the median of its warm calls (for
 ``tiered``, once a compilation its first call started has ended) are printed, with the ratio of the warm
-time to the NumPy reference timed in the same run.
+time to the NumPy reference timed in the same run, alternating with it call by call (the reference's
+median over those calls is printed beside the ratio).
 
 When Triton and torch are installed, the ``gemm`` and ``attention`` rows add a ``triton-interpret`` column:
 the same kernels written in Triton, run by Triton's CPU interpreter (:mod:`tilesim.bench_triton`). JAX
@@ -47,6 +48,23 @@ def _median_time(fn, reps=5, warmup=1):
     return statistics.median(ts)
 
 
+def _paired_times(fn, ref, reps=15, warmup=1):
+    """Medians of ``fn`` and ``ref`` timed alternately (call of one, call of the other, ``reps`` times): on a
+    shared machine whose speed drifts, a ratio of times taken minutes apart measures the drift too."""
+    for _ in range(warmup):
+        fn()
+        ref()
+    ts, tr = [], []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        t1 = time.perf_counter()
+        ref()
+        ts.append(t1 - t0)
+        tr.append(time.perf_counter() - t1)
+    return statistics.median(ts), statistics.median(tr)
+
+
 def _ref_attention(q, k, v, causal=True):
     """NumPy attention on (B, S, H, D) arrays, float32 math."""
     q, k, v = (x.astype(np.float32) for x in (q, k, v))
@@ -72,7 +90,10 @@ def _await_tier_up(kernel) -> None:
         wait()
 
 
-def _targets_row(kernel, args, targets, t_ref, out, label, ref_name, check, triton=None):
+def _targets_row(kernel, args, targets, ref, out, label, ref_name, check, triton=None):
+    """One benchmark row. Each target's warm time is paired with the reference ``ref`` (a callable): the two
+    are timed alternately (:func:`_paired_times`) and the ratio is of those two medians."""
+    t_ref = _median_time(ref, reps=9)
     row = {"ref_s": t_ref}
     parts = []
     for t in targets:
@@ -81,12 +102,13 @@ def _targets_row(kernel, args, targets, t_ref, out, label, ref_name, check, trit
         res = kt(*args)
         first = time.perf_counter() - t0
         _await_tier_up(kt)
-        warm = _median_time(lambda kt=kt: kt(*args), reps=5)
+        warm, paired = _paired_times(lambda kt=kt: kt(*args), ref)
         fb = getattr(kt.program, "fallback", None)
-        row[t] = {"first_s": first, "warm_s": warm, "ratio": warm / t_ref, "rel_err": check(res),
-                  "fallback": fb}
+        row[t] = {"first_s": first, "warm_s": warm, "ref_paired_s": paired, "ratio": warm / paired,
+                  "rel_err": check(res), "fallback": fb}
         parts.append(f"{t}{' (fell back to the interpreter)' if fb else ''}: warm {warm * 1e3:8.2f} ms "
-                     f"({warm / t_ref:5.2f}x) first {first:6.2f} s, rel err {row[t]['rel_err']:.1e}")
+                     f"({warm / paired:5.2f}x {ref_name} {paired * 1e3:.2f} ms) first {first:6.2f} s, "
+                     f"rel err {row[t]['rel_err']:.1e}")
     tri = triton_column(triton, args) if triton else None
     if tri is not None:
         first, warm, res = tri
@@ -104,8 +126,7 @@ def bench_gemm(out, targets=("interp",)):
     b = rng.standard_normal((K, N), dtype=np.float32)
     k = matmul(M, N, K, 64, 64, 32, dtype="float32")
     exact = a.astype(np.float64) @ b
-    t_np = _median_time(lambda: np.matmul(a, b), reps=9)
-    row = _targets_row(k, (a, b), targets, t_np, out, "gemm 512x512x512 fp32, tiles 64x64x32", "numpy.matmul",
+    row = _targets_row(k, (a, b), targets, lambda: np.matmul(a, b), out, "gemm 512x512x512 fp32, tiles 64x64x32", "numpy.matmul",
                        lambda c: float(np.linalg.norm(c - exact) / np.linalg.norm(exact)), triton="gemm")
     return {"name": "gemm_512", **row}
 
@@ -116,8 +137,7 @@ def bench_attention(out, targets=("interp",)):
     q, k_, v = (rng.standard_normal(shape, dtype=np.float32) for _ in range(3))
     kern = flash_attention(1, 1, 256, 64, dtype="float32")
     ref = _ref_attention(q, k_, v)
-    t_np = _median_time(lambda: _ref_attention(q, k_, v), reps=9)
-    row = _targets_row(kern, (q, k_, v), targets, t_np, out, "flash-attn fwd causal 1x256, d=64, tiles 64x64",
+    row = _targets_row(kern, (q, k_, v), targets, lambda: _ref_attention(q, k_, v), out, "flash-attn fwd causal 1x256, d=64, tiles 64x64",
                        "numpy reference", lambda o: float(np.linalg.norm(o - ref) / np.linalg.norm(ref)),
                        triton="attention")
     return {"name": "attention_256", **row}

@@ -16,7 +16,8 @@ integer sentinel (``InterpOptions.uninit``). Out-of-range global reads give 0 (o
 and out-of-range global writes are skipped; on-chip indices are in range by the frontend's checks.
 
 Equal to the interpreter bit for bit except: sums (reductions, gemm) add in a different order
-(``T.gemm`` through BLAS per tile; the interpreter may fuse a whole K loop into one product), and math
+(``T.gemm`` through BLAS per tile, unless the K loop is fused as the interpreter fuses it:
+:mod:`.codegen_gemm_loop`), and math
 intrinsics come from LLVM's libm rather than NumPy's (last-place differences). ``docs/cpu-backend.md``
 gives the tolerances the tests use.
 
@@ -41,6 +42,8 @@ from . import narrow
 EXPR_RULES = RuleTable("cpu target expressions", groups=G.EXPRS)
 #: the per-thread body generator (``codegen_simt.gen_simt_body``, which imports this module)
 SIMT_BODY: list = []
+#: the K loops the runtime may fuse (``codegen_gemm_loop.fusable_loops``, which imports this module)
+FUSABLE: list = []
 STMT_RULES = RuleTable("cpu target statements", groups=G.STMTS)
 
 __all__ = ["EXPR_RULES", "STMT_RULES", "Unsupported", "LaunchSource", "gen_launch"]
@@ -63,6 +66,7 @@ class LaunchSource:
     asserts: list  # T.device_assert statements: AssertionError(k) means asserts[k] failed
     scalars: list  # Var (scalar params, dyn dims) in argument order
     parallel: bool
+    fused: list = field(default_factory=list)  # (loop, gemm, clear, tiles): arguments FP<k>, FS<k> (codegen_gemm_loop.py)
 
 
 #: 16-bit floats converted by bit arithmetic (``prelude.dec_*``/``enc_*``/``rnd_*``), no table argument
@@ -85,6 +89,9 @@ class _Gen:
     names: dict = field(default_factory=dict)  # (kind, uid) -> the name's number in this launch's source
     externs: dict = field(default_factory=dict)  # symbols of the external whole-tile helpers called (ordered)
     consts: dict = field(default_factory=dict)  # (NumPy type name, literal) -> module-level constant name
+    fused: dict = field(default_factory=dict)  # id(loop) -> k: K loops whose group products the runtime may pass
+    fused_gemms: list = field(default_factory=list)  # k -> (gemm, clear) (codegen_gemm_loop.py)
+    fused_tiles: dict = field(default_factory=dict)  # uid of a fusable loop's operand tile -> k
 
     def const(self, npname: str, literal: str) -> str:
         """A module-level constant ``np.<npname>(<literal>)``: Numba reads a global as a typed constant, one
@@ -239,7 +246,9 @@ class _Gen:
         else:
             fill = str(INT_SENTINEL) if self.uninit == "nan" else "0"
             fill = str(int(np.array(int(fill)).astype(npd)))
-        self.emit(f"{self.buf(b)} = full({shape!r}, {self.const(npd.name, fill)})")
+        if b.uid in self.fused_tiles:  # never read when the runtime passes the loop's products
+            shape = f"({shape!r} if FS{self.fused_tiles[b.uid]}[0] == 0 else {(1,) * len(shape)!r})"
+        self.emit(f"{self.buf(b)} = full({shape!s}, {self.const(npd.name, fill)})")
 
 
 def extern_symbol(helper: str, dtype: str) -> str:
@@ -274,6 +283,13 @@ def gen_launch(pf: N.PrimFunc, launch: N.Launch, uninit: str = "nan", tf32: bool
     g = _Gen(pf, launch, uninit, tf32)
     g.safe = {uid: v for uid, v in ((b.uid, v) for b, v in dict(launch.annotation("safe_value", ())).items())}
     g.depth = 2
+    buffers = [p for p in pf.params if isinstance(p, N.Buffer)] + list(workspaces)
+    scalars = [p for p in pf.params if isinstance(p, N.Var)] + list(pf.dyn_vars) + list(lets)
+    fused = [] if launch.thread_vars else FUSABLE[0](launch, {v.uid for v in scalars})
+    for k, (loop, gemm, clear, tiles) in enumerate(fused):
+        g.fused[id(loop)] = k
+        g.fused_gemms.append((gemm, clear))
+        g.fused_tiles.update(dict.fromkeys(tiles, k))
     grid_names = ["G0", "G1", "G2"][:len(launch.block_vars)]
     for d, v in enumerate(launch.block_vars):
         stride = "*".join(grid_names[:d]) or "1"
@@ -283,11 +299,9 @@ def gen_launch(pf: N.PrimFunc, launch: N.Launch, uninit: str = "nan", tf32: bool
     else:
         g.body(launch.body)
     parallel = not has_atomics(launch.body)
-    buffers = [p for p in pf.params if isinstance(p, N.Buffer)] + list(workspaces)
-    scalars = [p for p in pf.params if isinstance(p, N.Var)] + list(pf.dyn_vars) + list(lets)
     order = sorted(g.narrow, key=g.narrow.get)
     args = ([g.buf(b) for b in buffers] + [f"T_{g.need_narrow(d)}, P_{g.need_narrow(d)}" for d in order]
-            + [g.var(v) for v in scalars] + grid_names)
+            + [g.var(v) for v in scalars] + [f"FP{k}, FS{k}" for k in range(len(fused))] + grid_names)
     head = ["from tilesim.backends.cpu.prelude import *  # noqa: F401,F403",
             "from tilesim.backends.cpu.prelude_tiles import *  # noqa: F401,F403", "",
             f"need({', '.join(repr(x) for x in g.externs)})"]
@@ -296,7 +310,7 @@ def gen_launch(pf: N.PrimFunc, launch: N.Launch, uninit: str = "nan", tf32: bool
             '@njit(cache=True, error_model="numpy", nogil=True)',
             f"def launch({', '.join(args + ['_lo', '_hi'])}):",
             "    for _blk in range(_lo, _hi):"]
-    return LaunchSource("\n".join(head + g.lines) + "\n", buffers, order, g.asserts, scalars, parallel)
+    return LaunchSource("\n".join(head + g.lines) + "\n", buffers, order, g.asserts, scalars, parallel, fused)
 
 
 # rules live in codegen_rules.py (expressions, statements) and codegen_tiles.py (tile operations)

@@ -8,6 +8,7 @@ from ... import dtypes as dt
 from ...ir import nodes as N
 from .codegen import EXPR_RULES, STMT_RULES, Unsupported, _Gen
 from .codegen_ew import elementwise_call
+from .codegen_gemm_loop import emit_fused
 
 expr_rule = EXPR_RULES.register
 stmt_rule = STMT_RULES.register
@@ -215,7 +216,11 @@ def for_header(g: _Gen, s: N.For) -> str:
 
 @stmt_rule(N.For)
 def _for(g: _Gen, s: N.For) -> None:
-    g.nested(for_header(g, s), s.body)
+    k = g.fused.get(id(s))
+    if k is None:
+        g.nested(for_header(g, s), s.body)
+    else:  # a tiled-GEMM K loop whose group products the runtime may compute (codegen_gemm_loop.py)
+        emit_fused(g, s, k, lambda: g.nested(for_header(g, s), s.body))
 
 
 @stmt_rule(N.Parallel)

@@ -27,7 +27,8 @@ are those of the interpreter, bit for bit):
 * ``tile_in(src, dst, fill, s0..s4, rd, cd)``: ``dst[i, j]`` (a 2-D tile) becomes the global ``src`` at index
   ``s`` with ``i`` added along dim ``rd`` and ``j`` along dim ``cd`` (``rd < cd``), or ``fill`` where that
   index is outside ``src``. ``tile_out(src, dst, s0..s4, rd, cd)`` stores tile ``src`` into global ``dst`` the
-  same way, skipping elements outside ``dst``.
+  same way, skipping elements outside ``dst``. ``tile_add(src, dst, s0..s4, rd, cd)``: ``dst[i, j] += src[...]``
+  over the same window, which lies inside ``src`` (no bounds checks).
 * ``row_sum``/``row_max``/``row_min(src, dst, init, clear)``: ``dst[j]`` becomes the reduction of row ``j`` of
   the 2-D ``src`` starting from ``init`` (0, -inf, inf; summed in order in the element type; max/min propagate
   NaN as ``prelude.fmax``/``fmin``), folded into ``dst[j]`` unless ``clear``.
@@ -55,7 +56,7 @@ from .codegen import extern_symbol
 from .prelude import dec_bf16, dec_f16, enc_bf16, enc_f16, fmax, fmin, rnd_bf16, rnd_f16
 from .prelude_ew import _exp_affine, _mask_select, _row_op
 
-__all__ = ["need", "fill_all", "copy_all", "acc_all", "tile_in", "tile_out", "row_sum", "row_max", "row_min",
+__all__ = ["need", "fill_all", "copy_all", "acc_all", "tile_in", "tile_add", "tile_out", "row_sum", "row_max", "row_min",
            "mm_acc", "dec_all", "enc_all", "rnd_all", "row_op", "exp_affine", "mask_select"]
 
 _I = types.int64
@@ -124,6 +125,25 @@ def _tile_in(sp, a0, a1, a2, a3, a4, t0, t1, t2, t3, t4, dp, rows, cols, fill, s
                 dp[row + j] = sp[off + j * cs]
         for j in range(hi, cols):
             dp[row + j] = fill
+
+
+def _tile_add(sp, a0, a1, a2, a3, a4, t0, t1, t2, t3, t4, dp, rows, cols, s0, s1, s2, s3, s4, rd, cd):
+    stride = (t0, t1, t2, t3, t4)
+    start = (s0, s1, s2, s3, s4)
+    base = 0
+    for d in range(_NDIM):
+        if d != rd and d != cd:
+            base += start[d] * stride[d]
+    rs, cs = stride[rd], stride[cd]
+    for i in range(rows):
+        off = base + (start[rd] + i) * rs + start[cd] * cs
+        row = i * cols
+        if cs == 1:
+            for j in range(cols):
+                dp[row + j] = dp[row + j] + sp[off + j]
+        else:
+            for j in range(cols):
+                dp[row + j] = dp[row + j] + sp[off + j * cs]
 
 
 def _tile_out(sp, rows, cols, dp, a0, a1, a2, a3, a4, t0, t1, t2, t3, t4, s0, s1, s2, s3, s4, rd, cd):
@@ -231,6 +251,7 @@ _HELPERS = {
     "acc_all": (_acc_all, "tt", _F),
     "tile_in": (_tile_in, "gtv" + "i" * 7, _F + ("uint16",)),
     "tile_out": (_tile_out, "tg" + "i" * 7, _F + ("uint16",)),
+    "tile_add": (_tile_add, "gt" + "i" * 7, _F),
     "row_sum": (_row_sum, "ttvi", _F),
     "row_max": (_row_max, "ttvi", _F),
     "row_min": (_row_min, "ttvi", _F),
@@ -346,6 +367,11 @@ def acc_all(typingctx, c, p):
 @intrinsic
 def tile_in(typingctx, src, dst, fill, s0, s1, s2, s3, s4, rd, cd):
     return _call("tile_in", (src, dst, fill, s0, s1, s2, s3, s4, rd, cd))
+
+
+@intrinsic
+def tile_add(typingctx, src, dst, s0, s1, s2, s3, s4, rd, cd):
+    return _call("tile_add", (src, dst, s0, s1, s2, s3, s4, rd, cd))
 
 
 @intrinsic

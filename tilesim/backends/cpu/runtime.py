@@ -34,6 +34,7 @@ from ... import optional
 from ...errors import KernelRuntimeError
 from ...ir import nodes as N
 from .. import Program
+from ..interp import gemm_loop
 from ..interp import run as interp_run
 from ..interp.exprs import ev
 from ..interp.options import InterpOptions
@@ -50,7 +51,7 @@ __all__ = ["CpuProgram"]
 log = logging.getLogger("tilesim")
 
 #: bump when the generated code's meaning changes (the disk cache is keyed by it)
-CODEGEN_VERSION = 3
+CODEGEN_VERSION = 4
 
 
 def cache_dir() -> Path:
@@ -192,12 +193,16 @@ class CpuProgram(Program):
         for d in c.src.narrow:
             args += [narrow.decode_table(d), narrow.encode_args(d)[0]]
         args += [_scalar_arg(top.env[v.uid], v.dtype) for v in c.src.scalars]
+        args += _group_products(c, grid, top, run_blocks)
         total = int(np.prod(grid)) if grid else 1
         if not run_blocks:
             c.function()(*args, *grid, 0, 0)  # compiles (or loads from the disk cache) and runs no block
             return total
+        # a launch whose K loops were fused runs its (light) blocks on this thread: BLAS's threads, just used
+        # for the products, keep spinning on the other cores for a while and a pool there would fight them
+        fused = any(a[0] for a in args[len(args) - 2 * len(c.src.fused) + 1::2]) if c.src.fused else False
         try:
-            _run_blocks(c.function(), args + grid, total, c.src.parallel)
+            _run_blocks(c.function(), args + grid, total, c.src.parallel and not fused)
         except ZeroDivisionError as e:
             raise KernelRuntimeError(str(e), c.launch.loc) from None
         except AssertionError as e:
@@ -207,11 +212,30 @@ class CpuProgram(Program):
         return total
 
 
+def _group_products(c: _Compiled, grid: list, top: Ctx, run_blocks: bool) -> list:
+    """The arguments ``FP<k>, FS<k>`` of the launch's fusable K loops (``codegen_gemm_loop.py``): every
+    group's product, computed here with BLAS's threads before the blocks run, or a placeholder and
+    ``use = 0`` (the blocks run the loop as written)."""
+    if not c.src.fused:
+        return []
+    plans = gemm_loop.plan_launch(c.launch, tuple(grid), top.env) if run_blocks else {}
+    top.safe = dict(c.launch.annotation("safe_value", ()))
+    out = []
+    for loop, gemm, _clear, _tiles in c.src.fused:
+        plan = plans.get(id(loop))
+        got = None if plan is None or plan.barriers else gemm_loop.launch_products(plan, top)
+        if got is None:
+            out += [np.zeros((1, 1, 1), dtype=dt.compute_dtype(gemm.c.dtype)), np.zeros(4, dtype=np.int64)]
+        else:
+            out += [got[0], np.array((1,) + got[1], dtype=np.int64)]
+    return out
+
+
 def _run_blocks(fn, args: list, total: int, parallel: bool) -> None:
     """Blocks ``0 .. total-1``: split over the thread pool when the launch allows it (the compiled function
     releases the GIL), else in launch order on this thread."""
     n = _workers() if parallel else 1
-    if not fn.signatures:
+    if n > 1 and total >= 2 * n and not fn.signatures:
         fn(*args, 0, 0)  # compile (or load from the disk cache) on this thread, running no block
     if n <= 1 or total < 2 * n:
         fn(*args, 0, total)

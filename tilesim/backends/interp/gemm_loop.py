@@ -42,14 +42,14 @@ marked initialised).
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ... import dtypes as dt
 from ...ir import nodes as N
 from ...ir.queries import buffer_refs, referenced_vars
-from ...ir.traverse import walk_stmts
+from ...ir.traverse import loads_in, walk_stmts
 from . import memory
 from .exprs import ev
 from .state import Ctx
@@ -74,6 +74,9 @@ class GemmLoopPlan:
     block_vars: tuple  # uids of the launch's block variables (bx, by, bz order)
     clear: bool = False  # the body clears C at the first step (``if k == start: T.fill(C, 0)``)
     barriers: tuple = ()  # the mbarrier commits/waits after the gemm, replayed per step
+    outer: tuple | None = None  # uids of the outer values the copies' starts name (with the steps and the group
+    # they fix the windows); None: a start reads memory, the windows are found on every call
+    memo: dict = field(default_factory=dict, compare=False, hash=False)  # where operands lie (``_operand``)
 
 
 # ------------------------------------------------------------------------------------------- planning
@@ -192,7 +195,9 @@ def _plan(launch: N.Launch, grid: tuple, outer: set) -> dict:
             group = "row"
         else:
             continue
-        plans[id(st)] = GemmLoopPlan(st, ca, cb, g, group, (gx, gy, gz), ta, tb, tuple(bv), clear, barriers)
+        # the windows are a function of the steps, the group and these outer values unless a start reads memory
+        names = None if any(loads_in(tuple(ca.src.starts) + tuple(cb.src.starts))) else tuple(sorted((used_a | used_b) & outer))
+        plans[id(st)] = GemmLoopPlan(st, ca, cb, g, group, (gx, gy, gz), ta, tb, tuple(bv), clear, barriers, names)
     return plans
 
 
@@ -204,11 +209,10 @@ def _window_starts(cp: N.Copy, ctx: Ctx, env: dict, n: int) -> list:
     return [np.broadcast_to(np.asarray(x, dtype=np.int64), (n,)) for x in starts]
 
 
-def _slab(cp: N.Copy, trans: bool, ctx: Ctx, starts: list, nk: int, nw: int, k_axis: int, acc, tf32: bool):
-    """The group's whole operand as one slice of the source tensor, when its ``nk × nw`` windows
-    ((k, window) order) tile a rectangle of it exactly and in bounds; else None. ``k_axis``: the op-form
-    axis K runs along (1 for A, 0 for B)."""
-    st = ctx.storage[cp.src.buffer.uid]
+def _slab_index(cp: N.Copy, trans: bool, st: np.ndarray, starts: list, nk: int, nw: int, k_axis: int):
+    """Where the group's whole operand lies in the source tensor ``st`` as one slice — ``(index, dims)``
+    — when its ``nk × nw`` windows ((k, window) order) tile a rectangle of it exactly and in bounds; else
+    None. ``k_axis``: the op-form axis K runs along (1 for A, 0 for B)."""
     exts = [int(e) for e in cp.src.extents]
     dims = [d for d, e in enumerate(exts) if e != 1]
     if len(dims) != 2 or any(int(x.min()) != int(x.max()) for d, x in enumerate(starts) if d not in dims):
@@ -229,7 +233,14 @@ def _slab(cp: N.Copy, trans: bool, ctx: Ctx, starts: list, nk: int, nw: int, k_a
         if lo < 0 or hi > st.shape[d]:
             return None
         idx[d] = slice(lo, hi)
-    m = st[tuple(idx)].reshape([st[tuple(idx)].shape[d] for d in dims])
+    return tuple(idx), tuple(dims)
+
+
+def _slab(cp: N.Copy, trans: bool, st: np.ndarray, where, acc, tf32: bool) -> np.ndarray:
+    """The operand :func:`_slab_index` located, as the gemm reads it (conversion, TF32, op form)."""
+    idx, dims = where
+    m = st[idx]
+    m = m.reshape([m.shape[d] for d in dims])
     m = dt.widen(dt.convert(m, cp.dst.buffer.dtype), acc)
     if tf32:
         m = dt.to_tf32(m)
@@ -258,15 +269,26 @@ def _tiles(cp: N.Copy, trans: bool, ctx: Ctx, env: dict, n: int, acc, tf32: bool
     return out.swapaxes(1, 2) if trans else out
 
 
-def _operand(cp: N.Copy, trans: bool, ctx: Ctx, env: dict, nk: int, nw: int, k_axis: int, acc, tf32: bool):
+def _operand(cp: N.Copy, trans: bool, ctx: Ctx, env_of, nk: int, nw: int, k_axis: int, acc, tf32: bool,
+             memo: dict, key):
     """A group's operand over K in op form — (nw·rows, nk·K tile) for A (``k_axis=1``), (nk·K tile,
     nw·cols) for B (``k_axis=0``): a slice of the tensor when the tiles cover a rectangle of it, else
-    the tiles gathered ((k, window) order) into a scratch array."""
+    the tiles gathered ((k, window) order) into a scratch array. ``env_of()``: the windows' variables as
+    length-``nk·nw`` arrays. ``memo[key]`` keeps where the slice is (or that there is none) for later
+    calls with the same ``key`` (the values the windows depend on)."""
     n = nk * nw
-    m = _slab(cp, trans, ctx, _window_starts(cp, ctx, env, n), nk, nw, k_axis, acc, tf32)
-    if m is not None:
-        return m
-    t = _tiles(cp, trans, ctx, env, n, acc, tf32)
+    st = ctx.storage[cp.src.buffer.uid]
+    key = None if key is None else key + (st.shape,)
+    where = memo.get(key, False) if key is not None else False
+    if where is False:
+        where = _slab_index(cp, trans, st, _window_starts(cp, ctx, env_of(), n), nk, nw, k_axis)
+        if key is not None:
+            if len(memo) > 64:
+                memo.clear()
+            memo[key] = where
+    if where is not None:
+        return _slab(cp, trans, st, where, acc, tf32)
+    t = _tiles(cp, trans, ctx, env_of(), n, acc, tf32)
     r, c = t.shape[1:]
     t = t.reshape(nk, nw, r, c)
     if k_axis == 1:  # rows of windows, K along the columns
@@ -278,27 +300,95 @@ def _operand(cp: N.Copy, trans: bool, ctx: Ctx, env: dict, nk: int, nw: int, k_a
     return out
 
 
-def run(plan: GemmLoopPlan, ctx: Ctx) -> bool:
-    """Run the loop fused (see the module docstring); False: the caller runs the plain path."""
+def _steps(plan: GemmLoopPlan, ctx: Ctx):
+    """The loop's steps as a range, or None when they cannot be fused (bounds vary per block, the
+    options ask for the plain path, or the group's operands are too large)."""
     if (not ctx.options.fuse_gemm_loops or ctx.options.oob == "error" or ctx.options.races or ctx.mask is not None
             or ctx.shadow is not None):
-        return False
+        return None
     loop, g = plan.loop, plan.gemm
     start, stop = ev(loop.start, ctx), ev(loop.stop, ctx)
     if isinstance(start, np.ndarray) or isinstance(stop, np.ndarray):
-        return False
+        return None
     ks = range(int(start), int(stop), loop.step)
-    gx, gy, _ = plan.grid
-    bm, bk, bn = plan.tile_a[0], plan.tile_a[1], plan.tile_b[1]
-    na = gy if plan.group == "grid" else 1
+    na = plan.grid[1] if plan.group == "grid" else 1
     isz = dt.compute_dtype(g.c.dtype).itemsize
-    if len(ks) * bk * (na * bm + gx * bn) * isz > OPERAND_BYTES:
+    if len(ks) * plan.tile_a[1] * (na * plan.tile_a[0] + plan.grid[0] * plan.tile_b[1]) * isz > OPERAND_BYTES:
+        return None
+    return ks
+
+
+def _group_product(plan: GemmLoopPlan, ctx: Ctx, ks: range, z: int, rows, out: np.ndarray) -> np.ndarray:
+    """One group's product over the whole K range into ``out`` ((na·bm, gx·bn), C's compute dtype):
+    group ``z`` (the bz of its blocks) and ``rows`` (the by values it serves: all of them for a grid
+    group, one for a row group)."""
+    loop, g = plan.loop, plan.gemm
+    gx = plan.grid[0]
+    na = len(rows)
+    tf32 = ctx.options.tf32 and g.a.dtype == "float32"
+    nk = len(ks)
+
+    def envs():  # the windows' loop and block variables, (k, window) order
+        kk = np.asarray(ks, dtype=np.int64)
+        env_a, env_b = dict(ctx.env), dict(ctx.env)
+        env_a[loop.var.uid], env_b[loop.var.uid] = np.repeat(kk, na), np.repeat(kk, gx)
+        for uid, va, vb in zip(plan.block_vars, (0, np.tile(rows, nk), z),
+                               (np.tile(np.arange(gx), nk), int(rows[0]) if na == 1 else 0, z)):
+            env_a[uid], env_b[uid] = va, vb
+        return env_a, env_b
+    outer = None if plan.outer is None else tuple(ctx.env.get(u) for u in plan.outer)
+    key = (None if outer is None or any(isinstance(v, np.ndarray) for v in outer)
+           else (ks.start, ks.stop, ks.step, z, tuple(int(r) for r in rows), outer))
+    a_all = _operand(plan.copy_a, g.trans_a, ctx, lambda: envs()[0], nk, na, 1, out.dtype, tf32, plan.memo,
+                     key and ("a",) + key)
+    b_all = _operand(plan.copy_b, g.trans_b, ctx, lambda: envs()[1], nk, gx, 0, out.dtype, tf32, plan.memo,
+                     key and ("b",) + key)
+    return np.matmul(a_all, b_all, out=out)
+
+
+#: Largest total of a launch's group products computed before its blocks run (:func:`launch_products`).
+LAUNCH_BYTES = 256 * 2**20
+
+
+def launch_products(plan: GemmLoopPlan, ctx: Ctx):
+    """Every group's product of a launch, computed on the host before its blocks run (the compiled CPU
+    target's form of the fusion): ``(P, (kz, ky, ry))`` where block (bx, by, bz) adds (or, with
+    ``plan.clear``, stores) ``P[bz·kz + by·ky, (by·ry)·bm :+ bm, bx·bn :+ bn]`` to its C; or None when the
+    plain path must run (the conditions of :func:`run`, an empty loop, or more than ``LAUNCH_BYTES``).
+    ``ctx`` holds the launch's outer values and global tensors (no block variables). The products are
+    :func:`run`'s, call for call, so both targets give the same bits."""
+    ks = _steps(plan, ctx)
+    if not ks:
+        return None
+    gx, gy, gz = plan.grid
+    bm, bn = plan.tile_a[0], plan.tile_b[1]
+    acc = dt.compute_dtype(plan.gemm.c.dtype)
+    grid_group = plan.group == "grid"
+    n_groups, na = (gz, gy) if grid_group else (gz * gy, 1)
+    if n_groups * na * bm * gx * bn * acc.itemsize > LAUNCH_BYTES:
+        return None
+    # a per-thread array reused by later launches (fresh large allocations cost page faults): the blocks
+    # of this launch read it before the launching thread starts another
+    prods = _scratch("launch", (n_groups, na * bm, gx * bn), acc)
+    for key in range(n_groups):
+        z, rows = (key, np.arange(gy)) if grid_group else (key // gy, np.array([key % gy]))
+        _group_product(plan, ctx, ks, z, rows, prods[key])
+    return prods, ((1, 0, 1) if grid_group else (gy, 1, 0))
+
+
+def run(plan: GemmLoopPlan, ctx: Ctx) -> bool:
+    """Run the loop fused (see the module docstring); False: the caller runs the plain path."""
+    ks = _steps(plan, ctx)
+    if ks is None:
         return False
     if not len(ks):
         return True
+    loop, g = plan.loop, plan.gemm
+    gx, gy, _ = plan.grid
+    bm, bn = plan.tile_a[0], plan.tile_b[1]
+    na = gy if plan.group == "grid" else 1
     cst = ctx.storage[g.c.buffer.uid]
     acc_dt = cst.dtype
-    tf32 = ctx.options.tf32 and g.a.dtype == "float32"
     ids = ctx.block_ids
     bx, by, bz = ids % gx, ids // gx % gy, ids // (gx * gy)
     keys = bz if plan.group == "grid" else bz * gy + by
@@ -306,17 +396,8 @@ def run(plan: GemmLoopPlan, ctx: Ctx) -> bool:
         members = np.nonzero(keys == key)[0]
         z = int(bz[members[0]])
         rows = np.arange(gy) if plan.group == "grid" else by[members[:1]]
-        kk = np.asarray(ks, dtype=np.int64)
-        nk = len(kk)
-        env_a, env_b = dict(ctx.env), dict(ctx.env)
-        env_a[loop.var.uid], env_b[loop.var.uid] = np.repeat(kk, na), np.repeat(kk, gx)
-        for uid, va, vb in zip(plan.block_vars, (0, np.tile(rows, nk), z),
-                               (np.tile(np.arange(gx), nk), int(rows[0]) if na == 1 else 0, z)):
-            env_a[uid], env_b[uid] = va, vb
         # the group's operands over the whole K range, then one product added to the members' C tiles
-        a_all = _operand(plan.copy_a, g.trans_a, ctx, env_a, nk, na, 1, acc_dt, tf32)
-        b_all = _operand(plan.copy_b, g.trans_b, ctx, env_b, nk, gx, 0, acc_dt, tf32)
-        prod = np.matmul(a_all, b_all, out=_scratch("p", (na * bm, gx * bn), acc_dt))
+        prod = _group_product(plan, ctx, ks, z, rows, _scratch("p", (na * bm, gx * bn), acc_dt))
         tiles = prod.reshape(na, bm, gx, bn).transpose(0, 2, 1, 3)  # (row, column, bm, bn) view
         lo = int(members[0])
         whole = len(members) == na * gx and int(members[-1]) == lo + na * gx - 1  # the whole group, in order
