@@ -221,7 +221,7 @@ def _group_products(c: _Compiled, grid: list, top: Ctx, run_blocks: bool) -> lis
     plans = gemm_loop.plan_launch(c.launch, tuple(grid), top.env) if run_blocks else {}
     top.safe = dict(c.launch.annotation("safe_value", ()))
     out = []
-    for loop, gemm, _clear, _tiles in c.src.fused:
+    for loop, gemm, *_ in c.src.fused:
         plan = plans.get(id(loop))
         got = None if plan is None or plan.barriers else gemm_loop.launch_products(plan, top)
         if got is None:
