@@ -250,6 +250,8 @@ def run(out_path: str, dry: bool, only=None, cset: str = "main") -> dict:
                 q = do_bench(lambda k=kern, a=ins: k(*a), warmup=10, rep=60, quantiles=[0.5, 0.2, 0.8])
                 rec["median_ms"], rec["q20_ms"], rec["q80_ms"] = (float(x) for x in q)
                 rec["source_flags"] = th._source_flags(kern)
+                if os.environ.get("TILESIM_DUMP_SOURCE"):  # the generated CUDA, for reading the compiler's choices
+                    Path(os.environ["TILESIM_DUMP_SOURCE"], f"{cfg['id']}.cu").write_text(kern.get_kernel_source())
                 rec["registers"] = rec["source_flags"].get("registers")
                 ins = None
                 torch.cuda.empty_cache()
