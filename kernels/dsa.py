@@ -162,8 +162,8 @@ def topk_selector(seq_q, seq_kv, topk, block_N=1024, threads=256):
                             match = key[i] > 0
                         else:
                             match = (key[i] > 0) & (((key[i] ^ prefix) >> (shift + RADIX_BITS)) == 0)
-                        if match:
-                            T.atomic_add(hist[(key[i] >> shift) & (RADIX - 1)], 1)
+                        if match:  # an int32 index: TileLang's atomic lowering refuses a uint32 one
+                            T.atomic_add(hist[T.cast((key[i] >> shift) & (RADIX - 1), "int32")], 1)
                 T.cumsum(hist, csum, reverse=True)  # csum[b]: matching keys whose digit is >= b
                 if shift == SHIFTS[0]:
                     need = T.min(need, csum[0])  # fewer valid logits than topk: take them all
@@ -230,7 +230,7 @@ def sparse_mla_fwd(seq_q, seq_kv, heads, topk, dim=512, pe_dim=64, is_causal=Tru
             Kpe_s = T.alloc_shared((block_K, pe_k), dtype)
             idx = T.alloc_fragment((block_K,), "int32")
             acc_s = T.alloc_fragment((rows, block_K), accum)
-            acc_s_cast = T.alloc_fragment((rows, block_K), dtype)
+            S_s = T.alloc_shared((rows, block_K), dtype)  # P goes through shared memory, as in TileLang's example
             acc_o = T.alloc_fragment((rows, dim), accum)
             m = T.alloc_fragment((rows,), accum)
             m_prev = T.alloc_fragment((rows,), accum)
@@ -272,8 +272,10 @@ def sparse_mla_fwd(seq_q, seq_kv, heads, topk, dim=512, pe_dim=64, is_causal=Tru
                                                      KV[idx[i], dim + T.min(j, pe_dim - 1)], 0)
                 for h, i in T.Parallel(rows, block_K):
                     acc_s[h, i] = T.if_then_else(idx[i] >= 0, 0, ninf)
-                T.gemm(Q_s, KV_s, acc_s, transpose_B=True)
-                T.gemm(Qpe_s, Kpe_s, acc_s, transpose_B=True)
+                # warps along the rows for every gemm (TileLang's sparse MLA uses FullRow: with the default policy it
+                # infers different layouts for acc_s and the P tile and refuses the launch at 256 threads)
+                T.gemm(Q_s, KV_s, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                T.gemm(Qpe_s, Kpe_s, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
                 T.copy(m, m_prev)
                 T.reduce_max(acc_s, m, dim=1, clear=False)
                 for h in T.Parallel(rows):
@@ -284,10 +286,10 @@ def sparse_mla_fwd(seq_q, seq_kv, heads, topk, dim=512, pe_dim=64, is_causal=Tru
                 T.reduce_sum(acc_s, r_sum, dim=1)
                 for h in T.Parallel(rows):
                     l[h] = l[h] * r_scale[h] + r_sum[h]
-                T.copy(acc_s, acc_s_cast)
+                T.copy(acc_s, S_s)
                 for h, j in T.Parallel(rows, dim):
                     acc_o[h, j] *= r_scale[h]
-                T.gemm(acc_s_cast, KV_s, acc_o)
+                T.gemm(S_s, KV_s, acc_o, policy=T.GemmWarpPolicy.FullRow)
             for h, j in T.Parallel(rows, dim):
                 acc_o[h, j] = T.if_then_else(l[h] > 0, acc_o[h, j] / l[h], 0)
             for h in T.Parallel(rows):
