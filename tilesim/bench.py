@@ -7,9 +7,11 @@ gets a fresh kernel: its first call (compilation included) and the median of its
 time to the NumPy reference timed in the same run, alternating with it call by call (the reference's
 median over those calls is printed beside the ratio).
 
-When Triton and torch are installed, the ``gemm`` and ``attention`` rows add a ``triton-interpret`` column:
-the same kernels written in Triton, run by Triton's CPU interpreter (:mod:`tilesim.bench_triton`). JAX
-Pallas's interpret mode would be a further column; JAX is not a dependency and is not installed here.
+When JAX is installed, the ``gemm`` and ``attention`` rows add a ``pallas-interpret`` column (the same kernels
+written in JAX Pallas, run by its interpret mode: :mod:`tilesim.bench_pallas`); when Triton and torch are, a
+``triton-interpret`` column (Triton's CPU interpreter: :mod:`tilesim.bench_triton`). Both run in child
+processes; their warm times are medians in the child, set against the reference's median in this process
+(not paired call by call).
 
 * ``gemm``: a 512×512×512 fp32 GEMM with 64×64×32 tiles against ``numpy.matmul`` on the same arrays.
 * ``attention``: causal flash-attention forward (1 head, 256 tokens, d=64, 64×64 tiles) against a
@@ -32,6 +34,7 @@ import tracemalloc
 import numpy as np
 
 from .backends import get_target
+from .bench_pallas import column as pallas_column
 from .bench_triton import column as triton_column
 from .examples import flash_attention, matmul
 from .kernel import JITKernel
@@ -90,7 +93,7 @@ def _await_tier_up(kernel) -> None:
         wait()
 
 
-def _targets_row(kernel, args, targets, ref, out, label, ref_name, check, triton=None):
+def _targets_row(kernel, args, targets, ref, out, label, ref_name, check, which=None):
     """One benchmark row. Each target's warm time is paired with the reference ``ref`` (a callable): the two
     are timed alternately (:func:`_paired_times`) and the ratio is of those two medians."""
     t_ref = _median_time(ref, reps=9)
@@ -109,12 +112,14 @@ def _targets_row(kernel, args, targets, ref, out, label, ref_name, check, triton
         parts.append(f"{t}{' (fell back to the interpreter)' if fb else ''}: warm {warm * 1e3:8.2f} ms "
                      f"({warm / paired:5.2f}x {ref_name} {paired * 1e3:.2f} ms) first {first:6.2f} s, "
                      f"rel err {row[t]['rel_err']:.1e}")
-    tri = triton_column(triton, args) if triton else None
-    if tri is not None:
-        first, warm, res = tri
-        row["triton-interpret"] = {"first_s": first, "warm_s": warm, "ratio": warm / t_ref, "rel_err": check(res)}
-        parts.append(f"triton-interpret: warm {warm * 1e3:8.2f} ms ({warm / t_ref:5.2f}x) first {first:6.2f} s, "
-                     f"rel err {row['triton-interpret']['rel_err']:.1e}")
+    for name, col in (("pallas-interpret", pallas_column), ("triton-interpret", triton_column)):
+        got = col(which, args) if which else None
+        if got is None:
+            continue
+        first, warm, res = got
+        row[name] = {"first_s": first, "warm_s": warm, "ratio": warm / t_ref, "rel_err": check(res)}
+        parts.append(f"{name}: warm {warm * 1e3:8.2f} ms ({warm / t_ref:5.2f}x) first {first:6.2f} s, "
+                     f"rel err {row[name]['rel_err']:.1e}")
     out(f"{label} | {ref_name} {t_ref * 1e3:8.2f} ms | " + " | ".join(parts))
     return row
 
@@ -127,7 +132,7 @@ def bench_gemm(out, targets=("interp",)):
     k = matmul(M, N, K, 64, 64, 32, dtype="float32")
     exact = a.astype(np.float64) @ b
     row = _targets_row(k, (a, b), targets, lambda: np.matmul(a, b), out, "gemm 512x512x512 fp32, tiles 64x64x32", "numpy.matmul",
-                       lambda c: float(np.linalg.norm(c - exact) / np.linalg.norm(exact)), triton="gemm")
+                       lambda c: float(np.linalg.norm(c - exact) / np.linalg.norm(exact)), which="gemm")
     return {"name": "gemm_512", **row}
 
 
@@ -139,7 +144,7 @@ def bench_attention(out, targets=("interp",)):
     ref = _ref_attention(q, k_, v)
     row = _targets_row(kern, (q, k_, v), targets, lambda: _ref_attention(q, k_, v), out, "flash-attn fwd causal 1x256, d=64, tiles 64x64",
                        "numpy reference", lambda o: float(np.linalg.norm(o - ref) / np.linalg.norm(ref)),
-                       triton="attention")
+                       which="attention")
     return {"name": "attention_256", **row}
 
 

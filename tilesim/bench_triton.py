@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["column"]
+__all__ = ["column", "run_child"]
 
 
 def column(which: str, inputs: tuple, reps: int = 5):
@@ -34,16 +34,20 @@ def column(which: str, inputs: tuple, reps: int = 5):
     ``inputs``, or ``None`` without triton and torch."""
     if importlib.util.find_spec("triton") is None or importlib.util.find_spec("torch") is None:
         return None
-    with tempfile.TemporaryDirectory(prefix="tilesim_triton_") as tmp:
+    return run_child("tilesim.bench_triton_child", "Triton", which, inputs, reps, {"TRITON_INTERPRET": "1"})
+
+
+def run_child(module: str, name: str, which: str, inputs: tuple, reps: int, env: dict):
+    """Run ``python -m <module> WHICH IN.npz OUT.npz REPS`` with ``env`` added to this process's environment,
+    the inputs passed through a temporary ``.npz``; ``(first_s, warm_s, result)`` from its output file. A child
+    that fails is a ``RuntimeError`` naming the column (``name``) and carrying its last stderr line."""
+    with tempfile.TemporaryDirectory(prefix="tilesim_column_") as tmp:
         src, dst = Path(tmp) / "in.npz", Path(tmp) / "out.npz"
         np.savez(src, *inputs)
-        env = dict(os.environ, TRITON_INTERPRET="1")
-        proc = subprocess.run([sys.executable, "-m", "tilesim.bench_triton_child", which, str(src), str(dst), str(reps)],
-                              env=env, capture_output=True, text=True)
+        proc = subprocess.run([sys.executable, "-m", module, which, str(src), str(dst), str(reps)],
+                              env=dict(os.environ, **env), capture_output=True, text=True)
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            raise RuntimeError(f"the Triton column ({which}) failed: {last}")
+            raise RuntimeError(f"the {name} column ({which}) failed: {last}")
         with np.load(dst) as out:
             return float(out["first"]), float(out["warm"]), out["result"]
-
-
