@@ -87,8 +87,24 @@ def row_reduce(block_M=4, N=48, dtype="float16"):
 
 
 @tilelang.jit(out_idx=[-1])
+def viewed_bits(block=16):
+    """A T.view reinterpreting a shared fp32 tile as int32 (not compiled by the CPU target: it runs on the
+    interpreter)."""
+    M = T.dynamic("m")
+
+    @T.prim_func
+    def main(A: T.Tensor((M, 4), "float32"), C: T.Tensor((M, 4), "int32")):
+        with T.Kernel(T.ceildiv(M, block), threads=128) as bx:
+            s = T.alloc_shared((block, 4), "float32")
+            bits = T.view(s, dtype="int32")
+            T.copy(A[bx * block, 0], s)
+            T.copy(bits, C[bx * block, 0])
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
 def reshaped_tile(block=16):
-    """A T.reshape view of a shared tile (not compiled by the CPU target: it runs on the interpreter)."""
+    """A T.reshape view of a shared tile (the CPU target compiles it as a NumPy view)."""
     M = T.dynamic("m")
 
     @T.prim_func

@@ -92,6 +92,7 @@ class _Gen:
     fused: dict = field(default_factory=dict)  # id(loop) -> k: K loops whose group products the runtime may pass
     fused_gemms: list = field(default_factory=list)  # k -> (gemm, clear) (codegen_gemm_loop.py)
     fused_tiles: dict = field(default_factory=dict)  # uid of a fusable loop's operand tile -> k
+    views: set = field(default_factory=set)  # uids of on-chip reshapes compiled as views (``view``)
 
     def const(self, npname: str, literal: str) -> str:
         """A module-level constant ``np.<npname>(<literal>)``: Numba reads a global as a typed constant, one
@@ -201,7 +202,7 @@ class _Gen:
         return src
 
     def load(self, b: N.Buffer, idx: list) -> str:
-        if b.alias_of is not None and b.scope != "global":
+        if b.alias_of is not None and b.scope != "global" and b.uid not in self.views:
             raise Unsupported(f"a view of another buffer ({b.name})", b.loc)
         if b.scope == "var":
             return self._from_storage(f"{self.buf(b)}[0]", b)
@@ -221,7 +222,7 @@ class _Gen:
         return src
 
     def store(self, b: N.Buffer, idx: list, value: str) -> None:
-        if b.alias_of is not None and b.scope != "global":
+        if b.alias_of is not None and b.scope != "global" and b.uid not in self.views:
             raise Unsupported(f"a view of another buffer ({b.name})", b.loc)
         v = self.storage_value(value, b)
         if b.scope == "var":
@@ -234,7 +235,8 @@ class _Gen:
 
     def alloc(self, b: N.Buffer) -> None:
         if b.alias_of is not None:
-            raise Unsupported(f"a view of another buffer ({b.name})", b.loc)
+            self.view(b)
+            return
         shape = (1,) if b.scope == "var" else b.static_shape()
         if shape is None:
             raise Unsupported(f"on-chip buffer {b.name} with a symbolic shape", b.loc)
@@ -249,6 +251,18 @@ class _Gen:
         if b.uid in self.fused_tiles:  # never read when the runtime passes the loop's products
             shape = f"({shape!r} if FS{self.fused_tiles[b.uid]}[0] == 0 else {(1,) * len(shape)!r})"
         self.emit(f"{self.buf(b)} = full({shape!s}, {self.const(npd.name, fill)})")
+
+
+    def view(self, b: N.Buffer) -> None:
+        """``T.reshape`` of an on-chip buffer into a buffer of the same element type: a NumPy view of the root's
+        array (row-major, as the interpreter's). Other views (a dtype reinterpretation, of global or ``var``
+        storage) are refused."""
+        root, shape = b.alias_of, b.static_shape()
+        if (b.scope in ("global", "var") or root.scope in ("global", "var") or shape is None
+                or dt.np_dtype(b.dtype) != dt.np_dtype(root.dtype) or (root.alias_of is not None and root.uid not in self.views)):
+            raise Unsupported(f"a view of another buffer ({b.name})", b.loc)
+        self.views.add(b.uid)
+        self.emit(f"{self.buf(b)} = {self.buf(root)}.reshape({shape!r})")
 
 
 def extern_symbol(helper: str, dtype: str) -> str:
