@@ -84,7 +84,7 @@ def test_off_never_compiles(monkeypatch):
 
 def test_unsupported_program_stays_on_the_interpreter(monkeypatch, caplog):
     monkeypatch.setenv("TILESIM_TIER_UP_S", "0")
-    k = K.reshaped_tile()
+    k = K.viewed_bits()
     kt = on(k, "tiered")
     x = np.random.default_rng(0).standard_normal((37, 4)).astype(np.float32)
     with caplog.at_level(logging.DEBUG, logger="tilesim"):

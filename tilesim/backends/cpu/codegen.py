@@ -3,8 +3,8 @@
 Contract
 --------
 ``gen_launch(pf, launch, options) -> LaunchSource`` returns the source of a function
-``launch(<buffers>, <tables>, <scalars>, G0, G1, G2, lo, hi)`` (a module importing :mod:`.prelude`) whose
-body runs blocks ``lo .. hi-1`` in order, each block's statements as plain loops over tile elements;
+``launch(<buffers>, <tables>, <scalars>, G0, G1, G2, lo, hi, step)`` (a module importing :mod:`.prelude`)
+whose body runs blocks ``lo, lo + step, ... < hi`` in order, each block's statements as plain loops over tile elements;
 ``parallel`` says whether block ranges may run on several threads at once (no atomics). It raises :class:`Unsupported` (what and where) for IR it does not
 compile; the runtime then falls back to the interpreter for the whole program.
 
@@ -322,8 +322,8 @@ def gen_launch(pf: N.PrimFunc, launch: N.Launch, uninit: str = "nan", tf32: bool
     head += [f"{name} = np.{t}({lit})" for (t, lit), name in g.consts.items()]
     head += ["",
             '@njit(cache=True, error_model="numpy", nogil=True)',
-            f"def launch({', '.join(args + ['_lo', '_hi'])}):",
-            "    for _blk in range(_lo, _hi):"]
+            f"def launch({', '.join(args + ['_lo', '_hi', '_step'])}):",
+            "    for _blk in range(_lo, _hi, _step):"]
     return LaunchSource("\n".join(head + g.lines) + "\n", buffers, order, g.asserts, scalars, parallel, fused)
 
 

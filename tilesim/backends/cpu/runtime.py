@@ -51,7 +51,7 @@ __all__ = ["CpuProgram"]
 log = logging.getLogger("tilesim")
 
 #: bump when the generated code's meaning changes (the disk cache is keyed by it)
-CODEGEN_VERSION = 4
+CODEGEN_VERSION = 5
 
 
 def cache_dir() -> Path:
@@ -196,7 +196,7 @@ class CpuProgram(Program):
         args += _group_products(c, grid, top, run_blocks)
         total = int(np.prod(grid)) if grid else 1
         if not run_blocks:
-            c.function()(*args, *grid, 0, 0)  # compiles (or loads from the disk cache) and runs no block
+            c.function()(*args, *grid, 0, 0, 1)  # compiles (or loads from the disk cache) and runs no block
             return total
         # a launch whose K loops were fused runs its (light) blocks on this thread: BLAS's threads, just used
         # for the products, keep spinning on the other cores for a while and a pool there would fight them
@@ -232,16 +232,17 @@ def _group_products(c: _Compiled, grid: list, top: Ctx, run_blocks: bool) -> lis
 
 
 def _run_blocks(fn, args: list, total: int, parallel: bool) -> None:
-    """Blocks ``0 .. total-1``: split over the thread pool when the launch allows it (the compiled function
-    releases the GIL), else in launch order on this thread."""
+    """Blocks ``0 .. total-1``: dealt round-robin to the thread pool when the launch allows it (the compiled
+    function releases the GIL; thread ``i`` of ``n`` runs blocks ``i, i + n, ...``, so a grid whose blocks grow
+    with their index — a causal attention's query tiles — is shared evenly), else in launch order on this
+    thread."""
     n = _workers() if parallel else 1
     if n > 1 and total >= 2 * n and not fn.signatures:
-        fn(*args, 0, 0)  # compile (or load from the disk cache) on this thread, running no block
+        fn(*args, 0, 0, 1)  # compile (or load from the disk cache) on this thread, running no block
     if n <= 1 or total < 2 * n:
-        fn(*args, 0, total)
+        fn(*args, 0, total, 1)
         return
-    bounds = [total * i // n for i in range(n + 1)]
-    futures = [_pool().submit(fn, *args, lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
+    futures = [_pool().submit(fn, *args, i, total, n) for i in range(n)]
     for f in futures:
         f.result()
 
