@@ -8,6 +8,9 @@ input equals the fp32 cast of ``x · xs``, the transpose equals the library's pl
 zero blocks take the floor's scale.
 """
 
+import importlib.util
+from pathlib import Path
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -176,3 +179,21 @@ def test_transpose_equals_plain_cast_transposed(block_rows, ue8m0):
     q2, s2 = per_channel_cast(M, N, block_rows=block_rows, block_N=64, use_ue8m0=ue8m0)(x)
     assert_bitwise(s, s2, "S")
     assert_bitwise(q, np.ascontiguousarray(q2.T), "Q")
+
+
+# ------------------------------------------------------------------------------------------ fidelity script
+def test_fidelity_families_are_bound_and_expansion_map_is_padded():
+    """benchmarks/tilekernels_fidelity_af.py is loaded by the fidelity script; its MoE expansion map pads each
+    expert's segment with −1 to the alignment and lists each routed token once per expert."""
+    pytest.importorskip("torch")
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("tilekernels_fidelity", root / "benchmarks" / "tilekernels_fidelity.py")
+    fid = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fid)
+    for fam in ("channel_fused", "channel_transpose", "swiglu_channel"):
+        assert fid.FAMILIES[fam].args[0].bitwise is fid.bitwise
+    pos_to_token = fid.FAMILIES["channel_fused"].func.__globals__["pos_to_token"]  # the _af module's helper
+    p2t = pos_to_token(np.random.default_rng(0), 37, 8, 3, 16, 0.3)
+    assert p2t.dtype == np.int32 and len(p2t) % 16 == 0 and p2t.min() == -1 and p2t.max() < 37
+    real = p2t[p2t >= 0]
+    assert 37 <= len(real) <= 3 * 37
