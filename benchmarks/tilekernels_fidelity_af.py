@@ -1,7 +1,7 @@
 """Case families of ``benchmarks/tilekernels_fidelity.py`` for the per-channel casts of brief AF (issue 17): the cast
 fused with a row gather and e4m3 dequantisation (``channel_fused``), the cast with a transpose
 (``channel_transpose``) and SwiGLU → per-channel cast → transpose (``swiglu_channel``); kernels in
-``kernels/quant_channel_fused.py``.
+``kernels/quant_channel_fused.py`` and ``kernels/swiglu_channel.py``.
 
 Each family is ``fn(h, R, rng, n) -> [(kernel, case, outputs)]`` like the script's own families, with ``h`` the
 namespace of the script's helpers (``bitwise``, ``close``, ``_to_np``, ``_to_torch``, ``BF16``, ``E4M3``, ``torch``);
@@ -17,11 +17,8 @@ import sys
 
 import numpy as np
 
-from kernels.quant_channel_fused import (
-    per_channel_cast_fused,
-    per_channel_cast_transpose,
-    swiglu_per_channel_cast,
-)
+from kernels.quant_channel_fused import per_channel_cast_fused, per_channel_cast_transpose
+from kernels.swiglu_channel import swiglu_per_channel_cast
 
 
 def pos_to_token(rng, n, experts, topk, align, drop=0.0):

@@ -1,4 +1,4 @@
-"""Per-channel (b × 1) e4m3 casts fused with a row gather, with a transpose, and after SwiGLU.
+"""Per-channel (b × 1) e4m3 casts fused with a row gather / e4m3 dequantisation, and with a transpose.
 
 Kernels (registry names; TileKernels' counterpart in brackets):
 
@@ -12,13 +12,8 @@ Kernels (registry names; TileKernels' counterpart in brackets):
   ``X, [Xs], [P], Q, S``.
 * ``quant_cast_per_channel_transpose`` [``per_channel_cast_and_transpose``] — ``X`` (M, N) → ``Q`` (N, M) e4m3
   (the transposed cast values) and ``S`` (ceil(M/b), N) fp32, ``b`` 32 or 128 (any positive value works here).
-* ``swiglu_per_channel_cast_transpose`` [``swiglu_forward_and_per_channel_cast_and_transpose``] — ``X`` (M, 2H) →
-  ``h = g / (1 + exp(−g)) · u`` in fp32 (``g = X[:, :H]``, ``u = X[:, H:]``; with ``clamp_limit = c``:
-  ``g = min(g, c)``, ``u = clamp(u, −c, c)``, TileKernels' ``swiglu_clamp_value``), **rounded to the input dtype**
-  (bf16 in TileKernels: its kernel keeps the activation tile in the input type, its test casts the reference
-  ``.bfloat16()``), then the per-channel cast; ``Q`` (H, M) transposed, or (M, H) with ``transpose=False``
-  (TileKernels' ``without_transpose``), ``S`` (ceil(M/b), H). TileKernels' fused kernel has no routed-weight
-  option (``swiglu_forward``'s ``topk_weights`` belong to the per-token variant).
+* SwiGLU → per-channel cast → transpose lives in ``kernels/swiglu_channel.py`` (same scale recipe, the
+  reference ``ref_channel_cast`` below).
 
 Scales (TileKernels' ``cast(..., block_size=(b, 1), round_sf)``), per column and block of ``b`` rows, fp32:
 ``amax = max(max|v|, 1e-4)``; ``S = amax / 448`` and the multiplier ``448 / amax``, or with ``use_ue8m0``
@@ -26,16 +21,16 @@ Scales (TileKernels' ``cast(..., block_size=(b, 1), round_sf)``), per column and
 round to nearest even, saturating at ±448. With input scales ``v = x · xs`` (one fp32 product) and ``Q =
 e4m3((x · xs) · multiplier)``, the order of TileKernels' kernel and reference.
 
-Edges: any M, N (H) — TileKernels asks for multiples of 128 (16 for gathered rows) and 64; here rows and columns
+Edges: any M, N — TileKernels asks for multiples of 128 (16 for gathered rows) and 64; here rows and columns
 past the edges are masked to 0 (never raising an absolute maximum) and not written. Gather indices ``≥ M_in`` are
 outside TileKernels' contract (its kernel assumes them away); here they read as padding rows, never out of bounds.
 NaN/Inf policy: inputs must be finite (TileKernels' kernels take maxima with ``fmax``, its references with
 NaN-propagating ``max``: a NaN's group scale is unspecified). ``M_out = 0`` is refused by the builder
 (``ValueError``; TileKernels returns empty tensors without a launch).
 
-Each kernel stages one ``b × block_N`` tile: loaded (gathered, dequantised, or computed by SwiGLU) into an fp32
-tile, reduced over its rows for the column maxima, scaled, and written straight or transposed (through shared
-memory). The NumPy references below compute the same recipe independently; tests compare bit for bit.
+Each kernel stages one ``b × block_N`` tile: loaded (gathered, dequantised) into an fp32 tile, reduced over its
+rows for the column maxima, scaled, and written straight or transposed (through shared memory). The NumPy
+references below compute the same recipe independently; tests compare bit for bit.
 """
 
 import ml_dtypes
@@ -175,53 +170,6 @@ def per_channel_cast_transpose(M, N, block_rows=128, block_N=64, in_dtype="bfloa
     return main
 
 
-@tilelang.jit(out_idx=[1, 2])
-def swiglu_per_channel_cast(M, H, block_rows=128, block_N=64, clamp_limit=None, transpose=True, in_dtype="bfloat16",
-                            use_ue8m0=False, threads=128):
-    """SwiGLU (rounded to ``in_dtype``) → per-channel e4m3, written transposed (H, M) or straight (M, H)."""
-    _check(M, H, block_rows)
-    GM = T.ceildiv(M, block_rows)
-    q_shape = (H, M) if transpose else (M, H)
-
-    @T.prim_func
-    def main(X: T.Tensor((M, 2 * H), in_dtype), Q: T.Tensor(q_shape, FP8), S: T.Tensor((GM, H), "float32")):
-        with T.Kernel(T.ceildiv(H, block_N), GM, threads=threads) as (bx, by):
-            hs = T.alloc_shared((block_rows, block_N), "float32")
-            x = T.alloc_fragment((block_rows, block_N), "float32")
-            amax = T.alloc_fragment((block_N,), "float32")
-            sc = T.alloc_fragment((block_N,), "float32")
-            inv = T.alloc_shared((block_N,), "float32")
-            for i, j in T.Parallel(block_rows, block_N):
-                row = by * block_rows + i
-                col = bx * block_N + j
-                ok = (row < M) & (col < H)
-                g = T.cast(T.if_then_else(ok, X[row, col], T.cast(0, in_dtype)), "float32")
-                u = T.cast(T.if_then_else(ok, X[row, H + col], T.cast(0, in_dtype)), "float32")
-                if clamp_limit is not None:
-                    g = T.min(g, clamp_limit)
-                    u = T.max(T.min(u, clamp_limit), -clamp_limit)
-                hs[i, j] = T.cast(T.cast(g / (1.0 + T.exp(-g)) * u, in_dtype), "float32")
-            T.copy(hs, x)
-            T.reduce_absmax(x, amax, dim=0)
-            for j in T.Parallel(block_N):
-                s, m = channel_scale(amax[j], use_ue8m0)
-                sc[j] = s
-                inv[j] = m
-            T.copy(sc, S[by, bx * block_N])
-            if transpose:
-                qt = T.alloc_fragment((block_N, block_rows), FP8)
-                for j, i in T.Parallel(block_N, block_rows):
-                    qt[j, i] = T.cast(hs[i, j] * inv[j], FP8)
-                T.copy(qt, Q[bx * block_N, by * block_rows])
-            else:
-                q = T.alloc_fragment((block_rows, block_N), FP8)
-                for i, j in T.Parallel(block_rows, block_N):
-                    q[i, j] = T.cast(hs[i, j] * inv[j], FP8)
-                T.copy(q, Q[by * block_rows, bx * block_N])
-
-    return main
-
-
 # ------------------------------------------------------------------------------------------ references
 def ref_channel_cast(v, block_rows=128, use_ue8m0=False):
     """NumPy per-channel cast of fp32 ``v`` (R, C): (Q e4m3 (R, C), S fp32 (ceil(R/b), C))."""
@@ -269,26 +217,6 @@ def ref_per_channel_cast_transpose(X, block_rows=128, use_ue8m0=False, **_):
     """NumPy reference: the per-channel cast of ``X`` with ``Q`` transposed."""
     q, s = ref_channel_cast(np.asarray(X).astype(np.float32), block_rows, use_ue8m0)
     return np.ascontiguousarray(q.T), s
-
-
-def ref_swiglu_rounded(X, clamp_limit=None, in_dtype="bfloat16"):
-    """fp32 ``g / (1 + exp(−g)) · u`` (optional clamp), rounded to ``in_dtype`` and widened back to fp32."""
-    x = np.asarray(X).astype(np.float32)
-    H = x.shape[1] // 2
-    g, u = x[:, :H], x[:, H:]
-    if clamp_limit is not None:
-        g = np.minimum(g, np.float32(clamp_limit))
-        u = np.clip(u, np.float32(-clamp_limit), np.float32(clamp_limit))
-    with np.errstate(over="ignore", invalid="ignore"):
-        h = (g / (np.float32(1) + np.exp(-g)) * u).astype(np.float32)
-    return h.astype(_dt.np_dtype(in_dtype)).astype(np.float32)
-
-
-def ref_swiglu_per_channel_cast(X, block_rows=128, clamp_limit=None, transpose=True, in_dtype="bfloat16",
-                                use_ue8m0=False, **_):
-    """NumPy reference of ``swiglu_per_channel_cast``."""
-    q, s = ref_channel_cast(ref_swiglu_rounded(X, clamp_limit, in_dtype), block_rows, use_ue8m0)
-    return (np.ascontiguousarray(q.T) if transpose else q), s
 
 
 # ------------------------------------------------------------------------------------------ registry
@@ -384,43 +312,5 @@ register(KernelSpec(
     ),
     tunables={"block_N": [16, 32, 64, 128], "threads": [64, 128, 256]},
     defaults={"block_rows": 128, "block_N": 64, "threads": 128, "in_dtype": "bfloat16", "use_ue8m0": False},
-    tolerance={"exact": True},
-))
-
-
-def _swiglu_inputs(rng, M, H, in_dtype="bfloat16", **_):
-    x = rng.standard_normal((M, 2 * H)) * 2.0
-    x[:, rng.choice(H, size=max(1, H // 64), replace=False)] *= 20.0  # outlier gate channels
-    if M > 2:
-        x[1] = 0.0
-    return (x.astype(_dt.np_dtype(in_dtype)),)
-
-
-register(KernelSpec(
-    name="swiglu_per_channel_cast_transpose", family="swiglu",
-    description="SwiGLU (optional clamp), rounded to bf16, then per-channel (128x1 / 32x1) e4m3 cast, written "
-                "transposed or not (TileKernels' swiglu_forward_and_per_channel_cast_and_transpose)",
-    build=lambda M, H, block_rows, block_N, threads, clamp_limit=None, transpose=True, in_dtype="bfloat16",
-    use_ue8m0=False, **_: swiglu_per_channel_cast(M, H, block_rows=block_rows, block_N=block_N,
-                                                  clamp_limit=clamp_limit, transpose=transpose, in_dtype=in_dtype,
-                                                  use_ue8m0=use_ue8m0, threads=threads),
-    make_inputs=_swiglu_inputs, reference=ref_swiglu_per_channel_cast, flops=lambda M, H, **_: 10 * M * H,
-    bytes=lambda M, H, block_rows=128, in_dtype="bfloat16", **_: int(
-        2 * M * H * _dt.itemsize(_dt.canon(in_dtype)) + M * H + 4 * H * (-(-M // block_rows))),
-    shapes=(
-        {"label": "DeepSeek-V3 routed expert (H=2048), 16384 tok-expert rows, transposed", "M": 16384, "H": 2048},
-        {"label": "DeepSeek-V3 dense FFN (H=18432), 4096 tok, clamp 10, UE8M0, 32x1", "M": 4096, "H": 18432,
-         "clamp_limit": 10.0, "use_ue8m0": True, "block_rows": 32},
-        {"label": "DeepSeek-V3 routed expert (H=2048), 8192 rows, not transposed", "M": 8192, "H": 2048,
-         "transpose": False},
-    ),
-    test_shapes=(
-        {"label": "edges bf16 transposed", "M": 150, "H": 70, "block_N": 32},
-        {"label": "edges bf16 clamp 0.5 ue8m0 32x1 straight", "M": 45, "H": 100, "clamp_limit": 0.5,
-         "use_ue8m0": True, "block_rows": 32, "transpose": False},
-    ),
-    tunables={"block_N": [16, 32, 64, 128], "threads": [64, 128, 256]},
-    defaults={"block_rows": 128, "block_N": 64, "threads": 128, "in_dtype": "bfloat16", "use_ue8m0": False,
-              "clamp_limit": None, "transpose": True},
     tolerance={"exact": True},
 ))

@@ -1,4 +1,4 @@
-"""SwiGLU → per-channel e4m3 cast → transpose (kernels/quant_channel_fused.py ``swiglu_per_channel_cast``).
+"""SwiGLU → per-channel e4m3 cast → transpose (kernels/swiglu_channel.py).
 
 Bit for bit against the NumPy reference (fp32 ``g / (1 + exp(−g)) · u``, rounded to the input dtype, then the
 per-channel cast) on shapes the tiles and row blocks do not divide, with and without the clamp, transposed or
@@ -13,13 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernels.quant_channel_fused import (
-    per_channel_cast_transpose,
-    ref_channel_cast,
-    ref_swiglu_per_channel_cast,
-    ref_swiglu_rounded,
-    swiglu_per_channel_cast,
-)
+from kernels.quant_channel_fused import per_channel_cast_transpose, ref_channel_cast
+from kernels.swiglu_channel import ref_swiglu_per_channel_cast, ref_swiglu_rounded, swiglu_per_channel_cast
 from tests.kernels.test_lib8_quant_channel import assert_bitwise
 from tilesim import dtypes as dt
 
@@ -91,7 +86,7 @@ def test_zero_rows_and_overflowing_exp():
 
 
 def test_build_errors():
-    with pytest.raises(ValueError, match="at least one row"):
+    with pytest.raises(ValueError, match="M, H and block_rows >= 1"):
         swiglu_per_channel_cast(0, 64)
     with pytest.raises(ValueError, match="at least one row"):
         per_channel_cast_transpose(8, 0)
