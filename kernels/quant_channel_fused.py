@@ -146,7 +146,7 @@ def per_channel_cast_transpose(M, N, block_rows=128, block_N=64, in_dtype="bfloa
     @T.prim_func
     def main(X: T.Tensor((M, N), in_dtype), Q: T.Tensor((N, M), FP8), S: T.Tensor((GM, N), "float32")):
         with T.Kernel(T.ceildiv(N, block_N), GM, threads=threads) as (bx, by):
-            xs = T.alloc_shared((block_rows, block_N), "float32")
+            xs = T.alloc_shared((block_rows, block_N + 1), "float32")  # +1 column: conflict-free column reads
             x = T.alloc_fragment((block_rows, block_N), "float32")
             amax = T.alloc_fragment((block_N,), "float32")
             sc = T.alloc_fragment((block_N,), "float32")
@@ -154,9 +154,9 @@ def per_channel_cast_transpose(M, N, block_rows=128, block_N=64, in_dtype="bfloa
             qt = T.alloc_fragment((block_N, block_rows), FP8)
             for i, j in T.Parallel(block_rows, block_N):
                 ok = (by * block_rows + i < M) & (bx * block_N + j < N)
-                xs[i, j] = T.cast(T.if_then_else(ok, X[by * block_rows + i, bx * block_N + j], T.cast(0, in_dtype)),
-                                  "float32")
-            T.copy(xs, x)
+                v = T.cast(T.if_then_else(ok, X[by * block_rows + i, bx * block_N + j], T.cast(0, in_dtype)), "float32")
+                xs[i, j] = v
+                x[i, j] = v
             T.reduce_absmax(x, amax, dim=0)
             for j in T.Parallel(block_N):
                 s, m = channel_scale(amax[j], use_ue8m0)

@@ -63,7 +63,7 @@ def swiglu_per_channel_cast(M, H, block_rows=128, block_N=64, clamp_limit=None, 
     @T.prim_func
     def main(X: T.Tensor((M, 2 * H), in_dtype), Q: T.Tensor(q_shape, FP8), S: T.Tensor((GM, H), "float32")):
         with T.Kernel(T.ceildiv(H, block_N), GM, threads=threads) as (bx, by):
-            hs = T.alloc_shared((block_rows, block_N), "float32")
+            hs = T.alloc_shared((block_rows, block_N + 1), "float32")  # +1 column: conflict-free column reads
             x = T.alloc_fragment((block_rows, block_N), "float32")
             amax = T.alloc_fragment((block_N,), "float32")
             sc = T.alloc_fragment((block_N,), "float32")
@@ -77,8 +77,9 @@ def swiglu_per_channel_cast(M, H, block_rows=128, block_N=64, clamp_limit=None, 
                 if clamp_limit is not None:
                     g = T.min(g, clamp_limit)
                     u = T.max(T.min(u, clamp_limit), -clamp_limit)
-                hs[i, j] = T.cast(T.cast(g / (1.0 + T.exp(-g)) * u, in_dtype), "float32")
-            T.copy(hs, x)
+                hv = T.cast(T.cast(g / (1.0 + T.exp(-g)) * u, in_dtype), "float32")
+                hs[i, j] = hv
+                x[i, j] = hv
             T.reduce_absmax(x, amax, dim=0)
             for j in T.Parallel(block_N):
                 s, m = channel_scale(amax[j], use_ue8m0)
