@@ -81,6 +81,7 @@ def per_channel_cast_fused(M_in, N, M_out=None, gather=False, in_group=None, in_
         raise ValueError(f"input scales (in_group={in_group}) come with e4m3 data, not {in_dtype}")
     GM = T.ceildiv(M_out, block_rows)
     G_in = T.ceildiv(N, in_group) if in_group is not None else 1
+    n_sf = (block_N - 2) // in_group + 2 if in_group is not None else 1  # input groups a block_N span can touch
 
     @T.macro
     def body(X, Xs, P, Q, S):
@@ -93,6 +94,14 @@ def per_channel_cast_fused(M_in, N, M_out=None, gather=False, in_group=None, in_
             if gather:
                 tok = T.alloc_shared((block_rows,), "int32")
                 T.copy(P[by * block_rows], tok)
+            if in_group is not None:  # the input scales of the tile's rows, once per row and input group
+                g0 = bx * block_N // in_group
+                sfi = T.alloc_shared((block_rows, n_sf), "float32")
+                for i, g in T.Parallel(block_rows, n_sf):
+                    row = by * block_rows + i
+                    src = tok[i] if gather else row
+                    ok = (row < M_out) & (g0 + g < G_in) & (src >= 0) & (src < M_in)
+                    sfi[i, g] = T.if_then_else(ok, Xs[src, g0 + g], T.float32(0))
             for i, j in T.Parallel(block_rows, block_N):
                 row = by * block_rows + i
                 col = bx * block_N + j
@@ -104,7 +113,7 @@ def per_channel_cast_fused(M_in, N, M_out=None, gather=False, in_group=None, in_
                     ok = (row < M_out) & (col < N)
                 v = T.cast(T.if_then_else(ok, X[src, col], T.cast(0, in_dtype)), "float32")
                 if in_group is not None:
-                    v = v * T.if_then_else(ok, Xs[src, col // in_group], T.float32(0))
+                    v = v * sfi[i, col // in_group - g0]
                 x[i, j] = v
             T.reduce_absmax(x, amax, dim=0)
             for j in T.Parallel(block_N):
