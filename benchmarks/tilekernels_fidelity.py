@@ -25,7 +25,7 @@ The families of the kernels added in issue 17's second part (quant, swiglu_bwd, 
 moe_dispatch_sf, moe_mapping, mhc, engram) live in ``tilekernels_fidelity_more.py`` beside this script,
 which loads it by path and binds its helpers to them; later parts' families live likewise in ``_rest.py``,
 ``_fused.py`` and ``_extra.py`` (E5M6 with scale layouts, Engram fused weight, per-block scale layouts, the fused mHC
-pre block's TF32/split-K options).
+pre block's TF32/split-K options), ``_af.py`` (per-channel casts with a gather, a transpose, after SwiGLU).
 
 Output: a Markdown table on stdout and in ``tilekernels_fidelity_<UTC time>.md``, and the rows (plus the
 TileKernels commit when ``DIR`` is a git checkout) in ``tilekernels_fidelity_<UTC time>.json``, under
@@ -339,7 +339,7 @@ def _more_families():
                               E4M3=E4M3, torch=torch)
     fams = {}
     for name in ("tilekernels_fidelity_more", "tilekernels_fidelity_rest", "tilekernels_fidelity_fused",
-                 "tilekernels_fidelity_extra"):
+                 "tilekernels_fidelity_extra", "tilekernels_fidelity_af"):
         spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(name + ".py"))
         more = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(more)
