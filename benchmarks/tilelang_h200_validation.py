@@ -202,11 +202,11 @@ def _check(spec, params, rt, torch, rng):
 
 
 def config_set(name: str) -> list:
-    """``main``: the 2026-12-01 set above; ``fresh``/``third``: the sealed 2026-12-02 sets
-    (tilelang_h200_fresh_configs.py ``FRESH``/``THIRD``)."""
+    """``main``: the 2026-12-01 set above; ``fresh``/``third``/``fourth``: the sealed 2026-12-02 sets
+    (tilelang_h200_fresh_configs.py ``FRESH``/``THIRD``/``FOURTH``)."""
     if name == "main":
         return CONFIGS
-    return _SETS.FRESH if name == "fresh" else _SETS.THIRD
+    return {"fresh": _SETS.FRESH, "third": _SETS.THIRD, "fourth": _SETS.FOURTH}[name]
 
 
 def run(out_path: str, dry: bool, only=None, cset: str = "main") -> dict:
@@ -346,7 +346,7 @@ def main(argv=None):
     ap.add_argument("--dry-run", action="store_true", help="no GPU: build with tilesim, simulate, write JSON")
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--list", action="store_true")
-    ap.add_argument("--set", default="main", choices=("main", "fresh", "third"), help="which configuration set")
+    ap.add_argument("--set", default="main", choices=("main", "fresh", "third", "fourth"), help="which configuration set")
     ap.add_argument("--compare", nargs="+", metavar="MEAS.json", help="measurement files (no GPU)")
     ap.add_argument("--predictions", nargs="+", metavar="PRED.json", help="--dry-run outputs for --compare")
     ap.add_argument("--json", help="with --compare: write rows and summaries here")

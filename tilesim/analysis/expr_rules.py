@@ -15,7 +15,7 @@ from __future__ import annotations
 from .. import dtypes as dt
 from ..ir import nodes as N
 from .node_helpers import _root, _scope, _size
-from .profiles import MATH_COST
+from .profiles import MATH_COST, PRECISE_MATH_COST
 from .rule_tables import EXPR_RULES
 
 
@@ -74,6 +74,13 @@ def _e_leaf(a, e, acc):
     return None
 
 
+def _precise(a, func: str, dtype: str):
+    """(SFU ops, ALU slots) of ``func`` on fp32 without fast math (``profile.precise_math``), else None."""
+    if a.profile.precise_math and dtype == "float32":
+        return PRECISE_MATH_COST.get(func)
+    return None
+
+
 def _is_mul(x) -> bool:
     return type(x) is N.Binary and x.op == "mul" and dt.is_float(x.dtype)
 
@@ -87,7 +94,8 @@ def _e_binary(a, e, acc: _Acc):
             acc.add_alu(e.dtype, 0.0, flops=1.0)  # fused into the multiply's FMA slot
         elif e.op == "div":
             acc.sfu["rcp"] = acc.sfu.get("rcp", 0.0) + 1.0
-            acc.add_alu(e.dtype, 2.0, flops=1.0)
+            acc.add_alu(e.dtype, _precise(a, "div", e.dtype)[1] if _precise(a, "div", e.dtype) else 2.0,
+                        flops=1.0)
         elif e.op == "pow":
             s, n = MATH_COST["pow"]
             acc.sfu["pow"] = acc.sfu.get("pow", 0.0) + s
@@ -115,7 +123,7 @@ def _e_unary(a, e, acc: _Acc):
 def _e_call(a, e, acc: _Acc):
     for x in e.args:
         a.element_cost(x, acc)
-    s, n = MATH_COST.get(e.func, (0, 1))
+    s, n = _precise(a, e.func, e.dtype) or MATH_COST.get(e.func, (0, 1))
     if s:
         acc.sfu[e.func] = acc.sfu.get(e.func, 0.0) + s
     acc.add_alu(e.dtype, float(n), flops=1.0 if dt.is_float(e.dtype) else 0.0)

@@ -33,7 +33,7 @@ from types import MappingProxyType
 
 from ..errors import KernelTypeError
 
-__all__ = ["LoweringProfile", "PROFILES", "get_profile", "MATH_COST"]
+__all__ = ["LoweringProfile", "PROFILES", "get_profile", "MATH_COST", "PRECISE_MATH_COST"]
 
 #: Instruction sequence of each math intrinsic as (SFU ops, ALU slots) per element. Functions not
 #: listed are one ALU slot. GPU ``exp`` is ``ex2(x * log2 e)``; ``sigmoid`` is ``1 / (1 + exp(-x))``;
@@ -44,6 +44,15 @@ MATH_COST = MappingProxyType({
     "sigmoid": (2, 2), "sin": (1, 1), "cos": (1, 1), "tan": (2, 2), "erf": (0, 12), "atan": (0, 10),
     "asin": (0, 10), "acos": (0, 10), "sinh": (2, 3), "cosh": (2, 3), "pow": (2, 2), "fmod": (0, 6),
 })
+
+#: What changes without fast math (``LoweringProfile.precise_math``; TileLang's default: nvcc runs without
+#: ``--use_fast_math`` unless ``tl.enable_fast_math`` is set, and TVM's CUDA rules emit ``tanhf``/``sqrtf`` and a
+#: plain ``/``, while ``exp``/``log`` become ``__expf``/``__logf`` either way). (SFU ops, ALU slots) per element
+#: of the fast path, counted in the SASS nvcc's ptxas emits for sm_90 (libdevice ``tanhf``: ``MUFU.EX2`` and
+#: ``MUFU.RCP`` with both branches' polynomials and a select; ``sqrtf``: ``MUFU.RSQ``, two Newton FMAs, the
+#: range check and its branch). ``"div"``: IEEE ``div.rn.f32``: ``MUFU.RCP``, ``FCHK``, five FMAs and the
+#: branch around the slow path.
+PRECISE_MATH_COST = MappingProxyType({"tanh": (2, 14), "sqrt": (1, 8), "div": (1, 9)})
 
 
 @dataclass(frozen=True)
@@ -141,6 +150,14 @@ class LoweringProfile:
             thread, so a row is shared by ``min(threads, row / v)`` threads; TileLang's butterfly
             ``AllReduce`` goes through shared memory with two barriers for every step whose offset is a
             warp or more, once per row a thread holds (``analysis/tile_rules.reduce_cross``).
+        precise_math: fp32 ``tanh``, ``sqrt`` and ``/`` cost the instruction sequences nvcc emits without
+            ``--use_fast_math`` (:data:`PRECISE_MATH_COST`: libdevice ``tanhf``/``sqrtf``, IEEE division),
+            not the approximate single instructions of :data:`MATH_COST`.
+        phase_locked_issue: with ``k > 1`` blocks resident per core, a block's time in the wave
+            quantisation is its critical path plus the other ``k - 1`` blocks' CUDA-core issue time
+            (``vector`` busy): identical blocks started together wait for memory together and issue
+            together, so their instruction bursts queue at the schedulers instead of filling each other's
+            waits (``sim/device.simulate_launch``). Off: ``max(critical path, k × busiest resource)``.
     """
 
     name: str
@@ -186,6 +203,8 @@ class LoweringProfile:
     sync_loads_little: bool = False
     async_hit_latency: bool = False
     barrier_per_warp: bool = False
+    precise_math: bool = False
+    phase_locked_issue: bool = False
     notes: tuple[str, ...] = field(default=())
 
     def matrix_dtype(self, dtype: str) -> str:
@@ -225,6 +244,9 @@ _PROFILES = {
         # 2026-12-02); the step latency picked on the TRAIN split of sim_split_h200_2026-12-02.json from
         # {0, 10, 20, 40} cycles (`benchmarks/sim_holdout_h200.py --only train --set reduce_step_cycles=R`)
         reduce_layout="flat", reduce_step_cycles=10.0,
+        # 2026-12-02 (AH, docs/simulator.md §3f): nvcc without --use_fast_math (TileLang's default) and
+        # co-resident identical blocks in phase (their instruction bursts take turns); nothing fitted
+        precise_math=True, phase_locked_issue=True,
         notes=("TileLang on Hopper: TMA copies + warp-specialised producer, wgmma for 16/8-bit operands",)),
     "numba": LoweringProfile(
         name="numba", gemm_unit="vector", gemm_operands="fma", async_copy=False, overlap=False,

@@ -347,7 +347,12 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
     for r, v in bz.items():
         if r in per_core:
             core_busy = np.maximum(core_busy, np.broadcast_to(v, counts.shape))
-    tq = np.maximum(np.broadcast_to(cp, counts.shape), ke * core_busy).ravel()
+    cp_k = np.broadcast_to(cp, counts.shape)
+    if machine.profile.phase_locked_issue and ke > 1 and "vector" in bz:
+        # identical blocks started together stay in phase: their memory waits coincide, and so do their
+        # bursts of CUDA-core instructions, which then take turns at the schedulers (docs/simulator.md §3f)
+        cp_k = cp_k + (ke - 1) * np.minimum(np.broadcast_to(bz["vector"], counts.shape), cp_k)
+    tq = np.maximum(cp_k, ke * core_busy).ravel()
     cnt = counts.ravel()
     order = np.argsort(-tq, kind="stable")
     cum = np.cumsum(cnt[order])
