@@ -210,3 +210,18 @@ def test_b_code_and_ints_agree_on_a_grid():
         for w in range(2):
             env = {"_lane": ln, "_wn": w}
             assert (eval(str(n), env), eval(str(k), env)) == ML.b_ldsm_coord(ln, 1, True, w, 2)  # noqa: S307
+
+
+def test_split_layout_normal_form_and_groups():
+    # adjacent factors are one factor; a lone high factor is an ordinary stride; equal layouts compare equal
+    assert Layout((64,), (8,), (1,), 128, None, ((4, 4),)) == Layout((64,), (8,), (1,), 128)
+    assert Layout((64,), (8,), (1,), 128, None, ((1, 16),)) == Layout((64,), (8,), (16,), 128)
+    lay = Layout((64, 64), (16, 8), (4, 1), 128, (1, 2), ((16, 0), (4, 64)))
+    assert lay.pieces(1) == [(4, 1), (2, 64)] and lay.pieces(0) == [(16, 4)]
+    assert [lay.group_of(1, t) for t in (0, 3, 4, 64, 67, 127)] == [0, 3, 0, 4, 7, 7]
+    assert lay.restrict([1]).is_split(0) and lay.drop(1, False).split == ((16, 0),)
+    assert lay.permuted_from((1, 0), (64, 64)).pieces(0) == [(4, 1), (2, 64)]
+    assert "64:8x16@4@1+2@64v2" in lay.describe()
+    # every (row group, column group) pair is one thread: no replicas, each element owned once
+    owners = {(lay.group_of(0, t), lay.group_of(1, t)) for t in range(128)}
+    assert len(owners) == 128
