@@ -221,7 +221,7 @@ def test_split_layout_normal_form_and_groups():
     assert [lay.group_of(1, t) for t in (0, 3, 4, 64, 67, 127)] == [0, 3, 0, 4, 7, 7]
     assert lay.restrict([1]).is_split(0) and lay.drop(1, False).split == ((16, 0),)
     assert lay.permuted_from((1, 0), (64, 64)).pieces(0) == [(4, 1), (2, 64)]
-    assert "64:8x16@4@1+2@64v2" in lay.describe()
+    assert "64:8x8@(4@1+2@64)v2" in lay.describe()
     # every (row group, column group) pair is one thread: no replicas, each element owned once
     owners = {(lay.group_of(0, t), lay.group_of(1, t)) for t in range(128)}
     assert len(owners) == 128

@@ -177,7 +177,7 @@ class Layout:
     def describe(self) -> str:
         parts = []
         for d, (e, p, s, v, n) in enumerate(zip(self.shape, self.tcount, self.tstride, self.vec, self.slots)):
-            at = "@" + "+".join(f"{c}@{st}" for c, st in self.pieces(d)) if self.is_split(d) else f"@{s}"
+            at = "@(" + "+".join(f"{c}@{st}" for c, st in self.pieces(d)) + ")" if self.is_split(d) else f"@{s}"
             parts.append(f"{e}:{p}x{n}" + (at if p > 1 else "") + (f"v{v}" if v > 1 else ""))
         return "(" + ", ".join(parts) + ")" + (" replicated" if self.replicated else "")
 
