@@ -360,6 +360,7 @@ def bench_tensor_cores(quick):
         except Exception as ex:  # noqa: BLE001
             RESULTS["errors"].append(f"tc gemm {v}: {type(ex).__name__}: {ex}"[:2000])
             log("tc gemm variant failed", v, repr(ex)[:500])
+    _warp_grid_ab(a, b, ref, t_ref, flops, quick)
     B, H, S, D = 2, 16, 2048, 128
     q, k_, v_ = (torch.randn(B, S, H, D, device="cuda").to(torch.bfloat16) for _ in range(3))
     qt, kt, vt = (t.transpose(1, 2) for t in (q, k_, v_))
@@ -386,6 +387,46 @@ def bench_tensor_cores(quick):
         except Exception as ex:  # noqa: BLE001
             RESULTS["errors"].append(f"tc attention {v}: {type(ex).__name__}: {ex}"[:2000])
             log("tc attention variant failed", v, repr(ex)[:500])
+
+
+def _warp_grid_ab(a, b, ref, t_ref, flops, quick):
+    """The tensor-core GEMM on TileLang's default warp grid (``Square``: 2 x 2 warps for 128 x 128 / 4 warps,
+    2 x 4 for 128 x 256 / 8 warps) and on the 4 x 1 / 8 x 1 grid of the earlier runs (``FullRow``, through
+    ``mma_layout.FORCE_POLICY``), timed by turns in one process (issue 14, the warp grid)."""
+    import torch
+
+    from kernels import gemm as G
+    from tilesim.backends.cuda import mma_layout as ML
+
+    M, K = a.shape
+    N = b.shape[1]
+    cfgs = [dict(block_M=128, block_N=128, block_K=32, num_stages=4, threads=128)]
+    if not quick:
+        cfgs.append(dict(block_M=128, block_N=256, block_K=32, num_stages=3, threads=256))
+    keep = ML.FORCE_POLICY
+    try:
+        for v in cfgs:
+            for pol in ("FullRow", "Square", "FullRow", "Square"):
+                ML.FORCE_POLICY = pol
+                try:
+                    kc, run, c = prepared(G.matmul(M, N, K, dtype="bfloat16", out_dtype="float32", **v), a, b,
+                                          tensor_cores=True, async_copy=True)
+                    run()
+                    torch.cuda.synchronize()
+                    err = relnorm(c, ref)
+                    t, _ = gpu_time(run, reps=5)
+                    grid = ML.warp_grid(v["block_M"], v["block_N"], v["threads"], pol)
+                    RESULTS.setdefault("warp_grid_ab", []).append(
+                        {"policy": pol, "grid": list(grid), "config": v, "median_s": t, "rel_err": err,
+                         "ratio_ours_over_ref_speed": t_ref / t, "tflops_ours": flops / t / 1e12,
+                         "resources": resources(kc)})
+                    log(f"warp_grid_ab {v['block_M']}x{v['block_N']}x{v['block_K']}/t{v['threads']}/s{v['num_stages']}"
+                        f" {pol} {grid[0]}x{grid[1]}: {t * 1e3:.3f} ms ({t_ref / t:.3f} x torch) err {err:.2e}")
+                except Exception as ex:  # noqa: BLE001
+                    RESULTS["errors"].append(f"warp grid {pol} {v}: {type(ex).__name__}: {ex}"[:2000])
+                    log("warp grid variant failed", pol, v, repr(ex)[:500])
+    finally:
+        ML.FORCE_POLICY = keep
 
 
 def _row_name(kind, v):

@@ -182,8 +182,9 @@ def test_sm90_machine_code_has_ldgsts_and_one_barrier(tmp_path):
     # issued in the prologue loop (2 stages, one loop body) and once per iteration
     assert sass.count("LDGSTS.E.BYPASS.128.ZFILL") == 16  # .cg (L2 only), zero-fill by src-size
     assert sass.count("LDGDEPBAR") == 2 and sass.count("DEPBAR.LE SB0, 0x1") == 1 and sass.count("DEPBAR.LE SB0, 0x0") == 1
-    assert sass.count("HMMA.16816.F32.BF16") == 2 * 2 * 16
-    assert sass.count("LDSM.16.M88.4") + sass.count("LDSM.16.MT88.4") == 2 * (2 + 8)
+    # 2 x 2 warps (GemmWarpPolicy.Square): 2 k16 steps x 4 m16 x 8 n8 mma, 4 A + 4 B ldmatrix.x4 per step
+    assert sass.count("HMMA.16816.F32.BF16") == 2 * 4 * 8
+    assert sass.count("LDSM.16.M88.4") + sass.count("LDSM.16.MT88.4") == 2 * (4 + 4)
     assert sass.count("BAR.SYNC") == 2  # one per k-step (two without cp.async), one after the loop
 
 

@@ -10,6 +10,7 @@ read back through the :class:`Layout` index formula, and compared with ``A @ B``
 """
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,7 +30,7 @@ def _image(X, pad, base):
     return mem, stride
 
 
-def emulate(M, N, K, nthreads, trans_a, trans_b, pad_a=8, pad_b=8, base_a=0, base_b=0, seed=0):
+def emulate(M, N, K, nthreads, trans_a, trans_b, pad_a=8, pad_b=8, base_a=0, base_b=0, seed=0, grid=None):
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((M, K)).astype(np.float16).astype(np.float64)
     B = rng.standard_normal((K, N)).astype(np.float16).astype(np.float64)
@@ -39,24 +40,27 @@ def emulate(M, N, K, nthreads, trans_a, trans_b, pad_a=8, pad_b=8, base_a=0, bas
     a_rs, a_ks = (1, sa) if trans_a else (sa, 1)
     b_cs, b_ks = (sb, 1) if trans_b else (1, sb)
     nw = nthreads // 32
-    lay = ML.mma_layout(M, N, nthreads)
-    MT, NT = ML.tiles(M, N, nthreads)
+    grid = grid or (nw, 1)
+    lay = ML.mma_layout(M, N, nthreads, grid)
+    assert ML.grid_of(lay) == grid and ML.is_mma_layout(lay)
+    MT, NT = ML.tiles(M, N, grid)
     S1 = lay.slots[1]
     acc = np.zeros((nthreads, lay.nslots))
     for warp in range(nw):
+        wm, wn = warp % grid[0], warp // grid[0]  # the warp's place in the grid (mma_layout's docstring)
         for kk in range(0, K, 16):
             fa = []
             for mi in range(MT):
                 addrs = []
                 for lane in range(32):
-                    m, k = ML.a_ldsm_coord(lane, warp, mi, nw, trans_a)
+                    m, k = ML.a_ldsm_coord(lane, wm, mi, grid[0], trans_a)
                     addrs.append(base_a + m * a_rs + (kk + k) * a_ks)
                 fa.append(ldmatrix_x4(memA, addrs, trans=trans_a))
             fb = []
             for q2 in range(NT // 2):
                 addrs = []
                 for lane in range(32):
-                    n, k = ML.b_ldsm_coord(lane, q2, not trans_b)
+                    n, k = ML.b_ldsm_coord(lane, q2, not trans_b, wn, grid[1])
                     addrs.append(base_b + n * b_cs + (kk + k) * b_ks)
                 regs = ldmatrix_x4(memB, addrs, trans=not trans_b)
                 fb.append([[r[0], r[1]] for r in regs])
@@ -74,7 +78,8 @@ def emulate(M, N, K, nthreads, trans_a, trans_b, pad_a=8, pad_b=8, base_a=0, bas
 
 def _read_back(lay: Layout, acc):
     """The tile from per-thread slots through the Layout contract (index of slot s along dim d:
-    ``(s // V) * P * V + t * V + s % V`` with ``t = (tid // stride) % P``)."""
+    ``(s // V) * P * V + t * V + s % V`` with ``t`` the thread's group: ``(tid // stride) % P``, or for a
+    split dimension ``(tid // stride) % lo + lo * ((tid // hstride) % (P // lo))``)."""
     out = np.full(lay.shape, np.nan)
     S0, S1 = lay.slots
     for tid in range(lay.nthreads):
@@ -82,8 +87,12 @@ def _read_back(lay: Layout, acc):
             for s1 in range(S1):
                 idx = []
                 for d, s in ((0, s0), (1, s1)):
-                    P, V, stv = lay.tcount[d], lay.vec[d], lay.tstride[d]
-                    t = (tid // stv) % P
+                    P, V = lay.tcount[d], lay.vec[d]
+                    t = (tid // lay.tstride[d]) % P
+                    if lay.is_split(d):
+                        lo, hs = lay.split[d]
+                        t = (tid // lay.tstride[d]) % lo + lo * ((tid // hs) % (P // lo))
+                    assert t == lay.group_of(d, tid)
                     idx.append((s // V) * P * V + t * V + s % V)
                 assert np.isnan(out[idx[0], idx[1]]), "two threads own one element"
                 out[idx[0], idx[1]] = acc[tid, s0 * S1 + s1]
@@ -147,3 +156,72 @@ def test_code_and_ints_give_the_same_expression():
         for w in range(4):
             env = {"_lane": ln, "_warp": w}
             assert (eval(str(m), env), eval(str(k), env)) == ML.a_ldsm_coord(ln, w, 1, 4, False)  # noqa: S307
+
+
+# ------------------------------------------------------------------------- warp grids (GemmWarpPolicy)
+def test_square_grid_is_2x2_for_128x128_and_follows_tilelang():
+    from tilesim.warp_partition import warp_partition
+
+    assert ML.warp_grid(128, 128, 128) == (2, 2)
+    assert ML.warp_grid(128, 128, 128, "FullRow") == (4, 1)
+    assert ML.warp_grid(128, 128, 128, "FullCol") == (1, 4)
+    assert ML.warp_grid(128, 256, 256) == warp_partition(128, 256, 8, "Square")
+    # TileLang's grid gives a warp 8 columns (one n8 tile): ldmatrix.x4 pairs need 16, so all along M
+    assert warp_partition(64, 32, 4, "FullCol") == (1, 4) and ML.warp_grid(64, 32, 128, "FullCol") == (4, 1)
+    lay = ML.mma_layout(128, 128, 128, (2, 2))
+    assert lay.split == ((16, 0), (4, 64)) and lay.is_split(1) and not lay.is_split(0)
+    assert lay.slots == (8, 16) and lay.used_threads == 128 and not lay.replicated
+    # FullRow is the layout of the earlier runs, unchanged
+    assert ML.mma_layout(128, 128, 128, (4, 1)) == Layout((128, 128), (32, 4), (4, 1), 128, (1, 2))
+
+
+def test_force_policy_overrides_every_gemm(monkeypatch):
+    monkeypatch.setattr(ML, "FORCE_POLICY", "FullRow")
+    assert ML.warp_grid(128, 128, 128) == (4, 1)
+    monkeypatch.setattr(ML, "FORCE_POLICY", None)
+    assert ML.warp_grid(128, 128, 128) == (2, 2)
+
+
+@pytest.mark.parametrize("M, N, nthreads, grid", [
+    (32, 32, 128, (2, 2)), (128, 128, 128, (2, 2)), (64, 64, 128, (1, 4)), (64, 128, 256, (2, 4)),
+    (128, 64, 256, (4, 2)), (32, 64, 64, (1, 2)),
+])
+def test_block_gemm_on_warp_grids(M, N, nthreads, grid):
+    for ta, tb in ((False, False), (True, True), (False, True)):
+        got, ref = emulate(M, N, 32, nthreads, ta, tb, pad_a=8, pad_b=0, base_a=8, base_b=64, seed=M + N, grid=grid)
+        assert not np.isnan(got).any()
+        np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9)
+
+
+@settings(max_examples=20, deadline=None)
+@given(wm=st.sampled_from([1, 2, 4]), wn=st.sampled_from([1, 2, 4]), mt=st.integers(1, 2), n16=st.integers(1, 2),
+       ta=st.booleans(), tb=st.booleans(), seed=st.integers(0, 2**16))
+def test_any_grid_matches_a_at_b(wm, wn, mt, n16, ta, tb, seed):
+    M, N = 16 * wm * mt, 16 * wn * n16
+    got, ref = emulate(M, N, 16, 32 * wm * wn, ta, tb, seed=seed, grid=(wm, wn))
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-9)
+
+
+def test_b_code_and_ints_agree_on_a_grid():
+    lane, wn = ML.Code("_lane"), ML.Code("_wn")
+    n, k = ML.b_ldsm_coord(lane, 1, True, wn, 2)
+    for ln in (0, 13, 31):
+        for w in range(2):
+            env = {"_lane": ln, "_wn": w}
+            assert (eval(str(n), env), eval(str(k), env)) == ML.b_ldsm_coord(ln, 1, True, w, 2)  # noqa: S307
+
+
+def test_split_layout_normal_form_and_groups():
+    # adjacent factors are one factor; a lone high factor is an ordinary stride; equal layouts compare equal
+    assert Layout((64,), (8,), (1,), 128, None, ((4, 4),)) == Layout((64,), (8,), (1,), 128)
+    assert Layout((64,), (8,), (1,), 128, None, ((1, 16),)) == Layout((64,), (8,), (16,), 128)
+    lay = Layout((64, 64), (16, 8), (4, 1), 128, (1, 2), ((16, 0), (4, 64)))
+    assert lay.pieces(1) == [(4, 1), (2, 64)] and lay.pieces(0) == [(16, 4)]
+    assert [lay.group_of(1, t) for t in (0, 3, 4, 64, 67, 127)] == [0, 3, 0, 4, 7, 7]
+    assert lay.restrict([1]).is_split(0) and lay.drop(1, False).split == ((16, 0),)
+    assert lay.permuted_from((1, 0), (64, 64)).pieces(0) == [(4, 1), (2, 64)]
+    assert "64:8x8@(4@1+2@64)v2" in lay.describe()
+    # every (row group, column group) pair is one thread: no replicas, each element owned once
+    owners = {(lay.group_of(0, t), lay.group_of(1, t)) for t in range(128)}
+    assert len(owners) == 128

@@ -52,7 +52,8 @@ def test_off_under_the_cuda_simulator(monkeypatch):
 
 @pytest.mark.parametrize("kw, why", [
     (dict(dtype="float32"), "fp32 operands"),
-    (dict(bm=48, threads=128), "M=48 is not a multiple of 16 x 4 warps"),
+    (dict(bm=40, threads=128), "M=40 is not a multiple of 16"),
+    (dict(bm=48, bn=24, threads=128), "48x24: no warp grid gives each warp 16 x 16-multiple columns"),
     (dict(bn=24), "N=24 is not a multiple of 16"),
     (dict(bk=8), "K=8 is not a multiple of 16"),
 ])
@@ -71,10 +72,24 @@ def test_accumulator_layout_and_operand_padding():
     # A (128, 32) bf16 rows padded by 8 elements (16 B), B (32, 128) likewise; 16-byte aligned arrays
     assert "cuda.shared.array(5120, int16, alignment=16)" in src  # 128 x (32 + 8)
     assert "cuda.shared.array(4352, int16, alignment=16)" in src  # 32 x (128 + 8)
-    assert src.count("_mma_bf16(") == 2 * 16 and src.count("_ldsm4t(") == 8 and src.count("_ldsm4(") == 2
-    # the accumulator's epilogue copy walks the mma layout: rows 4 x 32 groups, 2-wide column pairs
-    assert "_stv2(C_" in src
+    # 2 x 2 warps (GemmWarpPolicy.Square): per warp and k16 step 4 A + 4 B ldmatrix.x4 for 4 x 8 mma
+    assert src.count("_mma_bf16(") == 4 * 8 and src.count("_ldsm4t(") == 4 and src.count("_ldsm4(") == 4
+    # the accumulator's epilogue copy walks the mma layout: rows 16 groups, 2-wide column pairs whose group
+    # combines the lane (tid % 4) and the warp's grid column ((tid // 64) % 2)
+    assert "_stv2(C_" in src and "(_t4_1 + (_t2_64 * 4))" in src
     assert is_mma_layout(Layout((128, 128), (32, 4), (4, 1), 128, (1, 2)))
+    assert is_mma_layout(Layout((128, 128), (16, 8), (4, 1), 128, (1, 2), ((16, 0), (4, 64))))
+
+
+@pytest.mark.parametrize("policy, grid, mma, lda, ldb", [
+    ("FullRow", (4, 1), 2 * 16, 2, 8), ("FullCol", (1, 4), 8 * 4, 8, 2), ("Square", (2, 2), 4 * 8, 4, 4)])
+def test_force_policy_picks_the_grid(monkeypatch, policy, grid, mma, lda, ldb):
+    from tilesim.backends.cuda import mma_layout as ML
+
+    monkeypatch.setattr(ML, "FORCE_POLICY", policy)
+    src = _src(_mm(), tensor_cores=True, async_copy=False)
+    assert src.count("_mma_bf16(") == mma and src.count("_ldsm4(") == lda and src.count("_ldsm4t(") == ldb
+    assert ML.warp_grid(128, 128, 128) == grid
 
 
 _CASES = [(False, False, "bfloat16"), (False, True, "bfloat16"), (True, False, "bfloat16"), (True, True, "bfloat16"),
@@ -97,10 +112,11 @@ def test_sm90_machine_code_has_hmma_and_ldsm(ta, tb, dtype, tmp_path):
     hmma = sass.count("HMMA.16816.F32" + (".BF16" if kind == "bf16" else ""))
     ldsm = sass.count("LDSM.16.M88.4")
     ldsm_t = sass.count("LDSM.16.MT88.4")
-    # block 128x128x32, 4 warps along M: 2 k16 steps x (2 m16 x 16 n8) mma; per step 2 A + 8 B ldmatrix.x4
-    assert hmma == 2 * 2 * 16
-    assert ldsm + ldsm_t == 2 * (2 + 8)
-    assert ldsm_t == 2 * ((2 if ta else 0) + (0 if tb else 8))
+    # block 128x128x32, 2 x 2 warps: 2 k16 steps x (4 m16 x 8 n8) mma; per step 4 A + 4 B ldmatrix.x4
+    # (4 warps along M, the earlier grid: 2 x (2 x 16) mma, per step 2 A + 8 B)
+    assert hmma == 2 * 4 * 8
+    assert ldsm + ldsm_t == 2 * (4 + 4)
+    assert ldsm_t == 2 * ((4 if ta else 0) + (0 if tb else 4))
 
 
 _SIM = r"""

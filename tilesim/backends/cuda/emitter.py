@@ -62,7 +62,7 @@ class Emitter:
         self.gprolog: list[str] = []
         self._gdims: dict[int, tuple] = {}
         self.barrier_before: set[int] = set()
-        self.notes: list[str] = []
+        self.notes: list[str] = list(self.placement.notes)
         self.unguarded: set[int] = set()
 
     # ----------------------------------------------------------------------------------- emission
@@ -146,10 +146,18 @@ class Emitter:
             self.coords[key] = n
         return n
 
+    def group(self, lay: Layout, d: int) -> str:
+        """The thread's group along dim ``d`` of ``lay`` (code; a split dimension combines two factors)."""
+        pcs = lay.pieces(d)
+        if len(pcs) <= 1:
+            return self.coord(lay.tcount[d], lay.tstride[d])
+        (lo, s0), (hi, s1) = pcs
+        return _add(self.coord(lo, s0), _mul(self.coord(hi, s1), lo))
+
     def index_code(self, lay: Layout, d: int, sv: str) -> str:
         """Index along dim ``d`` of the thread's slot ``sv`` (code) in layout ``lay``."""
         P, V = lay.tcount[d], lay.vec[d]
-        t = self.coord(P, lay.tstride[d])
+        t = self.group(lay, d)
         if V == 1:
             return _add(t, _mul(sv, P))
         return f"({_mul(t, V)} + ({sv} // {V}) * {P * V} + {sv} % {V})"
@@ -157,7 +165,7 @@ class Emitter:
     def primary_cond(self, lay: Layout) -> str | None:
         if not lay.replicated:
             return None
-        terms = [_mul(self.coord(p, s), s) for p, s in zip(lay.tcount, lay.tstride) if p > 1]
+        terms = [_mul(self.coord(p, s), s) for d in range(lay.ndim) for p, s in lay.pieces(d)]
         base = " + ".join(terms) if terms else "0"
         return f"(_tid == {base})"
 
@@ -190,7 +198,7 @@ class Emitter:
         lanes = 1
         for d in range(lay.ndim):
             S, P, V = slots[d], lay.tcount[d], lay.vec[d]
-            t = self.coord(P, lay.tstride[d])
+            t = self.group(lay, d)
             if V > 1 and vector_last and d == lay.ndim - 1:
                 cv = self.fresh("_c")
                 if S // V > 1:

@@ -6,13 +6,19 @@ A :class:`Layout` spreads a tile of static ``shape`` over the ``nthreads`` threa
 dimension ``d`` the threads form ``tcount[d]`` groups; thread ``tid`` is in group
 ``t_d = (tid // tstride[d]) % tcount[d]`` and owns the indices ``t_d + s * tcount[d]`` for
 ``s < slots[d] = ceil(shape[d] / tcount[d])`` (indices past ``shape[d]`` are padding, guarded). A
+dimension may be *split* (``split[d] = (lo, hstride)``, ``1 < lo < tcount[d]``): its group is then
+``(tid // tstride[d]) % lo + lo * ((tid // hstride) % (tcount[d] // lo))`` — the tensor-core accumulator
+of a warp grid with several warps along N, whose column group is ``lane % 4`` plus the warp's column
+(:meth:`Layout.pieces` lists the ``(count, stride)`` factors; the emitter builds the group from them). A
+reduction along a split dimension is not lowered: the placement then chooses another grid (``place_buffers``).
+A
 thread's elements are the ``prod(slots)`` combinations, kept in a per-thread ``cuda.local.array``
 indexed by the row-major slot number — registers, once NVVM unrolls the constant-trip slot loops.
 
 Threads whose groups coincide hold the same elements (*replicas*): a row statistic of a 2-D tile (the
 running max of flash attention) uses the rows' thread groups of the tile and is replicated over its
 column groups, so ``x[i, j] - m[i]`` needs no communication. Replicas compute the same values; only
-the *primary* replica (``sum(t_d * tstride[d]) == tid``) performs side effects on memory. With every
+the *primary* replica (``tid`` equal to the sum of its group factors times their strides) performs side effects on memory. With every
 ``tcount`` 1 a layout is *fully replicated* (``FR``): each thread holds the whole tile, which is what
 block-level scalar code on a fragment needs.
 
@@ -64,12 +70,48 @@ class Layout:
     #: per dimension, how many *consecutive* indices a thread owns in each round (vector width; 1: cyclic):
     #: index of slot ``s`` = ``(s // V) * P * V + t * V + s % V``
     vec: tuple[int, ...] | None = None
+    #: per dimension ``(lo, hstride)``: the group is ``lo`` groups at ``tstride`` then ``tcount // lo`` at
+    #: ``hstride``; ``(tcount, 0)`` (the normal form of "not split") where the dimension is one factor
+    split: tuple[tuple[int, int], ...] | None = None
 
     def __post_init__(self):
         # a dimension spread over one thread group has no thread stride: normalise it so equal layouts compare equal
         object.__setattr__(self, "tstride", tuple(s if p > 1 else 1 for p, s in zip(self.tcount, self.tstride)))
         v = self.vec if self.vec is not None else tuple(1 for _ in self.shape)
         object.__setattr__(self, "vec", tuple(int(x) if p > 1 else 1 for x, p in zip(v, self.tcount)))
+        sp = self.split if self.split is not None else tuple((p, 0) for p in self.tcount)
+        ts, norm = list(self.tstride), []
+        for d, (p, (lo, hs)) in enumerate(zip(self.tcount, sp)):
+            if p > 1 and 1 <= lo < p:
+                if p % lo:
+                    raise ValueError(f"split {lo} does not divide {p} thread groups")
+                if lo == 1:  # only the high factor: an ordinary dimension at hstride
+                    ts[d], lo = hs, p
+                elif hs == ts[d] * lo:  # the two factors are adjacent: one factor
+                    lo = p
+            norm.append((p, 0) if lo >= p or p <= 1 else (lo, hs))
+        object.__setattr__(self, "tstride", tuple(ts))
+        object.__setattr__(self, "split", tuple(norm))
+
+    def pieces(self, d: int) -> list[tuple[int, int]]:
+        """``[(count, stride), ...]`` of dimension ``d``'s group, low factor first (empty: one group)."""
+        p, (lo, hs) = self.tcount[d], self.split[d]
+        if p <= 1:
+            return []
+        if lo < p:
+            return [(lo, self.tstride[d]), (p // lo, hs)]
+        return [(p, self.tstride[d])]
+
+    def is_split(self, d: int) -> bool:
+        return len(self.pieces(d)) > 1
+
+    def group_of(self, d: int, tid: int) -> int:
+        """Thread ``tid``'s group along dimension ``d`` (the contract above, with ints)."""
+        t, scale = 0, 1
+        for c, st in self.pieces(d):
+            t += ((tid // st) % c) * scale
+            scale *= c
+        return t
 
     @property
     def ndim(self) -> int:
@@ -108,15 +150,15 @@ class Layout:
         """The layout of the sub-tile on loop dimensions ``dims`` (in the sub-tile's order)."""
         return Layout(tuple(self.shape[d] for d in dims), tuple(self.tcount[d] for d in dims),
                       tuple(self.tstride[d] if self.tcount[d] > 1 else 1 for d in dims), self.nthreads,
-                      tuple(self.vec[d] for d in dims))
+                      tuple(self.vec[d] for d in dims), tuple(self.split[d] for d in dims))
 
     def permuted_from(self, dims, loop_shape) -> Layout:
         """Inverse of :meth:`restrict` for a full-rank access: buffer dim ``k`` is loop dim ``dims[k]``."""
         n = len(loop_shape)
-        tc, ts, vv = [1] * n, [1] * n, [1] * n
+        tc, ts, vv, sp = [1] * n, [1] * n, [1] * n, [(1, 0)] * n
         for k, d in enumerate(dims):
-            tc[d], ts[d], vv[d] = self.tcount[k], self.tstride[k], self.vec[k]
-        return Layout(tuple(loop_shape), tuple(tc), tuple(ts), self.nthreads, tuple(vv))
+            tc[d], ts[d], vv[d], sp[d] = self.tcount[k], self.tstride[k], self.vec[k], self.split[k]
+        return Layout(tuple(loop_shape), tuple(tc), tuple(ts), self.nthreads, tuple(vv), tuple(sp))
 
     def drop(self, dim: int, keep_unit: bool) -> Layout:
         """Projection without ``dim`` (a reduction's output); ``keep_unit`` keeps it as extent 1."""
@@ -124,17 +166,19 @@ class Layout:
             return Layout(tuple(1 if d == dim else e for d, e in enumerate(self.shape)),
                           tuple(1 if d == dim else p for d, p in enumerate(self.tcount)),
                           tuple(1 if d == dim else s for d, s in enumerate(self.tstride)), self.nthreads,
-                          tuple(1 if d == dim else v for d, v in enumerate(self.vec)))
+                          tuple(1 if d == dim else v for d, v in enumerate(self.vec)),
+                          tuple((1, 0) if d == dim else x for d, x in enumerate(self.split)))
         dims = [d for d in range(self.ndim) if d != dim]
         return self.restrict(dims)
 
     def key(self) -> tuple:
-        return tuple((p, s) for p, s in zip(self.tcount, self.tstride) if p > 1)
+        return tuple(tuple(self.pieces(d)) for d in range(self.ndim) if self.tcount[d] > 1)
 
     def describe(self) -> str:
         parts = []
-        for e, p, s, v, n in zip(self.shape, self.tcount, self.tstride, self.vec, self.slots):
-            parts.append(f"{e}:{p}x{n}" + (f"@{s}" if p > 1 else "") + (f"v{v}" if v > 1 else ""))
+        for d, (e, p, s, v, n) in enumerate(zip(self.shape, self.tcount, self.tstride, self.vec, self.slots)):
+            at = "@(" + "+".join(f"{c}@{st}" for c, st in self.pieces(d)) + ")" if self.is_split(d) else f"@{s}"
+            parts.append(f"{e}:{p}x{n}" + (at if p > 1 else "") + (f"v{v}" if v > 1 else ""))
         return "(" + ", ".join(parts) + ")" + (" replicated" if self.replicated else "")
 
 
@@ -310,15 +354,28 @@ def _parallel_accesses(p: N.Parallel, onchip):
 def place_buffers(launch: N.Launch, gemm_rows_hint=None, accumulator=None) -> Placement:
     """Run the placement pass over one launch (see the module docstring).
 
-    ``accumulator(gemm, M, N, nthreads, in_shared)``, when given, may return the layout of a gemm's
+    ``accumulator(gemm, M, N, nthreads, in_shared, full_row)``, when given, may return the layout of a gemm's
     register accumulator (tensor cores: :func:`~.mma_layout.tensor_core_accumulator`; ``in_shared(buf)``
-    tells whether an operand lives in shared memory); those gemms are recorded in ``Placement.mma``."""
+    tells whether an operand lives in shared memory); those gemms are recorded in ``Placement.mma``. When
+    a placed layout has a *split* dimension (a warp grid with several warps along N) that a consumer cannot
+    lower — a reduction along it (a row max/sum must see a whole row in one warp's lanes), a CUDA-core
+    gemm's accumulator — the launch is placed again with ``full_row=True`` (every tensor-core gemm's warps
+    along M) and ``Placement.notes`` says so: a slower grid, never a wrong answer."""
     nt = launch.num_threads
     frags = {}
 
     for s in walk_stmts(launch.body):
         if isinstance(s, N.Alloc) and s.buffer.scope in ("fragment", "local"):
             frags[s.buffer.uid] = s.buffer
+    pl = _place_fixpoint(launch, nt, frags, accumulator)
+    why = _split_unserved(launch, pl) if pl.mma else None
+    if why is not None:
+        pl = _place_fixpoint(launch, nt, frags, lambda *a: accumulator(*a, full_row=True))
+        pl.notes.append(f"tensor-core gemm warps all along M (FullRow): {why}")
+    return pl
+
+
+def _place_fixpoint(launch, nt, frags, accumulator):
     forced: dict[int, str] = {}
     while True:
         pl = _place_once(launch, nt, frags, forced, accumulator)
@@ -327,6 +384,20 @@ def place_buffers(launch: N.Launch, gemm_rows_hint=None, accumulator=None) -> Pl
             return pl
         for uid, why in bad.items():
             forced.setdefault(uid, why)
+
+
+def _split_unserved(launch, pl: Placement) -> str | None:
+    """Why a split layout of ``pl`` cannot be lowered (see :func:`place_buffers`), or None."""
+    for s in walk_stmts(launch.body):
+        if isinstance(s, N.Reduce):
+            lay = pl.reg.get(s.src.buffer.uid)
+            if lay is not None and s.src.buffer.uid not in pl.demoted and lay.is_split(s.dim):
+                return f"{s.src.buffer.name} is reduced along a dimension its warps share"
+        if isinstance(s, N.Gemm) and id(s) not in pl.mma:
+            lay = pl.reg.get(s.c.buffer.uid)
+            if lay is not None and s.c.buffer.uid not in pl.demoted and any(lay.is_split(d) for d in range(lay.ndim)):
+                return f"{s.c.buffer.name} is also the accumulator of a CUDA-core gemm"
+    return None
 
 
 def _place_once(launch, nt, frags, forced, accumulator=None):

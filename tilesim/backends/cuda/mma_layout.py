@@ -4,22 +4,32 @@ Pure Python: every function here takes plain ``int`` values (the NumPy emulation
 ``tests/backends/test_mma_emulation.py``) or :class:`Code` values (the code generator,
 :mod:`.tile_mma`), so the generated kernel and the emulation compute the same addresses.
 
+Warp grid (:func:`warp_grid`): the block's ``nw`` warps form a ``WM x WN`` grid over the C tile, picked
+as TileLang's ``GemmWarpPolicy`` picks it (:func:`tilesim.warp_partition.warp_partition`: ``Square``, the
+default, the most square per-warp tile — 2 x 2 for 4 warps on 128 x 128; ``FullRow`` all warps along M;
+``FullCol`` along N). Warp ``w = tid // 32`` is at grid row ``wm = w % WM`` and column ``wn = w // WM``.
+The grid changes speed (operand reuse), never results. Where TileLang's grid does not fit this lowering
+(each warp needs a multiple of 16 columns: ``ldmatrix.x4`` loads B's n8 tiles in pairs) ``FullRow`` is
+used; :data:`FORCE_POLICY` (``None`` normally) overrides every policy (the A/B timing of the grids).
+
 Accumulator layout (:func:`mma_layout`, an ordinary :class:`~.layout.Layout`, used unchanged by every
-other lowering of the fragment: copies, ``T.Parallel`` epilogues, reductions). With ``nw`` warps all
-stacked along ``M`` (TileLang's ``GemmWarpPolicy.FullRow``; the policy only changes speed, not results):
-rows ``tcount = 8*nw`` groups at thread stride 4 (group ``(tid // 4) % (8*nw) = 8*warp + lane//4``),
-columns ``tcount = 4`` at stride 1 with ``vec = 2`` (``2*(lane%4) + {0, 1}`` in every 8-column block).
-Row slot ``2*mi`` / ``2*mi + 1`` of a thread are the rows ``g`` / ``g + 8`` of its warp's ``mi``-th m16
-tile, column slots ``2*q`` / ``2*q + 1`` the columns ``2t`` / ``2t + 1`` of n8 tile ``q`` — exactly the
-C fragment of ``mma.m16n8k16`` (:func:`c_slots`).
+other lowering of the fragment: copies, ``T.Parallel`` epilogues, reductions). Rows: ``tcount = 8*WM``
+groups at thread stride 4 (group ``(tid // 4) % (8*WM) = 8*wm + lane//4``: the warp's row bits are next
+to the lane's, as ``w % WM`` is the low part of ``w``). Columns: ``tcount = 4*WN`` groups with ``vec = 2``,
+group ``lane % 4 + 4*wn`` — split over two thread factors (``split = (4, 32*WM)``) when ``WN > 1``. Warp
+``(wm, wn)`` thus owns the m16 tiles ``WM*i + wm`` and the n8 tiles ``WN*q + wn`` (interleaved). Row slot
+``2*mi`` / ``2*mi + 1`` of a thread are the rows ``g`` / ``g + 8`` of its warp's ``mi``-th m16 tile,
+column slots ``2*q`` / ``2*q + 1`` the columns ``2t`` / ``2t + 1`` of its ``q``-th n8 tile — exactly
+the C fragment of ``mma.m16n8k16`` (:func:`c_slots`). With ``WN = 1`` (FullRow) this is the layout of
+every earlier run.
 
 Operands come from shared memory through ``ldmatrix.x4`` (four 8x8 b16 matrices; lane ``L`` supplies
 the row address of matrix ``L // 8``, row ``L % 8``): :func:`a_ldsm_coord` / :func:`b_ldsm_coord` give the
 (M or N index, K index) of the first element of the 16-byte row lane ``L`` points at, for the plain
 (contiguous K) and the ``.trans`` (contiguous M / N) forms.
 
-Eligibility (:func:`tensor_core_accumulator`, :func:`mma_shape_ok`): A, B fp16 or bf16 (the same), C float32, ``M % (16*nw) == 0``,
-``N % 16 == 0``, ``K % 16 == 0``, the block a whole number of warps; both operands whole
+Eligibility (:func:`tensor_core_accumulator`, :func:`mma_shape_ok`): A, B fp16 or bf16 (the same), C float32,
+``M % (16*WM) == 0``, ``N % (16*WN) == 0``, ``K % 16 == 0``, the block a whole number of warps; both operands whole
 shared-memory buffers (or regions of them: leading dimensions of extent 1) whose rows are a multiple of
 8 elements and whose region starts at a multiple of 8 along the row, so every ``ldmatrix`` row address
 is 16-byte aligned (operand rows get 8 elements of padding instead of the usual 1 word, see
@@ -29,7 +39,12 @@ is 16-byte aligned (operand rows get 8 elements of padding instead of the usual 
 from __future__ import annotations
 
 from ...ir import nodes as N
+from ...warp_partition import warp_partition
 from .layout import Layout
+
+#: ``None``, or a policy name that replaces every gemm's ``GemmWarpPolicy`` (``"FullRow"``: the 4 x 1 grid
+#: of the runs before issue 14's warp grid; ``benchmarks/gpu_run.py --only tc`` times both)
+FORCE_POLICY: str | None = None
 
 #: (M, N, K) of one mma instruction
 MMA_M, MMA_N, MMA_K = 16, 8, 16
@@ -87,39 +102,70 @@ class Code:
         return Code._bin(self, "%", o)
 
 
-def mma_layout(M: int, N: int, nthreads: int) -> Layout:
-    """The accumulator layout of a tensor-core gemm (see the module docstring)."""
-    nw = nthreads // 32
-    return Layout((M, N), (8 * nw, 4), (4, 1), nthreads, (1, 2))
+def mma_layout(M: int, N: int, nthreads: int, grid: tuple[int, int] | None = None) -> Layout:
+    """The accumulator layout of a tensor-core gemm on warp grid ``grid = (WM, WN)`` (default: all warps
+    along M) — see the module docstring."""
+    wm, wn = grid if grid is not None else (nthreads // 32, 1)
+    return Layout((M, N), (8 * wm, 4 * wn), (4, 1), nthreads, (1, 2), ((8 * wm, 0), (4, 32 * wm)))
+
+
+def grid_of(lay: Layout) -> tuple[int, int]:
+    """``(WM, WN)`` of an accumulator layout made by :func:`mma_layout`."""
+    return lay.tcount[0] // 8, lay.tcount[1] // 4
 
 
 def is_mma_layout(lay: Layout) -> bool:
-    return (lay.ndim == 2 and lay.nthreads % 32 == 0 and lay == mma_layout(lay.shape[0], lay.shape[1], lay.nthreads))
+    if lay.ndim != 2 or lay.nthreads % 32 or lay.tcount[0] % 8 or lay.tcount[1] % 4:
+        return False
+    wm, wn = grid_of(lay)
+    return wm * wn * 32 == lay.nthreads and lay == mma_layout(lay.shape[0], lay.shape[1], lay.nthreads, (wm, wn))
 
 
-def mma_shape_ok(M: int, N: int, K: int, nthreads: int, a_dtype: str, b_dtype: str, c_dtype: str) -> str | None:
-    """``None`` when the gemm can run on tensor cores, else the reason it cannot."""
+def _grid_fits(M: int, N: int, grid) -> bool:
+    wm, wn = grid
+    return M % (MMA_M * wm) == 0 and N % (2 * MMA_N * wn) == 0
+
+
+def warp_grid(M: int, N: int, nthreads: int, policy="Square") -> tuple[int, int]:
+    """``(WM, WN)`` for a C tile ``M x N`` (see the module docstring): TileLang's pick for ``policy`` (or
+    :data:`FORCE_POLICY`) when this lowering can run it, else all warps along M."""
+    nw = max(1, nthreads // 32)
+    pol = FORCE_POLICY or getattr(policy, "name", policy) or "Square"
+    try:
+        grid = warp_partition(M, N, nw, pol) if M % MMA_M == 0 and N % MMA_N == 0 else None
+    except ValueError:
+        grid = None
+    if grid is not None and _grid_fits(M, N, grid):
+        return grid
+    return nw, 1
+
+
+def mma_shape_ok(M: int, N: int, K: int, nthreads: int, a_dtype: str, b_dtype: str, c_dtype: str,
+                 grid: tuple[int, int] | None = None) -> str | None:
+    """``None`` when the gemm can run on tensor cores on warp grid ``grid`` (default: all warps along M),
+    else the reason it cannot."""
     if a_dtype != b_dtype or a_dtype not in ("float16", "bfloat16"):
         return f"operands {a_dtype} x {b_dtype} (tensor cores here: fp16 x fp16 or bf16 x bf16)"
     if c_dtype != "float32":
         return f"accumulator {c_dtype} (tensor cores here: float32)"
     if nthreads % 32:
         return f"{nthreads} threads is not a whole number of warps"
-    nw = nthreads // 32
-    if M % (MMA_M * nw) or N % (2 * MMA_N) or K % MMA_K:
-        return f"{M}x{N}x{K} is not a multiple of {MMA_M * nw}x{2 * MMA_N}x{MMA_K} ({nw} warps along M)"
+    wm, wn = grid if grid is not None else (nthreads // 32, 1)
+    if M % (MMA_M * wm) or N % (2 * MMA_N * wn) or K % MMA_K:
+        return (f"{M}x{N}x{K} is not a multiple of {MMA_M * wm}x{2 * MMA_N * wn}x{MMA_K} "
+                f"({wm} x {wn} warps along M x N)")
     return None
 
 
-def tiles(M: int, N: int, nthreads: int) -> tuple[int, int]:
-    """(m16 tiles per warp, n8 tiles per warp)."""
-    nw = nthreads // 32
-    return M // (MMA_M * nw), N // MMA_N
+def tiles(M: int, N: int, grid: tuple[int, int]) -> tuple[int, int]:
+    """(m16 tiles per warp, n8 tiles per warp) on warp grid ``grid = (WM, WN)``."""
+    wm, wn = grid
+    return M // (MMA_M * wm), N // (MMA_N * wn)
 
 
 def a_ldsm_coord(lane, warp, mi, nw: int, trans: bool):
-    """(m, k) inside the warp's k16 step of the first element of the row lane ``lane`` gives
-    ``ldmatrix.x4`` for A's ``mi``-th m16 tile. Matrix ``j = lane // 8`` is A fragment register ``j``:
+    """(m, k) inside the k16 step of the first element of the row lane ``lane`` gives ``ldmatrix.x4`` for
+    A's ``mi``-th m16 tile, for the warp at grid row ``warp`` of ``nw`` (``WM``; all warps for FullRow). Matrix ``j = lane // 8`` is A fragment register ``j``:
     rows ``g`` (j even) or ``g + 8`` (j odd) of the tile, k ``0-7`` (j < 2) or ``8-15``.
     Plain: the lane points at row ``m`` (8 contiguous k). ``trans`` (A stored K x M): at k-row ``k``
     (8 contiguous m), ``ldmatrix.trans`` hands each lane the transposed pairs."""
@@ -131,14 +177,15 @@ def a_ldsm_coord(lane, warp, mi, nw: int, trans: bool):
     return row0 + r, khalf * 8
 
 
-def b_ldsm_coord(lane, q2, trans: bool):
-    """(n, k) inside the k16 step of the row lane ``lane`` gives ``ldmatrix.x4`` for B's n8 tiles
-    ``2*q2`` and ``2*q2 + 1``. Matrix ``j``: n tile ``2*q2 + j // 2``, k ``0-7`` (j even) or ``8-15`` —
-    registers 0, 1 are tile ``2*q2``'s B fragment, 2, 3 tile ``2*q2 + 1``'s.
+def b_ldsm_coord(lane, q2, trans: bool, wn=0, WN: int = 1):
+    """(n, k) inside the k16 step of the row lane ``lane`` gives ``ldmatrix.x4`` for the n8 tiles
+    ``2*q2`` and ``2*q2 + 1`` of the warp at grid column ``wn`` of ``WN`` (the tile's n8 tiles
+    ``WN*(2*q2) + wn`` and ``WN*(2*q2 + 1) + wn``). Matrix ``j``: local n tile ``2*q2 + j // 2``, k ``0-7``
+    (j even) or ``8-15`` — registers 0, 1 are tile ``2*q2``'s B fragment, 2, 3 tile ``2*q2 + 1``'s.
     Plain (B stored N x K): the lane points at column ``n`` (8 contiguous k). ``trans`` (B stored K x N,
     the usual): at k-row ``k`` (8 contiguous n)."""
     j, r = lane // 8, lane % 8
-    n0 = (q2 * 2 + j // 2) * 8
+    n0 = ((q2 * 2 + j // 2) * WN + wn) * 8
     k0 = (j % 2) * 8
     if trans:
         return n0, k0 + r
@@ -168,11 +215,15 @@ def operand_problem(r: N.Region, in_shared) -> str | None:
     return None
 
 
-def tensor_core_accumulator(g: N.Gemm, M: int, N_: int, nthreads: int, in_shared) -> Layout | None:
-    """The accumulator layout when gemm ``g`` (C tile ``M x N_``) can run on tensor cores, else None."""
+def tensor_core_accumulator(g: N.Gemm, M: int, N_: int, nthreads: int, in_shared,
+                            full_row: bool = False) -> Layout | None:
+    """The accumulator layout when gemm ``g`` (C tile ``M x N_``) can run on tensor cores, else None: on
+    the grid of the gemm's warp policy, or all warps along M with ``full_row`` (the placement asks for it
+    when a consumer of the accumulator needs whole rows in one warp)."""
     ka = g.a.extents[-2] if g.trans_a else g.a.extents[-1]
-    why = mma_shape_ok(M, N_, int(ka), nthreads, g.a.buffer.dtype, g.b.buffer.dtype, g.c.buffer.dtype)
+    grid = (max(1, nthreads // 32), 1) if full_row else warp_grid(M, N_, nthreads, g.policy)
+    why = mma_shape_ok(M, N_, int(ka), nthreads, g.a.buffer.dtype, g.b.buffer.dtype, g.c.buffer.dtype, grid)
     why = why or operand_problem(g.a, in_shared) or operand_problem(g.b, in_shared)
     if why is not None:
         return None
-    return mma_layout(M, N_, nthreads)
+    return mma_layout(M, N_, nthreads, grid)

@@ -1,8 +1,9 @@
 """Lowering of ``T.gemm`` on tensor cores: a mixin of :class:`~.lower.KernelGen`.
 
 Contract: :meth:`MmaLowering.gemm_mma` emits ``C += A @ B`` for a gemm the placement recorded in
-``Placement.mma`` (its register accumulator has :func:`~.mma_layout.mma_layout`). Per k16 step each warp
-loads its m16 tiles of A and all n8 tiles of B with ``ldmatrix.x4`` (``.trans`` where the operand is
+``Placement.mma`` (its register accumulator has :func:`~.mma_layout.mma_layout` on some warp grid
+``WM x WN``, read back with :func:`~.mma_layout.grid_of`). Per k16 step each warp loads its m16 tiles of A
+and its n8 tiles of B with ``ldmatrix.x4`` (``.trans`` where the operand is
 contiguous along M/N) into ``uint32`` registers and issues one ``mma.sync.m16n8k16`` per (m16, n8)
 tile pair on the accumulator slots :func:`~.mma_layout.c_slots` names. Lane addresses come from
 :mod:`.mma_layout` (the functions the NumPy emulation test checks), called with code strings; their
@@ -27,24 +28,26 @@ class MmaLowering:
 
     def gemm_mma(self, s, lay, C: str):
         M, Nn = lay.shape
-        nw = self.nt // 32
-        MT, NT = ML.tiles(M, Nn, self.nt)
+        wgm, wgn = ML.grid_of(lay)
+        MT, NT = ML.tiles(M, Nn, (wgm, wgn))
         S1 = lay.slots[1]
         K = int(s.a.extents[-2] if s.trans_a else s.a.extents[-1])
         abase, a_rs, a_ks, a_arr, a_dt = self._operand(s.a, s.trans_a, rows=True)
         bbase, b_cs, b_ks, b_arr, _ = self._operand(s.b, s.trans_b, rows=False)
         lane = Code(self.coord(32, 1))
-        w = self.coord(nw, 32)
+        w = self.coord(wgm, 32)  # the warp's grid row: w % WM (module docstring of mma_layout)
         warp = 0 if w == "0" else Code(w)
+        w = self.coord(wgn, 32 * wgm)  # its grid column: w // WM
+        wcol = 0 if w == "0" else Code(w)
         mma = "_mma_bf16" if a_dt == "bfloat16" else "_mma_f16"
         # per-lane row addresses at k = 0, hoisted out of the K loop
         a_off = []
         for mi in range(MT):
-            m, k = ML.a_ldsm_coord(lane, warp, mi, nw, s.trans_a)
+            m, k = ML.a_ldsm_coord(lane, warp, mi, wgm, s.trans_a)
             a_off.append(self.hoist(str(_c(abase) + m * _c(a_rs) + k * _c(a_ks))))
         b_off = []
         for q2 in range(NT // 2):
-            n, k = ML.b_ldsm_coord(lane, q2, not s.trans_b)
+            n, k = ML.b_ldsm_coord(lane, q2, not s.trans_b, wcol, wgn)
             b_off.append(self.hoist(str(_c(bbase) + n * _c(b_cs) + k * _c(b_ks))))
         kk = self.fresh("_k")
         fa = [[self.fresh(f"_fa{mi}_") for _ in range(4)] for mi in range(MT)]

@@ -10,7 +10,7 @@ barriers a reduction contains, for the barrier pass.
 from __future__ import annotations
 
 from ... import dtypes as dt
-from ...errors import KernelTypeError
+from ...errors import InternalError, KernelTypeError
 from ...ir import nodes as N
 from ...ir.queries import deferrable_loop_reduce
 from ...ir.traverse import walk_stmts
@@ -38,6 +38,8 @@ class ReduceLowering:
         if self.where(src) != "reg":
             return "mem", None
         lay = self.layout(src)
+        if lay.is_split(s.dim):  # place_buffers re-places such launches with FullRow warp grids
+            raise InternalError(f"reduction of {src.name} along a split layout dimension {lay.describe()}")
         P = lay.tcount[s.dim]
         if P <= 1:
             cross = "none"
