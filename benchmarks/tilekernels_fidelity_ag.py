@@ -10,6 +10,7 @@ the script loads this file by path, as it loads ``tilekernels_fidelity_extra.py`
 import numpy as np
 
 from kernels.quant_cast_back import cast_back
+from kernels.quant_lossless import per_block_cast_lossless
 
 _FLAGS = {"rows": (False, False), "tma": (True, False), "tma_ue8m0": (True, True)}
 
@@ -97,4 +98,42 @@ def cast_back_cases(h, R, rng, n):
     return rows
 
 
-FAMILIES = {"cast_back": cast_back_cases}
+def _tk_sf(h, stored, R, layout):
+    """Our scale storage as the tensor TileKernels' kernels return (rows; TMA column-major view; packed int32)."""
+    t = h.torch.from_numpy(np.ascontiguousarray(stored))
+    if layout == "rows":
+        return t
+    if layout == "tma_ue8m0":
+        t = t.view(h.torch.int32)
+    return t.T[:R]
+
+
+def lossless_cases(h, R, rng, n):
+    """``per_block_cast_lossless`` as TileKernels' ``test_per_block_cast_lossless``: FP4 inputs made by its ``cast(x,
+    'e2m1', (1, 32), round_sf=True, ...)`` from values whose magnitudes span at most 2^9 (its ``clamp_abs_ratio``),
+    its four input/output scale flag sets, output blocks 1x128, 32x32, 128x128; the check is its own: its
+    ``cast_back`` of our e4m3 output (our scale storage handed over as the tensor its kernel returns) equals its
+    ``cast_back`` of the FP4 input, bit for bit. Plus ragged shapes and a block at the smallest magnitude."""
+    C = R["cast"]
+    rows = []
+    flag_sets = (("rows", "rows"), ("rows", "tma_ue8m0"), ("tma_ue8m0", "rows"), ("tma_ue8m0", "tma_ue8m0"))
+    shapes = [(n, 7168, (1, 128)), (n, 2048, (32, 32)), (n, 4096, (128, 128)), (37, 200, (32, 32)),
+              (130, 100, (128, 128)), (13, 7168, (1, 128))]
+    for k, (M, N, ob) in enumerate(shapes):
+        for il, ol in (flag_sets if k < 3 else flag_sets[1:3]):
+            x = h.torch.from_numpy((rng.standard_normal((M, N)) * 2).astype(np.float32))
+            floor = x.abs().max() / 2 ** 9
+            x = h.torch.sign(x) * h.torch.maximum(x.abs(), floor)
+            if k == 4:
+                x[:3, :32] = floor  # a block at the smallest magnitude (a zero block would trap: its scale is 2^-126)
+            tma, packed = _FLAGS[il]
+            q, sf = C.cast(x, "e2m1", (1, 32), round_sf=True, use_tma_aligned_col_major_sf=tma, use_packed_ue8m0=packed)
+            y, so = per_block_cast_lossless(M, N, (1, 32), ob, il, ol)(q.numpy(), _sf_storage(h, sf, il))
+            before = C.cast_back((q, sf), "fp32", (1, 32))
+            after = C.cast_back((h._to_torch(y), _tk_sf(h, so, -(-M // ob[0]), ol)), "fp32", ob)
+            rows.append(("quant_cast_lossless", f"{M}x{N} e2m1 1x32 sf {il} -> e4m3 {ob[0]}x{ob[1]} sf {ol}",
+                         [h.bitwise("cast_back(Y, S) vs cast_back(x_fp4)", h._to_np(after), h._to_np(before))]))
+    return rows
+
+
+FAMILIES = {"cast_back": cast_back_cases, "lossless": lossless_cases}

@@ -102,3 +102,14 @@ def test_build_errors(kw, msg):
     args = {"M": 8, "N": 64, **kw}
     with pytest.raises(ValueError, match=msg):
         L.per_block_cast_lossless(**args)
+
+
+def test_a_zero_block_among_normal_ones_traps():
+    """An all-zero FP4 block quantised by the casts here (and TileKernels') gets the floor scale 2^-126: beside a
+    block of scale ~1 it breaks the 2^11 spread, so the cast stops (TileKernels' device assert fires as well)."""
+    M, N = 32, 128
+    s = np.ones((M, 4), np.float32)
+    s[0, 0] = 2.0 ** -126
+    q = np.zeros((M, N // 2), np.int8)
+    with pytest.raises(tilesim.KernelError, match="more than 2"):
+        L.per_block_cast_lossless(M, N, (1, 32), (32, 128), "rows", "rows")(q, s)
