@@ -9,6 +9,8 @@ the script loads this file by path, as it loads ``tilekernels_fidelity_extra.py`
 
 import numpy as np
 
+from kernels.mhc_bwd import mhc_post_bwd, mhc_pre_apply_mix_bwd
+from kernels.mhc_bwd_norm import mhc_pre_norm_fn_bwd
 from kernels.quant_cast_back import cast_back
 from kernels.quant_lossless import per_block_cast_lossless
 
@@ -136,4 +138,87 @@ def lossless_cases(h, R, rng, n):
     return rows
 
 
-FAMILIES = {"cast_back": cast_back_cases, "lossless": lossless_cases}
+def _within_terms(name, ours, ref, terms):
+    """``|ours − ref| ≤ 5·2^-8 · Σ|terms| + 1e-5``: five half-ulp roundings (each ≤ 2^-8 of a magnitude ≤ Σ|terms|):
+    ours rounds two partial sums; the reference rounds each of its three bf16 terms (≤ 2^-8·Σ together) and
+    autograd's bf16 accumulation of the leaf's gradient adds twice."""
+    o, r = np.asarray(ours, np.float64), np.asarray(ref, np.float64)
+    err = np.abs(o - r)
+    bad = ~(err <= 5 * 2.0 ** -8 * np.asarray(terms, np.float64) + 1e-5)
+    ratio = float(((err - 1e-5) / np.maximum(np.asarray(terms, np.float64), 1e-30)).max())
+    return {"output": name, "mode": "5 * 2^-8 of sum |terms| (bf16 roundings)", "total": int(r.size),
+            "mismatches": int(bad.sum()), "max_abs_err": float(err.max()), "note": f"max err/sum|terms| {ratio:.3g}"}
+
+
+def mhc_acc_cases(h, R, rng, n):
+    """The fused gradient accumulation (``fuse_grad_acc=True``, TileKernels' default) as TileKernels' autograd runs
+    it: ``mhc_post_bwd`` writes the residual gradient (the ``grad_from_mhc_post`` buffer), ``mhc_pre_norm_fn_bwd``
+    and ``mhc_pre_apply_mix_bwd`` add theirs into it; against torch autograd through TileKernels' ``mhc_post_ref``,
+    ``mhc_pre_norm_fn_ref`` and ``mhc_pre_apply_mix_ref`` sharing the residual (the leaf's gradient is the sum of the
+    three). The residual gradient within the bf16 roundings of a sum of three terms (``5·2^-8 · Σ|term|``, see
+    ``_within_terms``; the terms' magnitudes from our written gradients) — a relative bound on the sum fails where the terms cancel, which is
+    reported, with the distance to the unfused form (each gradient written, then added by the caller); FnG within
+    TileKernels' test tolerance, MixG fp32 tolerance. Then each kernel alone on a random bf16 buffer against
+    ``bf16(buffer + g)`` with ``g`` the fp32 gradient autograd gives through TileKernels' reference (TileKernels'
+    kernels' arithmetic): ``mhc_pre_apply_mix_bwd`` bitwise, ``mhc_pre_norm_fn_bwd`` within one bf16 ulp (its GEMM
+    sums in another order)."""
+    M = R["mhc"]
+    t = h.torch
+    rows = []
+    for label, n0, n1, m, H in (("%d tok, x4, hidden 1280" % n, 1, n, 4, 1280), ("2 x 64 tok, x4, hidden 7168", 2, 64, 4, 7168),
+                                ("ragged: 37 tok, x2, hidden 200", 1, 37, 2, 200)):
+        N, M3 = n0 * n1, m * (2 + m)
+        bf = lambda *sh: rng.standard_normal(sh).astype(np.float32).astype(h.BF16)  # noqa: E731
+        res, xl, og3, og2 = bf(N, m, H), bf(N, H), bf(N, m, H), bf(N, H)
+        post, comb = rng.standard_normal((N, m)).astype(np.float32), rng.standard_normal((N, m, m)).astype(np.float32)
+        mix = rng.random((N, m)).astype(np.float32)
+        g = rng.standard_normal((N, M3)).astype(np.float32)
+        fn = (rng.standard_normal((M3, m * H)) * 0.05).astype(np.float32)
+        # ours: post backward fills the buffer, the two pre backward kernels accumulate into it
+        _, buf, _, _ = mhc_post_bwd(N, m, H)(og3, xl, res, post, comb)
+        acc1, fng = mhc_pre_norm_fn_bwd(N, m * H, M3, eps=1e-6)(g, res.reshape(N, m * H), fn, buf.reshape(N, m * H))
+        xg, mixg = mhc_pre_apply_mix_bwd(N, m, H)(og2, res, mix, acc1.reshape(N, m, H))
+        # unfused: each written, the caller adds (bf16 adds, as autograd's accumulation of a bf16 leaf)
+        w1, _ = mhc_pre_norm_fn_bwd(N, m * H, M3, eps=1e-6, fuse_grad_acc=False)(g, res.reshape(N, m * H), fn)
+        w2, _ = mhc_pre_apply_mix_bwd(N, m, H, fuse_grad_acc=False)(og2, res, mix)
+        unfused = ((buf.astype(np.float32) + w1.reshape(N, m, H).astype(np.float32)).astype(h.BF16).astype(np.float32)
+                   + w2.astype(np.float32)).astype(h.BF16)
+        r = h._to_torch(res).view(n0, n1, m, H).requires_grad_()
+        fnt = t.from_numpy(fn).requires_grad_()
+        mixt = t.from_numpy(mix).view(n0, n1, m, 1).requires_grad_()
+        o_post = M.mhc_post_ref(h._to_torch(xl).view(n0, n1, H), r, t.from_numpy(post).view(n0, n1, m, 1),
+                                t.from_numpy(comb).view(n0, n1, m, m))
+        o_norm = M.mhc_pre_norm_fn_ref(r, fnt, None, 1e-6)
+        o_pre = M.mhc_pre_apply_mix_ref(r, mixt)
+        t.autograd.backward([o_post, o_norm, o_pre], [h._to_torch(og3).view(n0, n1, m, H),
+                                                      t.from_numpy(g).view(n0, n1, M3), h._to_torch(og2).view(n0, n1, H)])
+        ref = h._to_np(r.grad).reshape(N, m, H)
+        terms = (np.abs(buf.astype(np.float32)) + np.abs(w1.reshape(N, m, H).astype(np.float32))
+                 + np.abs(w2.astype(np.float32)))
+        rows.append(("mhc_post_bwd -> mhc_pre_norm_fn_bwd -> mhc_pre_apply_mix_bwd (fuse_grad_acc)", label, [
+            _within_terms("ResG total", xg, ref, terms),
+            dict(h.close("ResG total", xg, ref, 1.6e-2, 1e-5), mode="rtol 1.6e-2 of the sum (informative: cancellation)"),
+            dict(_within_terms("unfused (caller adds) vs fused", unfused, xg, terms), mode="informative"),
+            h.close("FnG (TileKernels' test tol.)", fng, h._to_np(fnt.grad), 1e-3, 3e-2),
+            h.close("MixG (fp32)", mixg, h._to_np(mixt.grad).reshape(N, m), 1e-4, 1e-5)]))
+        # each kernel alone on a random bf16 buffer: TileKernels' kernel arithmetic, bf16(buffer + fp32 gradient),
+        # with the fp32 gradient from autograd through its reference on an fp32 residual
+        b = bf(N, m, H)
+        rf = t.from_numpy(res.astype(np.float32)).view(n0, n1, m, H).requires_grad_()
+        t.autograd.backward([M.mhc_pre_apply_mix_ref(rf, t.from_numpy(mix).view(n0, n1, m, 1))],
+                            [h._to_torch(og2).view(n0, n1, H)])
+        want = h._to_np((h._to_torch(b).float() + rf.grad.view(N, m, H)).bfloat16())
+        got, _ = mhc_pre_apply_mix_bwd(N, m, H)(og2, res, mix, b)
+        rf2 = t.from_numpy(res.astype(np.float32)).view(n0, n1, m, H).requires_grad_()
+        t.autograd.backward([M.mhc_pre_norm_fn_ref(rf2, t.from_numpy(fn), None, 1e-6)], [t.from_numpy(g).view(n0, n1, M3)])
+        want2 = h._to_np((h._to_torch(b).float() + rf2.grad.view(N, m, H)).bfloat16()).reshape(N, m * H)
+        got2, _ = mhc_pre_norm_fn_bwd(N, m * H, M3, eps=1e-6)(g, res.reshape(N, m * H), fn, b.reshape(N, m * H))
+        rows.append(("mhc_pre_apply_mix_bwd (fuse_grad_acc)", label + ", random bf16 buffer",
+                     [h.bitwise("XG = bf16(buffer + fp32 grad)", got, want)]))
+        rows.append(("mhc_pre_norm_fn_bwd (fuse_grad_acc)", label + ", random bf16 buffer", [
+            h.close("ResG = bf16(buffer + fp32 grad) (1 ulp)", got2, want2, 2**-7, 1e-5),
+            dict(h.bitwise("ResG", got2, want2), mode="bitwise (informative)")]))
+    return rows
+
+
+FAMILIES = {"cast_back": cast_back_cases, "lossless": lossless_cases, "mhc_acc": mhc_acc_cases}
