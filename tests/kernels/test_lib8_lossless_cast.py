@@ -3,7 +3,7 @@ the tiles and blocks do not divide (every layout pair, TileKernels' block pairs 
 written; lossless — the cast-back of the output equals the cast-back of the input bit for bit (TileKernels' own
 test), with the widest allowed exponent spread (2^11), zero codes and −0; the spread past 2^11 stops the kernel at its
 device assert and the reference raises; the output scale is the block maximum / 2^6, saturated at exponent 0;
-serial == batched; build errors."""
+serial == batched; build errors; the CUDA backend's lowering of its guarded device assert."""
 
 import numpy as np
 import pytest
@@ -14,6 +14,7 @@ import tilesim
 from kernels import quant_lossless as L
 from kernels.quant_cast_back import ref_cast_back
 from kernels.quant_requant import LAYOUTS, compare_bitwise, layout_sf, logical_sf
+from tilesim.backends.cuda.runtime import CudaProgram
 
 PAIRS = [((1, 32), (1, 128)), ((1, 32), (32, 32)), ((1, 32), (128, 128)), ((2, 8), (4, 16)), ((32, 32), (128, 128))]
 
@@ -113,3 +114,12 @@ def test_a_zero_block_among_normal_ones_traps():
     q = np.zeros((M, N // 2), np.int8)
     with pytest.raises(tilesim.KernelError, match="more than 2"):
         L.per_block_cast_lossless(M, N, (1, 32), (32, 128), "rows", "rows")(q, s)
+
+
+def test_cuda_lowering_of_a_guarded_device_assert_is_valid_python():
+    """The CUDA backend lowers ``T.device_assert`` to a no-op; alone in an ``if`` body it must still be a statement
+    (it was a bare comment: an IndentationError when the kernel was compiled for sm_90)."""
+    k = L.per_block_cast_lossless(64, 256, (1, 32), (32, 128), "rows", "rows")
+    for kk in CudaProgram(k.prim_func, sim=False).kernels:
+        compile(kk.source, kk.name, "exec")
+        assert "pass  # T.device_assert(" in kk.source
