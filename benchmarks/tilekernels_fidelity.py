@@ -339,7 +339,7 @@ def _more_families():
                               E4M3=E4M3, torch=torch)
     fams = {}
     for name in ("tilekernels_fidelity_more", "tilekernels_fidelity_rest", "tilekernels_fidelity_fused",
-                 "tilekernels_fidelity_extra", "tilekernels_fidelity_af"):
+                 "tilekernels_fidelity_extra", "tilekernels_fidelity_af", "tilekernels_fidelity_ag"):
         spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(name + ".py"))
         more = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(more)

@@ -300,7 +300,7 @@ def _mhc_stream_bwd_rows(h, M, rng, label, n0, n1, m, H):
                                            dict(h.bitwise("XG", ours, ref), mode="bitwise (informative)")]))
     w = np.exp(rng.standard_normal((N, m))).astype(np.float32)
     w /= w.sum(axis=1, keepdims=True)
-    xg, mg = mhc_pre_apply_mix_bwd(N, m, H)(og2, res, w)
+    xg, mg = mhc_pre_apply_mix_bwd(N, m, H, fuse_grad_acc=False)(og2, res, w)
     rxg, rmg = _grads(h, lambda a, b: M.mhc_pre_apply_mix_ref(a.view(n0, n1, m, H), b.view(n0, n1, m, 1)).view(N, H),
                       [res, w], og2)
     rows.append(("mhc_pre_apply_mix_bwd", label, [
@@ -344,7 +344,7 @@ def _mhc_norm_bwd_rows(h, M, rng, label, n0, n1, m, H):
     g = rng.standard_normal((N, M3)).astype(np.float32)
     res = (rng.standard_normal((N, m * H)) * 2).astype(np.float32).astype(h.BF16)
     fn = (rng.standard_normal((M3, m * H)) * 0.05).astype(np.float32)
-    rg, fg = mhc_pre_norm_fn_bwd(N, m * H, M3, eps=1e-6)(g, res, fn)
+    rg, fg = mhc_pre_norm_fn_bwd(N, m * H, M3, eps=1e-6, fuse_grad_acc=False)(g, res, fn)
     rrg, rfg = _grads(h, lambda a, b: M.mhc_pre_norm_fn_ref(a.view(n0, n1, m, H), b, None, 1e-6).view(N, M3), [res, fn], g)
     rrg = rrg.reshape(N, m * H)
     return [("mhc_pre_norm_fn_bwd", label, [

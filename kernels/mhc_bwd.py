@@ -15,8 +15,12 @@ Tokens are one flattened axis ``N`` (as in ``kernels/mhc.py``); ``m`` is the exp
 * ``mhc_expand_bwd`` — ``OG`` (N, m, H) → ``XG (N, H) = Σ_r OG[:, r]`` in fp32 (r ascending), rounded once.
 * ``mhc_pre_apply_mix_bwd`` — ``OG`` (N, H), ``X`` (N, m, H), ``Mix`` (N, m) → ``XG (N, m, H) = Mix·OG``
   (one rounding to X's dtype) and ``MixG (N, m) = Σ_h OG·X`` (fp32, one block walks a token's row in
-  ``block_H`` chunks). TileKernels adds ``XG`` into a gradient buffer shared with ``mhc_post``'s backward
-  (``grad_from_mhc_post``); here it is written, not accumulated.
+  ``block_H`` chunks). ``fuse_grad_acc=True`` (TileKernels' default) is its fused gradient accumulation: the
+  kernel also reads ``XG0`` (N, m, H) — the residual gradient ``mhc_post``'s backward left in
+  ``grad_from_mhc_post`` — and returns ``XG = XG0 + Mix·OG`` (``XG0`` widened to fp32, the fp32 product added,
+  one rounding to X's dtype: TileKernels' kernel's arithmetic, where the product may be an fma). TileKernels
+  updates the buffer in place; here ``XG`` is a new output with the same values (no separate add launch either
+  way). ``fuse_grad_acc=False``: ``(OG, X, Mix) → (Mix·OG, MixG)`` (what TileKernels computes into zeros).
 * ``mhc_post_bwd`` — ``OG`` (N, m, H), ``X`` (N, H), ``Res`` (N, m, H), ``Post`` (N, m), ``Comb`` (N, m, m)
   → ``XG (N, H) = Σ_n Post[:, n]·OG[:, n]``, ``ResG[:, r] = Σ_n Comb[:, r, n]·OG[:, n]`` (both rounded
   once to X's dtype), ``PostG (N, m) = Σ_h X·OG[:, n]`` and ``CombG[:, r, n] = Σ_h Res[:, r]·OG[:, n]``
@@ -174,11 +178,12 @@ def mhc_expand_bwd(N, m, H, block_N=8, block_H=256, dtype="bfloat16", threads=12
     return main
 
 
-@tilelang.jit(out_idx=[3, 4])
-def mhc_pre_apply_mix_bwd(N, m, H, block_N=4, block_H=256, dtype="bfloat16", threads=128):
-    @T.prim_func
-    def main(OG: T.Tensor((N, H), dtype), X: T.Tensor((N, m, H), dtype), Mix: T.Tensor((N, m), "float32"),
-             XG: T.Tensor((N, m, H), dtype), MixG: T.Tensor((N, m), "float32")):
+@tilelang.jit(out_idx=[-2, -1])
+def _pre_apply_mix_bwd(N, m, H, block_N, block_H, dtype, threads, acc):
+    """The kernel of ``mhc_pre_apply_mix_bwd``; with ``acc`` it reads ``XG0`` and writes ``XG0 + Mix·OG``."""
+
+    @T.macro
+    def body(OG, X, Mix, XG0, XG, MixG):
         with T.Kernel(T.ceildiv(N, block_N), threads=threads) as bx:
             og = T.alloc_shared((block_N, block_H), dtype)
             xs = T.alloc_shared((block_N, m, block_H), dtype)
@@ -191,14 +196,38 @@ def mhc_pre_apply_mix_bwd(N, m, H, block_N=4, block_H=256, dtype="bfloat16", thr
             for hb in T.serial(T.ceildiv(H, block_H)):
                 T.copy(OG[bx * block_N, hb * block_H], og)
                 T.copy(X[bx * block_N, 0, hb * block_H], xs)
+                if acc:
+                    g0 = T.alloc_shared((block_N, m, block_H), dtype)
+                    T.copy(XG0[bx * block_N, 0, hb * block_H], g0)
+                    for i, r, j in T.Parallel(block_N, m, block_H):
+                        xg[i, r, j] = T.cast(g0[i, r, j], "float32") + w[i, r] * T.cast(og[i, j], "float32")
+                else:
+                    for i, r, j in T.Parallel(block_N, m, block_H):
+                        xg[i, r, j] = w[i, r] * T.cast(og[i, j], "float32")
                 for i, r, j in T.Parallel(block_N, m, block_H):
-                    xg[i, r, j] = w[i, r] * T.cast(og[i, j], "float32")
                     t[i, r, j] = T.cast(og[i, j], "float32") * T.cast(xs[i, r, j], "float32")
                 T.reduce_sum(t, mg, dim=2, clear=False)
                 T.copy(xg, XG[bx * block_N, 0, hb * block_H])
             T.copy(mg, MixG[bx * block_N, 0])
 
+    if acc:
+        @T.prim_func
+        def main(OG: T.Tensor((N, H), dtype), X: T.Tensor((N, m, H), dtype), Mix: T.Tensor((N, m), "float32"),
+                 XG0: T.Tensor((N, m, H), dtype), XG: T.Tensor((N, m, H), dtype), MixG: T.Tensor((N, m), "float32")):
+            body(OG, X, Mix, XG0, XG, MixG)
+    else:
+        @T.prim_func
+        def main(OG: T.Tensor((N, H), dtype), X: T.Tensor((N, m, H), dtype), Mix: T.Tensor((N, m), "float32"),
+                 XG: T.Tensor((N, m, H), dtype), MixG: T.Tensor((N, m), "float32")):
+            body(OG, X, Mix, None, XG, MixG)
+
     return main
+
+
+def mhc_pre_apply_mix_bwd(N, m, H, block_N=4, block_H=256, dtype="bfloat16", threads=128, fuse_grad_acc=True):
+    """``fuse_grad_acc=True`` (TileKernels' default): ``(OG, X, Mix, XG0) -> (XG0 + Mix·OG, MixG)``; ``False``:
+    ``(OG, X, Mix) -> (Mix·OG, MixG)``."""
+    return _pre_apply_mix_bwd(N, m, H, block_N, block_H, dtype, threads, bool(fuse_grad_acc))
 
 
 @tilelang.jit(out_idx=[5, 6, 7, 8])
@@ -261,8 +290,14 @@ def ref_expand_bwd(OG, **_):
     return _round(OG.astype(np.float64).sum(axis=1), OG.dtype)
 
 
-def ref_pre_apply_mix_bwd(OG, X, Mix, **_):
+def ref_pre_apply_mix_bwd(OG, X, Mix, XG0=None, **_):
+    """float64 products, one rounding; with ``XG0`` the fp32 sum ``XG0 + fp32(Mix·OG)`` rounded once (the kernel's
+    exact arithmetic)."""
     og = OG.astype(np.float64)
+    if XG0 is not None:
+        prod = (Mix[:, :, None].astype(np.float32) * og[:, None, :].astype(np.float32)).astype(np.float32)
+        xg = _round(np.asarray(XG0).astype(np.float32) + prod, X.dtype)
+        return xg, np.einsum("nh,nrh->nr", og, X.astype(np.float64)).astype(np.float32)
     return (_round(Mix[:, :, None].astype(np.float64) * og[:, None, :], X.dtype),
             np.einsum("nh,nrh->nr", og, X.astype(np.float64)).astype(np.float32))
 
@@ -301,14 +336,21 @@ register(KernelSpec(
 register(KernelSpec(
     name="mhc_pre_apply_mix_bwd", family="mhc_bwd",
     description="mHC pre-apply-mix backward: stream gradients mix * grad, mix gradient sum_h grad * x (fp32)",
-    build=lambda N, m, H, block_N, block_H, threads, dtype="bfloat16", **_: mhc_pre_apply_mix_bwd(
-        N, m, H, block_N, block_H, dtype, threads),
-    make_inputs=lambda rng, N, m, H, dtype="bfloat16", **_: (_bf(rng, (N, H), dtype), _bf(rng, (N, m, H), dtype),
-                                                             rng.random((N, m)).astype(np.float32)),
+    build=lambda N, m, H, block_N, block_H, threads, dtype="bfloat16", fuse_grad_acc=True, **_: mhc_pre_apply_mix_bwd(
+        N, m, H, block_N, block_H, dtype, threads, fuse_grad_acc),
+    make_inputs=lambda rng, N, m, H, dtype="bfloat16", fuse_grad_acc=True, **_: (
+        _bf(rng, (N, H), dtype), _bf(rng, (N, m, H), dtype), rng.random((N, m)).astype(np.float32),
+        *((_bf(rng, (N, m, H), dtype),) if fuse_grad_acc else ())),
     reference=ref_pre_apply_mix_bwd,
-    flops=lambda N, m, H, **_: 3 * N * m * H, bytes=lambda N, m, H, dtype="bfloat16", **_: int(N * H * (2 * m + 1) * _isz(dtype)),
-    shapes=_TOK, test_shapes=_EDGE, tunables=_TUNE,
-    defaults={"m": 4, "threads": 128, "block_N": 4, "block_H": 256, "dtype": "bfloat16"},
+    flops=lambda N, m, H, **_: 3 * N * m * H,
+    bytes=lambda N, m, H, dtype="bfloat16", fuse_grad_acc=True, **_: int(
+        N * H * ((3 if fuse_grad_acc else 2) * m + 1) * _isz(dtype)),
+    shapes=(*_TOK, {"label": "DeepSeek-V4-style mHC x4, hidden 7168, 4096 tok, gradient written", "N": 4096,
+                    "H": 7168, "fuse_grad_acc": False}),
+    test_shapes=(*_EDGE, {"label": "ragged: 37 tok, hidden 200, gradient written", "N": 37, "H": 200,
+                          "fuse_grad_acc": False}),
+    tunables=_TUNE,
+    defaults={"m": 4, "threads": 128, "block_N": 4, "block_H": 256, "dtype": "bfloat16", "fuse_grad_acc": True},
     tolerance={"rtol": 2.0 ** -7, "atol": 1e-4}))
 
 register(KernelSpec(

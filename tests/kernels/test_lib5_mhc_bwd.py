@@ -86,7 +86,7 @@ def test_stream_bwd_match_references(N, H, m, block_H, block_N, seed):
     mix, post = rng.random((N, m)).astype(np.float32), rng.standard_normal((N, m)).astype(np.float32)
     comb = rng.standard_normal((N, m, m)).astype(np.float32)
     _ok(K.mhc_expand_bwd(N, m, H, block_N, block_H)(og3), K.ref_expand_bwd(og3), 2.0 ** -7, 1e-5)  # one bf16 ulp
-    xg, mg = K.mhc_pre_apply_mix_bwd(N, m, H, block_N, block_H)(og2, res, mix)
+    xg, mg = K.mhc_pre_apply_mix_bwd(N, m, H, block_N, block_H, fuse_grad_acc=False)(og2, res, mix)
     rxg, rmg = K.ref_pre_apply_mix_bwd(og2, res, mix)
     _ok(xg, rxg, 2.0 ** -7, 1e-5, "XG")
     _ok(mg, rmg, 1e-5, 1e-5, "MixG")
@@ -110,7 +110,7 @@ def test_stream_bwd_adjoint_identities():
     rhs = (pg * p64).sum() + (cg * c64).sum()
     assert abs(lhs - rhs) <= 1e-5 * (np.abs(o3) * np.abs(x64[:, None, :]) * np.abs(p64[:, :, None])).sum() * 2 + 1e-3
     # <OG, sum_r x_r mix_r> = sum MixG*Mix
-    _, mg = K.mhc_pre_apply_mix_bwd(N, m, H, block_H=128)(og2, res, mix)
+    _, mg = K.mhc_pre_apply_mix_bwd(N, m, H, block_H=128, fuse_grad_acc=False)(og2, res, mix)
     lhs = (o2 * (r64 * mx[:, :, None]).sum(axis=1)).sum()
     assert abs(lhs - (mg * mx).sum()) <= 1e-5 * (np.abs(o2[:, None, :]) * np.abs(r64) * mx[:, :, None]).sum() + 1e-4
     # expand: m equal stream gradients sum to m*v exactly (m a power of two), bit for bit
@@ -211,7 +211,8 @@ def test_norm_fn_bwd_matches_reference(N, H, m, dtype, block_K, seed):
     g = rng.standard_normal((N, M3)).astype(np.float32)
     res = dt.convert((rng.standard_normal((N, m * H)) * 3).astype(np.float32), dtype)
     fn = (rng.standard_normal((M3, m * H)) * 0.05).astype(np.float32)
-    rg, fg = KN.mhc_pre_norm_fn_bwd(N, m * H, M3, block_N=16, block_K=block_K, dtype=dtype)(g, res, fn)
+    rg, fg = KN.mhc_pre_norm_fn_bwd(N, m * H, M3, block_N=16, block_K=block_K, dtype=dtype,
+                                  fuse_grad_acc=False)(g, res, fn)
     rrg, rfg = KN.ref_pre_norm_fn_bwd(g, res, fn)
     # ResG: one output ulp plus fp32 error relative to |G|·|Fn| / rms (the terms of the sum)
     x64 = res.astype(np.float64)
@@ -240,7 +241,7 @@ def test_norm_fn_bwd_finite_differences():
             fm = _norm_fwd64(b, fn) if which == 0 else _norm_fwd64(x, b)
             fd[idx] = ((fp - fm) * g).sum() / (2 * h)
         assert np.abs(ref - fd).max() <= 1e-5 * max(1.0, np.abs(fd).max())
-    rg, fg = KN.mhc_pre_norm_fn_bwd(N, K, M3, block_N=2, block_K=16, dtype="float32")(
+    rg, fg = KN.mhc_pre_norm_fn_bwd(N, K, M3, block_N=2, block_K=16, dtype="float32", fuse_grad_acc=False)(
         g.astype(np.float32), x.astype(np.float32), fn.astype(np.float32))
     _ok(rg, rrg, 1e-4, 1e-5, "ResG")
     _ok(fg, rfg, 1e-4, 1e-5, "FnG")
