@@ -135,3 +135,19 @@ def test_concurrent_calls_from_two_threads_keep_their_own_products():
     for got in outs:
         for (a, b), c in zip(pairs, got):
             assert np.allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-4)
+
+
+def test_the_pool_choice_changes_no_value(monkeypatch):
+    """A launch times its first warm calls on the pool and on one thread, then keeps the faster; every call's
+    result is the same bits (blocks are independent)."""
+    from tilesim.backends.cpu import runtime
+
+    monkeypatch.setattr(runtime, "_workers", lambda: 2)
+    rng = np.random.default_rng(12)
+    k = on(gemm_variant(96, 64, 48, "epilogue_in_loop"), "cpu")  # not fused: its blocks may use the pool
+    a, b = random_array(rng, (96, 48), "float32"), random_array(rng, (48, 64), "float32")
+    outs = [k(a, b) for _ in range(2 * runtime.TRIALS + 3)]
+    for o in outs[1:]:
+        same_bits(o, outs[0])
+    trials = k.program.launches[0].trials
+    assert len(trials[True]) == runtime.TRIALS and len(trials[False]) == runtime.TRIALS
