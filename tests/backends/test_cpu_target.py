@@ -279,3 +279,20 @@ def _map_exp(prelude, name, x):
         return out
 
     return (apply2 if name == "exp2f" else apply_e)(np.ascontiguousarray(x, dtype=np.float32))
+
+
+@pytest.mark.parametrize("n", [31, 32, 48, 100])
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 2**16), specials=st.booleans())
+def test_row_max_in_lanes_equals_the_interpreter(n, seed, specials):
+    """Rows of 32+ elements fold in 16 lanes (prelude_tiles._row_max): the same values as the interpreter's
+    max, NaN and infinities included (a NaN anywhere in a row makes its max NaN)."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((9, n)).astype(np.float32)
+    if specials:
+        for v in (np.nan, np.inf, -np.inf, -0.0):
+            a[rng.integers(0, 9), rng.integers(0, n)] = v
+    k = K.row_reduce(N=n, dtype="float32")
+    want, got = on(k, "interp")(a), on(k, "cpu")(a)
+    np.testing.assert_array_equal(got[:, 0], want[:, 0])
+    np.testing.assert_array_equal(got[:, 0], a.max(axis=1))
