@@ -33,7 +33,9 @@ rounding when asked), and ``C + sum over steps of op(A_k) @ op(B_k)`` is formed 
 the whole K range in one call where the plain path adds each step's product to C. Determinism: a
 block's values depend only on its group (one BLAS call of a fixed shape on fixed operands), never on
 which blocks share its chunk, so batched, serial and threaded runs agree bit for bit (a chunk computes
-its groups whole: in ``mode="serial"`` each block pays its group's product). The plain path runs when
+its groups whole: in ``mode="serial"`` each block pays its group's product). The compiled CPU target uses the same plans and
+products (:func:`launch_products`: every group's product before the blocks run; ``backends/cpu/codegen_gemm_loop.py``),
+so its fused loops give these bits too. The plain path runs when
 ``InterpOptions.fuse_gemm_loops`` is False, ``oob="error"`` (so the failing access is reported) or
 ``races=True`` (so every block's reads are recorded) or ``uninit="check"`` (so every step's tiles are
 marked initialised).
