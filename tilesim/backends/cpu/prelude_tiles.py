@@ -188,8 +188,16 @@ def _row_sum(sp, rows, cols, dp, n0, n1, init, clear):
 _LANES = 16
 
 
-def _row_max(sp, rows, cols, dp, n0, n1, init, clear):
-    lanes = np.full(_LANES, init)  # the element type (the helper is compiled per type)
+@numba.njit(cache=True, error_model="numpy", nogil=True)
+def _pick(a, b, is_max):
+    return fmax(a, b) if is_max else fmin(a, b)
+
+
+@numba.njit(cache=True, error_model="numpy", nogil=True)
+def _fold_rows(sp, rows, cols, dp, init, clear, is_max):
+    """``dp[j]`` (folded into it unless ``clear``) becomes the max (``is_max``) or min of row ``j``, NaN
+    propagating; rows of ``2·_LANES`` or more elements in ``_LANES`` interleaved folds, then across the lanes."""
+    lanes = np.full(_LANES, init)  # the element type (the helpers are compiled per type)
     nb = cols // _LANES if cols >= 2 * _LANES else 0
     for j in range(rows):
         base = j * cols
@@ -201,33 +209,21 @@ def _row_max(sp, rows, cols, dp, n0, n1, init, clear):
                 o = base + b * _LANES
                 for m in range(_LANES):
                     x, y = sp[o + m], lanes[m]
-                    lanes[m] = (y + x) if (x != x) | (y != y) else (y if y >= x else x)
+                    keep = y >= x if is_max else y <= x
+                    lanes[m] = (y + x) if (x != x) | (y != y) else (y if keep else x)
             for m in range(_LANES):
-                a = fmax(a, lanes[m])
+                a = _pick(a, lanes[m], is_max)
         for k in range(nb * _LANES, cols):
-            a = fmax(a, sp[base + k])
-        dp[j] = a if clear else fmax(dp[j], a)
+            a = _pick(a, sp[base + k], is_max)
+        dp[j] = a if clear else _pick(dp[j], a, is_max)
+
+
+def _row_max(sp, rows, cols, dp, n0, n1, init, clear):
+    _fold_rows(sp, rows, cols, dp, init, clear, True)
 
 
 def _row_min(sp, rows, cols, dp, n0, n1, init, clear):
-    lanes = np.full(_LANES, init)  # the element type (the helper is compiled per type)
-    nb = cols // _LANES if cols >= 2 * _LANES else 0
-    for j in range(rows):
-        base = j * cols
-        a = init
-        if nb:
-            for m in range(_LANES):
-                lanes[m] = sp[base + m]
-            for b in range(1, nb):
-                o = base + b * _LANES
-                for m in range(_LANES):
-                    x, y = sp[o + m], lanes[m]
-                    lanes[m] = (y + x) if (x != x) | (y != y) else (y if y <= x else x)
-            for m in range(_LANES):
-                a = fmin(a, lanes[m])
-        for k in range(nb * _LANES, cols):
-            a = fmin(a, sp[base + k])
-        dp[j] = a if clear else fmin(dp[j], a)
+    _fold_rows(sp, rows, cols, dp, init, clear, False)
 
 
 def _mm_acc(ap, a0, a1, bp, b0, b1, cp, c0, c1, ta, tb, clear):
