@@ -60,6 +60,18 @@ def channel_scale(amax, use_ue8m0):
     return s, inv
 
 
+@T.macro
+def column_scales(x, amax, sc, inv, S_dst, use_ue8m0):
+    """The scales of one tile's columns: ``amax`` their absolute maxima, ``sc`` the dequant scales (stored at
+    ``S_dst``), ``inv`` the quant multipliers."""
+    T.reduce_absmax(x, amax, dim=0)
+    for j in T.Parallel(amax.shape[0]):
+        s, m = channel_scale(amax[j], use_ue8m0)
+        sc[j] = s
+        inv[j] = m
+    T.copy(sc, S_dst)
+
+
 def _check(rows, cols, block_rows):
     if rows < 1 or cols < 1:
         raise ValueError(f"per-channel cast needs at least one row and column (got {rows} x {cols}); TileKernels "
@@ -115,12 +127,7 @@ def per_channel_cast_fused(M_in, N, M_out=None, gather=False, in_group=None, in_
                 if in_group is not None:
                     v = v * sfi[i, col // in_group - g0]
                 x[i, j] = v
-            T.reduce_absmax(x, amax, dim=0)
-            for j in T.Parallel(block_N):
-                s, m = channel_scale(amax[j], use_ue8m0)
-                sc[j] = s
-                inv[j] = m
-            T.copy(sc, S[by, bx * block_N])
+            column_scales(x, amax, sc, inv, S[by, bx * block_N], use_ue8m0)
             for i, j in T.Parallel(block_rows, block_N):
                 q[i, j] = T.cast(x[i, j] * inv[j], FP8)
             T.copy(q, Q[by * block_rows, bx * block_N])
@@ -166,12 +173,7 @@ def per_channel_cast_transpose(M, N, block_rows=128, block_N=64, in_dtype="bfloa
                 v = T.cast(T.if_then_else(ok, X[by * block_rows + i, bx * block_N + j], T.cast(0, in_dtype)), "float32")
                 xs[i, j] = v
                 x[i, j] = v
-            T.reduce_absmax(x, amax, dim=0)
-            for j in T.Parallel(block_N):
-                s, m = channel_scale(amax[j], use_ue8m0)
-                sc[j] = s
-                inv[j] = m
-            T.copy(sc, S[by, bx * block_N])
+            column_scales(x, amax, sc, inv, S[by, bx * block_N], use_ue8m0)
             for j, i in T.Parallel(block_N, block_rows):
                 qt[j, i] = T.cast(xs[i, j] * inv[j], FP8)
             T.copy(qt, Q[bx * block_N, by * block_rows])
