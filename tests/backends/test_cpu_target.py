@@ -5,6 +5,8 @@ narrow-float rounding, atomics in block order, max reductions); sums within floa
 kernels run on it through the ``cpu`` executor (``tests/test_registry_kernels.py``).
 """
 
+import functools
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -296,3 +298,57 @@ def test_row_max_in_lanes_equals_the_interpreter(n, seed, specials):
     want, got = on(k, "interp")(a), on(k, "cpu")(a)
     np.testing.assert_array_equal(got[:, 0], want[:, 0])
     np.testing.assert_array_equal(got[:, 0], a.max(axis=1))
+    if not specials:  # row sums in lanes: another order than NumPy's, equal within float32 rounding
+        np.testing.assert_allclose(got[:, 1], a.astype(np.float64).sum(axis=1), rtol=0, atol=4e-6 * n)
+
+
+@functools.cache
+def _vector_folds():
+    """``f(row, nb) -> (max, min, sum)`` of ``row[:16 * nb]`` through prelude_simd's intrinsics (a C function:
+    they take the element pointer a helper gets)."""
+    import ctypes
+
+    import numba
+    from numba.core import types
+
+    from tilesim.backends.cpu.prelude_simd import vmax16, vmin16, vsum16
+
+    f32p = types.CPointer(types.float32)
+
+    @numba.cfunc(types.void(f32p, types.int64, f32p))
+    def folds(p, nb, out):
+        out[0] = vmax16(p, 0, nb)
+        out[1] = vmin16(p, 0, nb)
+        out[2] = vsum16(p, 0, nb)
+
+    fn = folds.ctypes
+
+    def call(row, nb):
+        row = np.ascontiguousarray(row, dtype=np.float32)
+        out = np.empty(3, np.float32)
+        fn(row.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), nb, out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)))
+        return out
+    return call
+
+
+@pytest.mark.parametrize("n", [16, 32, 47, 64, 100])
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**16), zeros=st.booleans())
+def test_vector_folds_equal_the_serial_folds(n, seed, zeros):
+    """prelude_simd's 16-lane folds (explicit LLVM vectors) against a serial fold of the same elements:
+    max/min the same value (NaN where the row has one; +0/-0 ties compare equal), sums within rounding."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((6, n)).astype(np.float32)
+    if zeros:
+        a[rng.random(a.shape) < 0.3] = 0.0
+        a[rng.random(a.shape) < 0.2] = -0.0
+    a[1, rng.integers(0, n)] = np.nan
+    a[2, rng.integers(0, n)] = np.inf
+    a[3, rng.integers(0, n)] = -np.inf
+    nb = n // 16
+    got = np.array([_vector_folds()(row, nb) for row in a])
+    head = a[:, :nb * 16]
+    np.testing.assert_array_equal(got[:, 0], head.max(axis=1))
+    np.testing.assert_array_equal(got[:, 1], head.min(axis=1))
+    ok = ~np.isnan(head).any(axis=1) & ~np.isinf(head).any(axis=1)
+    np.testing.assert_allclose(got[ok, 2], head[ok].astype(np.float64).sum(axis=1), rtol=0, atol=4e-6 * n)

@@ -30,10 +30,11 @@ are those of the interpreter, bit for bit):
   same way, skipping elements outside ``dst``. ``tile_add(src, dst, s0..s4, rd, cd)``: ``dst[i, j] += src[...]``
   over the same window, which lies inside ``src`` (no bounds checks).
 * ``row_sum``/``row_max``/``row_min(src, dst, init, clear)``: ``dst[j]`` becomes the reduction of row ``j`` of
-  the 2-D ``src`` starting from ``init`` (0, -inf, inf; summed in order in the element type; max/min propagate
+  the 2-D ``src`` starting from ``init`` (0, -inf, inf; summed in the element type; max/min propagate
   NaN as ``prelude.fmax``/``fmin``), folded into ``dst[j]`` unless ``clear``. Rows of 32 or more elements
-  fold in 16 interleaved lanes, then across the lanes: the same value as the serial fold (max/min are order-free
-  on values); only which of equal values is kept may differ — the sign of a zero maximum among +0 and -0, the
+  fold in 16 interleaved lanes, then the lanes pairwise (:mod:`.prelude_simd`): a sum in another order than a
+  serial one (equal within rounding, as the interpreter's NumPy sums, whose order is not part of the meaning);
+  max/min the same value as the serial fold (order-free on values); only which of equal values is kept may differ — the sign of a zero maximum among +0 and -0, the
   payload of a NaN among several — as NumPy's own vectorised max (the interpreter's) leaves it unspecified too.
 * ``mm_acc(a, b, c, ta, tb, clear)``: ``c`` (2-D) becomes, or is incremented by, ``a @ b`` (``a.T``/``b.T``
   where ``ta``/``tb``) computed by ``np.dot`` (BLAS) as :func:`.prelude.mm` does, then added element by element.
@@ -58,6 +59,7 @@ from numba.extending import intrinsic
 from .codegen import extern_symbol
 from .prelude import dec_bf16, dec_f16, enc_bf16, enc_f16, fmax, fmin, rnd_bf16, rnd_f16
 from .prelude_ew import _exp_affine, _mask_select, _row_op
+from .prelude_simd import vmax16, vmin16, vsum16
 
 __all__ = ["need", "fill_all", "copy_all", "acc_all", "tile_in", "tile_add", "tile_out", "row_sum", "row_max", "row_min",
            "mm_acc", "dec_all", "enc_all", "rnd_all", "row_op", "exp_affine", "mask_select"]
@@ -175,17 +177,24 @@ def _tile_out(sp, rows, cols, dp, a0, a1, a2, a3, a4, t0, t1, t2, t3, t4, s0, s1
                     dp[off + j * cs] = sp[i * cols + j]
 
 
+#: lanes a row sum/max/min folds in (rows of at least 2·_LANES elements; :mod:`.prelude_simd`): a serial chain of
+#: NaN-checking compares was 79 of a 256-token causal attention's 210 µs; one vector op per 16 elements is ~0.7 µs
+#: of a 64x64 tile's max
+_LANES = 16
+
+
 def _row_sum(sp, rows, cols, dp, n0, n1, init, clear):
+    nb = cols // _LANES if cols >= 2 * _LANES else 0
     for j in range(rows):
+        base = j * cols
         a = init
-        for k in range(cols):
-            a = a + sp[j * cols + k]
+        if nb:  # 16 lanes, then pairwise (prelude_simd): another order, equal within rounding
+            a = a + vsum16(sp, base, nb)
+        for k in range(nb * _LANES, cols):
+            a = a + sp[base + k]
         dp[j] = a if clear else dp[j] + a
 
 
-#: independent folds a row max/min keeps (rows of at least 2·_LANES elements): the serial chain of NaN-checking
-#: compares was 79 of a 256-token causal attention's 210 µs; lanes vectorise
-_LANES = 16
 
 
 @numba.njit(cache=True, error_model="numpy", nogil=True)
@@ -196,23 +205,14 @@ def _pick(a, b, is_max):
 @numba.njit(cache=True, error_model="numpy", nogil=True)
 def _fold_rows(sp, rows, cols, dp, init, clear, is_max):
     """``dp[j]`` (folded into it unless ``clear``) becomes the max (``is_max``) or min of row ``j``, NaN
-    propagating; rows of ``2·_LANES`` or more elements in ``_LANES`` interleaved folds, then across the lanes."""
-    lanes = np.full(_LANES, init)  # the element type (the helpers are compiled per type)
+    propagating; rows of ``2·_LANES`` or more elements in ``_LANES`` interleaved folds then the lanes pairwise
+    (:mod:`.prelude_simd`), the rest serially."""
     nb = cols // _LANES if cols >= 2 * _LANES else 0
     for j in range(rows):
         base = j * cols
         a = init
         if nb:
-            for m in range(_LANES):
-                lanes[m] = sp[base + m]
-            for b in range(1, nb):
-                o = base + b * _LANES
-                for m in range(_LANES):
-                    x, y = sp[o + m], lanes[m]
-                    keep = y >= x if is_max else y <= x
-                    lanes[m] = (y + x) if (x != x) | (y != y) else (y if keep else x)
-            for m in range(_LANES):
-                a = _pick(a, lanes[m], is_max)
+            a = _pick(a, vmax16(sp, base, nb) if is_max else vmin16(sp, base, nb), is_max)
         for k in range(nb * _LANES, cols):
             a = _pick(a, sp[base + k], is_max)
         dp[j] = a if clear else _pick(dp[j], a, is_max)

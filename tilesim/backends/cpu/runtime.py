@@ -99,11 +99,11 @@ def load_module(source: str):
 
 @functools.cache
 def _helpers_digest() -> str:
-    """A digest of the helper modules generated code calls (``prelude``, ``prelude_tiles``, ``prelude_ew``, ``narrow``): Numba's cache of a
+    """A digest of the helper modules generated code calls (``prelude``, ``prelude_tiles``, ``prelude_ew``, ``prelude_simd``, ``narrow``): Numba's cache of a
     generated module does not notice a change in the functions it calls (or inlined), so the module's name,
     and with it its cache, changes with them."""
     here = Path(__file__).parent
-    return hashlib.sha1(b"".join((here / f).read_bytes() for f in ("prelude.py", "prelude_tiles.py", "prelude_ew.py", "narrow.py"))).hexdigest()
+    return hashlib.sha1(b"".join((here / f).read_bytes() for f in ("prelude.py", "prelude_tiles.py", "prelude_ew.py", "prelude_simd.py", "narrow.py"))).hexdigest()
 
 
 @functools.cache
