@@ -16,12 +16,17 @@ machine compiles them once:
 * ``enc`` — :func:`tilesim.backends.cpu.narrow.encode_bits` compiled: float32 → narrow bit pattern (any
   narrow type, by binary search); ``enc_f16``/``enc_bf16`` the same for fp16/bf16 by bit arithmetic (exact
   round-to-nearest-even, tested against ``enc``), ``rnd_bf16`` the rounding of a float32 to bf16.
-* ``exp2f(x)``/``expf(x)`` — float32 ``2**x``/``e**x`` evaluated in float64 (a degree-12 polynomial of the
-  fraction times an exact power of two) and rounded once: correctly rounded to float32 on every input
-  tested (subnormal results, overflow to inf, NaN and infinities included), and, unlike a call into libm,
-  a loop of them vectorises (7x faster per element here). NumPy's own float32 ``exp2`` (what the
-  interpreter calls) is SIMD but not correctly rounded (21% of random arguments 1 ulp off), so results
-  agree with the interpreter within 1 ulp, as every target's transcendental functions do.
+* ``exp2f(x)``/``expf(x)`` — float32 ``2**x``/``e**x`` in float32 arithmetic: ``x = n + f`` (``n`` an
+  integer, ``|f| <= 1/2``; for ``e**x`` ``n = rint(x log2 e)`` and ``r = x - n ln 2`` in two FMA steps),
+  ``e**r = 1 + r q(r)`` with ``q`` a degree-5 near-minimax polynomial (Chebyshev interpolation of
+  ``expm1(r)/r`` on ``|r| <= 0.35``, coefficients rounded to float32, Horner with FMA), times ``2**n`` as two
+  exact powers of two (subnormal results rounded once). Within 1 ulp of the correctly rounded value on every
+  input tested (3.5 million random arguments of every scale, the subnormal and overflow edges, infinities
+  and NaN; 5-6% of them 1 ulp off), and a loop of them vectorises in 16 float32 lanes: 3x faster per
+  element than the float64 form used before (correctly rounded, 8 lanes of a degree-12 polynomial), which
+  was 35 of a causal attention step's ~140 µs. NumPy's own float32 ``exp2``/``exp`` (what the interpreter
+  calls) are 1-3 ulp off on 20-29% of the same arguments: results agree with the interpreter within a few
+  ulp, as every target's transcendental functions do.
 """
 
 from __future__ import annotations
@@ -233,51 +238,80 @@ def _float64(typingctx, u):
     return types.float64(types.int64), codegen
 
 
-#: (ln 2)**k / k! for k = 0..12: 2**f = e**(f ln 2) on |f| <= 1/2, truncation error below 1e-14 relative
-_E = tuple(math.log(2) ** k / math.factorial(k) for k in range(13))
-_LOG2E = 1.0 / math.log(2)
+#: q(r) ~ expm1(r)/r on |r| <= 0.35, low degree first (float32 values: Chebyshev interpolation of degree 5,
+#: ``numpy.polynomial.Chebyshev.interpolate``, converted to powers and rounded; tests check the error bound)
+_Q = (1.0, 0.5, float.fromhex("0x1.555474p-3"), float.fromhex("0x1.5554e4p-5"), float.fromhex("0x1.12439ap-7"),
+      float.fromhex("0x1.6d492cp-10"))
+_LN2 = float.fromhex("0x1.62e430p-1")  # ln 2 rounded to float32
+_LOG2E = float.fromhex("0x1.715476p+0")  # 1 / ln 2 rounded to float32
+_LN2_HI = float.fromhex("0x1.62e4p-1")  # ln 2 to 12 bits: n * _LN2_HI is exact for |n| < 2**12
+_LN2_LO = float.fromhex("0x1.7f7d1cp-20")  # ln 2 - _LN2_HI, rounded to float32
 
 
-def _exp2_ir(builder, xd):
-    """LLVM IR of 2**xd for a float64 ``xd`` (a float32 value, or one times log2 e), rounded once to float32:
-    a degree-12 polynomial of the fraction times an exact power of two. Emitted into the caller (an intrinsic,
-    not a call): a loop of them vectorises, and Numba types one signature instead of an inlined function."""
-    f64 = llvm_ir.DoubleType()
-    c = lambda v: llvm_ir.Constant(f64, v)  # noqa: E731
-    lo = builder.select(builder.fcmp_ordered(">", xd, c(-200.0)), xd, c(-200.0))  # NaN -> -200, fixed below
-    xc = builder.select(builder.fcmp_ordered("<", lo, c(200.0)), lo, c(200.0))  # beyond +-200: 0 or inf
-    floor = builder.module.declare_intrinsic("llvm.floor", [f64])
-    n = builder.call(floor, [builder.fadd(xc, c(0.5))])
-    f = builder.fsub(xc, n)
-    p = c(_E[12])
-    for k in range(11, -1, -1):
-        p = builder.fadd(builder.fmul(p, f), c(_E[k]))
-    i64 = llvm_ir.IntType(64)
-    bits = builder.shl(builder.add(builder.fptosi(n, i64), llvm_ir.Constant(i64, 1023)), llvm_ir.Constant(i64, 52))
-    r = builder.fptrunc(builder.fmul(p, builder.bitcast(bits, f64)), llvm_ir.FloatType())
-    return builder.select(builder.fcmp_unordered("uno", xd, xd), builder.fptrunc(xd, llvm_ir.FloatType()), r)
+def _f32(v: float):
+    return llvm_ir.Constant(llvm_ir.FloatType(), v)
+
+
+def _fma(builder, x, y, z):
+    f32 = llvm_ir.FloatType()
+    fn = builder.module.declare_intrinsic("llvm.fma", [f32], llvm_ir.FunctionType(f32, [f32] * 3))
+    return builder.call(fn, [x, y, z])
+
+
+def _clamp(builder, x, lo: float, hi: float):
+    """``x`` limited to [lo, hi]; NaN becomes ``lo`` (the caller returns the NaN itself)."""
+    t = builder.select(builder.fcmp_ordered(">", x, _f32(lo)), x, _f32(lo))
+    return builder.select(builder.fcmp_ordered("<", t, _f32(hi)), t, _f32(hi))
+
+
+def _rint(builder, x):
+    return builder.call(builder.module.declare_intrinsic("llvm.rint", [llvm_ir.FloatType()]), [x])
+
+
+def _exp_core(builder, n, r, x):
+    """LLVM IR of ``(1 + r q(r)) * 2**n`` in float32 (``n`` an integral float32 in [-151, 129], ``|r| <= 0.35``),
+    NaN where ``x`` is NaN. ``2**n`` is applied as ``2**n1 * 2**n2`` (``n1 = n >> 1``): both normal powers,
+    so the first product is exact and only the second rounds (once, into the subnormals or to inf)."""
+    q = _f32(_Q[-1])
+    for k in range(len(_Q) - 2, -1, -1):
+        q = _fma(builder, q, r, _f32(_Q[k]))
+    p = _fma(builder, r, q, _f32(1.0))
+    i32 = llvm_ir.IntType(32)
+    ni = builder.fptosi(n, i32)
+    n1 = builder.ashr(ni, llvm_ir.Constant(i32, 1))
+    n2 = builder.sub(ni, n1)
+
+    def pow2(k):
+        return builder.bitcast(builder.shl(builder.add(k, llvm_ir.Constant(i32, 127)), llvm_ir.Constant(i32, 23)),
+                               llvm_ir.FloatType())
+    res = builder.fmul(builder.fmul(p, pow2(n1)), pow2(n2))
+    return builder.select(builder.fcmp_unordered("uno", x, x), x, res)
 
 
 @intrinsic
 def exp2f(typingctx, x):
-    """float32 2**x, correctly rounded (see the module docstring)."""
+    """float32 2**x within 1 ulp (see the module docstring); emitted into the caller, so loops vectorise."""
     if x != types.float32:
         return None
 
     def codegen(context, builder, signature, args):
-        return _exp2_ir(builder, builder.fpext(args[0], llvm_ir.DoubleType()))
+        xc = _clamp(builder, args[0], -151.0, 129.0)  # beyond: 0 or inf after the scaling
+        n = _rint(builder, xc)
+        return _exp_core(builder, n, builder.fmul(builder.fsub(xc, n), _f32(_LN2)), args[0])
     return types.float32(types.float32), codegen
 
 
 @intrinsic
 def expf(typingctx, x):
-    """float32 e**x, correctly rounded (2**(x log2 e) with the product in float64)."""
+    """float32 e**x within 1 ulp (Cody-Waite reduction by ln 2 in two FMA steps; see the module docstring)."""
     if x != types.float32:
         return None
 
     def codegen(context, builder, signature, args):
-        xd = builder.fmul(builder.fpext(args[0], llvm_ir.DoubleType()), llvm_ir.Constant(llvm_ir.DoubleType(), _LOG2E))
-        return _exp2_ir(builder, xd)
+        xc = _clamp(builder, args[0], -105.0, 89.5)  # e**-105 < 2**-151, e**89.5 > 2**129
+        n = _rint(builder, builder.fmul(xc, _f32(_LOG2E)))
+        r = _fma(builder, n, _f32(-_LN2_HI), xc)
+        return _exp_core(builder, n, _fma(builder, n, _f32(-_LN2_LO), r), args[0])
     return types.float32(types.float32), codegen
 
 
