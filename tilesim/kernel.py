@@ -35,6 +35,7 @@ from . import binding as B
 from .backends import get_target, gpu_fallback, registered, target_text, warn_fallback
 from .backends.interp import InterpOptions
 from .backends.interp.runtime import new_array
+from .binding_plan import HostPlans
 from .config import normalise_pass_configs
 from .errors import KernelError, KernelRuntimeError, KernelTypeError, user_facing
 from .ir import nodes as N
@@ -91,6 +92,7 @@ class JITKernel:
         self.program = self._target.compile(pf, self.pass_configs)
         self.config = None
         self.latency = None
+        self._host_plans = HostPlans()  # repeated calls of one signature skip bind_host's checks
 
     @property
     def _cuda(self):
@@ -148,7 +150,7 @@ class JITKernel:
         opts = options or self.options
         if opts.uninit == "check":  # the outputs allocated here start uninitialised in the shadow mask
             opts = replace(opts, fresh=frozenset(pf.params[i].uid for i in self.out_idx))
-        bound = B.bind_host(pf, self.out_idx, values, lambda shape, dtype: new_array(shape, dtype, opts.uninit))
+        bound = self._host_plans.bind(pf, self.out_idx, values, lambda shape, dtype: new_array(shape, dtype, opts.uninit))
         self.program.run(pf, bound.arrays, bound.scalars, opts, progress=progress)
         return bound.finish()
 
