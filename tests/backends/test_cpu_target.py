@@ -375,3 +375,28 @@ def test_vector_folds_equal_the_serial_folds(n, seed, zeros):
     np.testing.assert_array_equal(got[:, 1], head.min(axis=1))
     ok = ~np.isnan(head).any(axis=1) & ~np.isinf(head).any(axis=1)
     np.testing.assert_allclose(got[ok, 2], head[ok].astype(np.float64).sum(axis=1), rtol=0, atol=4e-6 * n)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@settings(max_examples=6, deadline=None)
+@given(rows=st.integers(1, 4), cols=st.integers(1, 4), seed=st.integers(0, 2**16))
+def test_vector_transpose_of_8x8_blocks(dtype, rows, cols, seed):
+    """prelude_simd.vtranspose8 over every 8x8 block of a (8 rows) x (8 cols) matrix: its transpose, bit for bit
+    (mm_acc's "B transposed" products go through it)."""
+    import numba
+
+    from tilesim.backends.cpu.prelude_simd import vtranspose8
+
+    @numba.njit
+    def transpose(b):
+        n0, n1 = b.shape
+        t = np.empty((n1, n0), b.dtype)
+        flat_b, flat_t = b.reshape(n0 * n1), t.reshape(n0 * n1)
+        for i in range(0, n0, 8):
+            for j in range(0, n1, 8):
+                vtranspose8(flat_b, i * n1 + j, n1, flat_t, j * n0 + i, n0)
+        return t
+
+    b = np.random.default_rng(seed).standard_normal((8 * rows, 8 * cols)).astype(dtype)
+    b.flat[::7] = np.nan
+    np.testing.assert_array_equal(transpose(b), b.T)
