@@ -400,3 +400,27 @@ def test_vector_transpose_of_8x8_blocks(dtype, rows, cols, seed):
     b = np.random.default_rng(seed).standard_normal((8 * rows, 8 * cols)).astype(dtype)
     b.flat[::7] = np.nan
     np.testing.assert_array_equal(transpose(b), b.T)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@settings(max_examples=12, deadline=None)
+@given(m=st.integers(1, 20), n=st.integers(1, 20), k=st.integers(0, 20), ta=st.booleans(), tb=st.booleans(),
+       acc=st.booleans(), seed=st.integers(0, 2**16))
+def test_gemm_into_is_the_product_plus_the_accumulator(dtype, m, n, k, ta, tb, acc, seed):
+    """prelude_blas.gemm_into (BLAS gemm, beta 0 or 1, into the tile): every transpose form, k = 0 included, a
+    NaN-filled accumulator overwritten when not accumulating."""
+    import numba
+
+    from tilesim.backends.cpu.prelude_blas import gemm_into
+
+    @numba.njit
+    def run(a, b, c, ta, tb, acc):
+        gemm_into(a, b, c, ta, tb, acc)
+
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((k, m) if ta else (m, k)).astype(dtype)
+    b = rng.standard_normal((n, k) if tb else (k, n)).astype(dtype)
+    c = rng.standard_normal((m, n)).astype(dtype) if acc else np.full((m, n), np.nan, dtype)
+    want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64) + (c if acc else 0)
+    run(a, b, c, ta, tb, acc)
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5 * (k + 1))

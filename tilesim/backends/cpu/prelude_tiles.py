@@ -37,7 +37,8 @@ are those of the interpreter, bit for bit):
   max/min the same value as the serial fold (order-free on values); only which of equal values is kept may differ — the sign of a zero maximum among +0 and -0, the
   payload of a NaN among several — as NumPy's own vectorised max (the interpreter's) leaves it unspecified too.
 * ``mm_acc(a, b, c, ta, tb, clear)``: ``c`` (2-D) becomes, or is incremented by, ``a @ b`` (``a.T``/``b.T``
-  where ``ta``/``tb``) computed by ``np.dot`` (BLAS) as :func:`.prelude.mm` does, then added element by element.
+  where ``ta``/``tb``): BLAS's ``gemm`` with ``beta`` 0 or 1 into ``c`` (:mod:`.prelude_blas`; a "B transposed"
+  product of 8-aligned tiles transposes B first, :mod:`.prelude_simd`).
 * ``dec_all(bits, dst, bf)``, ``enc_all(src, bits, bf)``, ``rnd_all(src, dst, bf)``: fp16 (``bf`` false) or
   bf16 decode, encode and rounding of whole tiles (:mod:`.prelude`'s ``dec_*``/``enc_*``/``rnd_*``).
 
@@ -58,6 +59,7 @@ from numba.extending import intrinsic
 
 from .codegen import extern_symbol
 from .prelude import dec_bf16, dec_f16, enc_bf16, enc_f16, fmax, fmin, rnd_bf16, rnd_f16
+from .prelude_blas import gemm_into
 from .prelude_ew import _exp_affine, _mask_select, _row_op
 from .prelude_simd import vmax16, vmin16, vsum16, vtranspose8
 
@@ -229,6 +231,7 @@ def _row_min(sp, rows, cols, dp, n0, n1, init, clear):
 def _mm_acc(ap, a0, a1, bp, b0, b1, cp, c0, c1, ta, tb, clear):
     a = numba.carray(ap, (a0, a1))
     b = numba.carray(bp, (b0, b1))
+    c = numba.carray(cp, (c0, c1))
     if tb and not ta and b0 % 8 == 0 and b1 % 8 == 0:
         # BLAS's "B transposed" product was 1.6x slower than the plain one (64^3: 4.0 vs 2.5 us); a copy through
         # 8x8 vector transposes costs less than the difference
@@ -236,22 +239,9 @@ def _mm_acc(ap, a0, a1, bp, b0, b1, cp, c0, c1, ta, tb, clear):
         for i in range(0, b0, 8):
             for j in range(0, b1, 8):
                 vtranspose8(b, i * b1 + j, b1, t, j * b0 + i, b0)
-        p = np.dot(a, t)
-    elif ta and tb:
-        p = np.dot(a.T, b.T)
-    elif ta:
-        p = np.dot(a.T, b)
-    elif tb:
-        p = np.dot(a, b.T)
+        gemm_into(a, t, c, False, False, not clear)
     else:
-        p = np.dot(a, b)
-    f = p.reshape(p.size)
-    if clear:
-        for i in range(c0 * c1):
-            cp[i] = f[i]
-    else:
-        for i in range(c0 * c1):
-            cp[i] = cp[i] + f[i]
+        gemm_into(a, b, c, ta != 0, tb != 0, not clear)
 
 
 def _dec_all(s, m0, m1, d, n0, n1, bf):

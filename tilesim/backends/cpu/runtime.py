@@ -99,11 +99,11 @@ def load_module(source: str):
 
 @functools.cache
 def _helpers_digest() -> str:
-    """A digest of the helper modules generated code calls (``prelude``, ``prelude_tiles``, ``prelude_ew``, ``prelude_simd``, ``narrow``): Numba's cache of a
+    """A digest of the helper modules generated code calls (``prelude``, ``prelude_tiles``, ``prelude_ew``, ``prelude_simd``, ``prelude_blas``, ``narrow``): Numba's cache of a
     generated module does not notice a change in the functions it calls (or inlined), so the module's name,
     and with it its cache, changes with them."""
     here = Path(__file__).parent
-    return hashlib.sha1(b"".join((here / f).read_bytes() for f in ("prelude.py", "prelude_tiles.py", "prelude_ew.py", "prelude_simd.py", "narrow.py"))).hexdigest()
+    return hashlib.sha1(b"".join((here / f).read_bytes() for f in ("prelude.py", "prelude_tiles.py", "prelude_ew.py", "prelude_simd.py", "prelude_blas.py", "narrow.py"))).hexdigest()
 
 
 @functools.cache
@@ -112,6 +112,12 @@ def _pool() -> concurrent.futures.ThreadPoolExecutor:
 
 
 def _workers() -> int:
+    return _cpus()
+
+
+@functools.cache
+def _cpus() -> int:
+    """The pool's thread count: the CPUs this process may run on (asked once: ~2 us a call), at most 8."""
     try:
         n = len(os.sched_getaffinity(0))
     except AttributeError:
@@ -125,6 +131,9 @@ class _Compiled:
         self.src = src
         self.fn = None
         self.trials = {True: [], False: []}  # wall seconds of warm calls with and without the thread pool
+        self.decided = None  # the pool choice once both ways have TRIALS timings
+        grid = launch.grid
+        self.grid = tuple(int(g.value) for g in grid) if all(isinstance(g, N.Const) for g in grid) else None
 
     def pooled(self) -> bool:
         """Whether this call runs its blocks on the thread pool. A launch that may (no atomics) tries both ways on
@@ -132,10 +141,13 @@ class _Compiled:
         costs a wake-up per thread, and where the machine's cores are shared or each block calls BLAS (whose own
         threads compete) one thread can be the faster — a causal attention over 256 tokens ran 1.4-1.7x slower
         on two threads here. Blocks are independent, so the choice changes no value."""
+        if self.decided is not None:
+            return self.decided
         pool, alone = self.trials[True], self.trials[False]
         if len(pool) < TRIALS or len(alone) < TRIALS:
             return len(pool) <= len(alone)
-        return statistics.median(pool) <= statistics.median(alone)
+        self.decided = statistics.median(pool) <= statistics.median(alone)
+        return self.decided
 
     def record(self, pooled: bool, seconds: float) -> None:
         if len(self.trials[pooled]) < TRIALS:
@@ -209,7 +221,7 @@ class CpuProgram(Program):
 
     @staticmethod
     def _launch(c: _Compiled, top: Ctx, run_blocks: bool = True) -> int:
-        grid = [int(ev(gx, top)) for gx in c.launch.grid]
+        grid = list(c.grid) if c.grid is not None else [int(ev(gx, top)) for gx in c.launch.grid]
         if any(x < 0 for x in grid):
             raise KernelRuntimeError(f"negative grid extent {tuple(grid)}", c.launch.loc)
         args = [_array_arg(top.storage[b.uid], b.dtype) for b in c.src.buffers]
