@@ -341,6 +341,11 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
     per_core = CORE_RESOURCES + (("dram",) if dram_bw < machine.dram_bw else ())
     cp = block_time(bm, body)
     bz = busy(bm, body)
+    if machine.profile.serial_block_launch and machine.block_launch_s:
+        # a core starts its blocks one after another: the launch is a per-core resource, not only a
+        # stretch of each block's critical path (docs/simulator.md §3h)
+        bz["launch"] = machine.block_launch_s
+        per_core = per_core + ("launch",)
     per_slot = _sum_classes(cp, counts) / (ca * ke)
     res_terms = {r: _sum_classes(v, counts) / ca for r, v in bz.items()}
     core_busy = np.zeros(counts.shape)
