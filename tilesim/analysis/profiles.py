@@ -163,6 +163,17 @@ class LoweringProfile:
             so block launches are a per-core resource (``launch`` busy) in the fluid and wave-quantisation
             bounds: tens of thousands of tiny blocks cost their launches even when 32 are resident. Off:
             the launch only lengthens each block's critical path (co-resident blocks launch in parallel).
+        chain_latency: the per-block critical path of dependent serial work with physical latencies
+            (``sim/device.simulate_launch``, docs/simulator.md §3h): each cross-thread reduction step waits
+            a shuffle or shared-memory round trip (the file's shared-memory latency) plus a dependent ALU
+            op (:data:`ALU_DEPENDENT_CYCLES`) instead of the fitted ``reduce_step_cycles`` (whose value
+            reflects co-resident warps hiding it), and the launch takes ``max(time, rounds × chain)``
+            where rounds are the waves of the slowest blocks. Off: no such bound.
+        single_stage_sync: a ``T.Pipelined`` loop of ``num_stages`` ≤ 1 is not software-pipelined: its global →
+            shared copies (``T.copy``, ``T.Parallel``) are synchronous loads by the block's threads, with no
+            copy engine and no producer warpgroup (TileLang 0.1.15's generated source of the DSA indexer at
+            ``num_stages=1``: vector loads and stores by all 128 threads, ``__launch_bounds__(128, 1)``).
+            Off: asynchronous copies in any pipelined loop.
     """
 
     name: str
@@ -211,6 +222,8 @@ class LoweringProfile:
     precise_math: bool = False
     phase_locked_issue: bool = False
     serial_block_launch: bool = False
+    chain_latency: bool = False
+    single_stage_sync: bool = False
     notes: tuple[str, ...] = field(default=())
 
     def matrix_dtype(self, dtype: str) -> str:
