@@ -61,3 +61,12 @@ def test_shards_partition_the_configurations(n, total):
 def test_a_shard_outside_its_count_is_refused(bad):
     with pytest.raises((ValueError, ZeroDivisionError)):
         V.shard([{"id": "a"}], bad)
+
+
+def test_fifth_predictions_are_committed_for_every_configuration():
+    doc = json.loads((ROOT / "reports" / "measurements" / "tilelang_h200_fifth_predictions_2026-12-02.json").read_text())
+    assert doc["dry_run"] is True
+    pred = {r["id"]: r for r in doc["results"]}
+    assert set(pred) == {c["id"] for c in V.config_set("fifth")}
+    assert all(r.get("predicted_s") and not r.get("error") for r in pred.values())
+    assert max(r["sim_wall_s"] for r in pred.values()) < 0.5  # issue 15: simulation <= 0.5 s per full-size kernel
