@@ -24,7 +24,8 @@ Contract
   layout with ``"dry_run": true``, the simulated time and the model's registers per thread
   (``predicted_s``, ``predicted_registers``) and no measurements. Writing the predictions before the
   measurements makes the next GPU session's comparison a clean held-out check.
-* ``--list`` prints the configs and the kind count.
+* ``--list`` prints the configs and the kind count. ``--shard K/N`` keeps every N-th configuration from the
+  K-th (after ``--only``): N ``--compile-only`` processes side by side, one shard each, fill TileLang's cache.
 * ``--compare MEAS.json --predictions PRED.json [--registers REGS.json ...]`` (no GPU): the pre-registered
   held-out comparison. Joins measured records (``median_ms``; a registry record's ``mismatch`` must be
   null, i.e. checked) with the predictions by ``id`` and prints per kind and overall the median and p90
@@ -202,19 +203,30 @@ def _check(spec, params, rt, torch, rng):
 
 
 def config_set(name: str) -> list:
-    """``main``: the 2026-12-01 set above; ``fresh``/``third``/``fourth``: the sealed 2026-12-02 sets
-    (tilelang_h200_fresh_configs.py ``FRESH``/``THIRD``/``FOURTH``)."""
+    """``main``: the 2026-12-01 set above; ``fresh``/``third``/``fourth``/``fifth``: the sealed 2026-12-02 sets
+    (tilelang_h200_fresh_configs.py ``FRESH``/``THIRD``/``FOURTH``/``FIFTH``)."""
     if name == "main":
         return CONFIGS
-    return {"fresh": _SETS.FRESH, "third": _SETS.THIRD, "fourth": _SETS.FOURTH}[name]
+    return {"fresh": _SETS.FRESH, "third": _SETS.THIRD, "fourth": _SETS.FOURTH, "fifth": _SETS.FIFTH}[name]
 
 
-def run(out_path: str, dry: bool, only=None, cset: str = "main", compile_only: bool = False) -> dict:
+def shard(cfgs: list, spec: str | None) -> list:
+    """The configurations of shard ``"K/N"`` (every N-th, starting at the K-th; K in 0..N-1), or all of them."""
+    if not spec:
+        return cfgs
+    k, n = (int(x) for x in spec.split("/"))
+    if not 0 <= k < n:
+        raise ValueError(f"--shard {spec}: want K/N with 0 <= K < N")
+    return cfgs[k::n]
+
+
+def run(out_path: str, dry: bool, only=None, cset: str = "main", compile_only: bool = False,
+        part: str | None = None) -> dict:
     """Build (and unless ``dry`` time) the configurations of set ``cset`` (or the ``only`` ids). ``compile_only``:
     build each kernel and run its small-shape check, no timing — several such processes side by side fill
     TileLang's disk cache of compiled kernels so that one timing process afterwards compiles almost nothing."""
     th, rt = _helpers()
-    cfgs = [c for c in config_set(cset) if not only or c["id"] in only]
+    cfgs = shard([c for c in config_set(cset) if not only or c["id"] in only], part)
     doc = {"kind": "tilelang_h200_validation", "dry_run": dry,
            "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "timing": "tilelang.profiler.do_bench median (ms), L2 flushed; 20/80% quantiles",
@@ -360,7 +372,9 @@ def main(argv=None):
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--compile-only", action="store_true", help="build and check, no timing (fills TileLang's cache)")
-    ap.add_argument("--set", default="main", choices=("main", "fresh", "third", "fourth"), help="which configuration set")
+    ap.add_argument("--set", default="main", choices=("main", "fresh", "third", "fourth", "fifth"),
+                    help="which configuration set")
+    ap.add_argument("--shard", metavar="K/N", help="only every N-th configuration from the K-th (parallel passes)")
     ap.add_argument("--compare", nargs="+", metavar="MEAS.json", help="measurement files (no GPU)")
     ap.add_argument("--predictions", nargs="+", metavar="PRED.json", help="--dry-run outputs for --compare")
     ap.add_argument("--json", help="with --compare: write rows and summaries here")
@@ -383,7 +397,7 @@ def main(argv=None):
         import tilesim
         sys.modules.setdefault("tilelang", tilesim)
         sys.modules.setdefault("tilelang.language", tilesim.language)
-    doc = run(a.out, a.dry_run, a.only, a.set, a.compile_only)
+    doc = run(a.out, a.dry_run, a.only, a.set, a.compile_only, a.shard)
     bad = [r["id"] for r in doc["results"] if r.get("error")]
     print(f"wrote {a.out}: {len(doc['results'])} configs, {len(doc['kinds'])} kinds, errors: {bad}")
     return 1 if bad else 0

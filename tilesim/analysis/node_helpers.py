@@ -59,3 +59,10 @@ def _vec_dtype(dtype: str) -> str:
 
 def _core(hw, name: str):
     return hw.core_kind(name) if name else hw.primary_core
+
+
+def single_stage(a) -> bool:
+    """Inside a ``T.Pipelined`` loop of ``num_stages`` ≤ 1 with the profile's ``single_stage_sync``: TileLang
+    does not pipeline it, so its global → shared copies are synchronous loads by the block's threads (no
+    copy engine, no producer warpgroup)."""
+    return bool(a.profile.single_stage_sync and a.pipelined_depth and a.pipe_stages <= 1)

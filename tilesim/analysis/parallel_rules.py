@@ -24,7 +24,7 @@ from ..ir.traverse import loads_in, regions, walk_stmts
 from .analyzer import Analyzer
 from .banks import conflict_bytes
 from .expr_rules import _Acc
-from .node_helpers import _core, _root, _scope, _size
+from .node_helpers import _core, _root, _scope, _size, single_stage
 from .program import GAccess, Op
 from .rule_tables import COST_RULES, ELEMENT_RULES
 
@@ -195,7 +195,7 @@ def _element_op(a: Analyzer, s, acc: _Acc, E: float, label: str) -> Op:
     kind = "compute"
     if has_load:
         kind = "load"
-        if p.async_copy and a.pipelined_depth and writes_shared and not has_store and \
+        if p.async_copy and a.pipelined_depth and writes_shared and not has_store and not single_stage(a) and \
                 all(_scope(b) == "shared" for b in writes):
             kind = "async"
     elif has_store:

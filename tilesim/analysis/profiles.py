@@ -158,6 +158,22 @@ class LoweringProfile:
             (``vector`` busy): identical blocks started together wait for memory together and issue
             together, so their instruction bursts queue at the schedulers instead of filling each other's
             waits (``sim/device.simulate_launch``). Off: ``max(critical path, k × busiest resource)``.
+        serial_block_launch: a core starts its blocks one after another, ``overheads.block_launch_cycles``
+            each (the hardware file's number is a rate: empty blocks' kernel time × SM clock × SMs / blocks),
+            so block launches are a per-core resource (``launch`` busy) in the fluid and wave-quantisation
+            bounds: tens of thousands of tiny blocks cost their launches even when 32 are resident. Off:
+            the launch only lengthens each block's critical path (co-resident blocks launch in parallel).
+        chain_latency: the per-block critical path of dependent serial work with physical latencies
+            (``sim/device.simulate_launch``, docs/simulator.md §3h): each cross-thread reduction step waits
+            a shuffle or shared-memory round trip (the file's shared-memory latency) plus a dependent ALU
+            op (:data:`ALU_DEPENDENT_CYCLES`) instead of the fitted ``reduce_step_cycles`` (whose value
+            reflects co-resident warps hiding it), and the launch takes ``max(time, rounds × chain)``
+            where rounds are the waves of the slowest blocks. Off: no such bound.
+        single_stage_sync: a ``T.Pipelined`` loop of ``num_stages`` ≤ 1 is not software-pipelined: its global →
+            shared copies (``T.copy``, ``T.Parallel``) are synchronous loads by the block's threads, with no
+            copy engine and no producer warpgroup (TileLang 0.1.15's generated source of the DSA indexer at
+            ``num_stages=1``: vector loads and stores by all 128 threads, ``__launch_bounds__(128, 1)``).
+            Off: asynchronous copies in any pipelined loop.
     """
 
     name: str
@@ -205,6 +221,9 @@ class LoweringProfile:
     barrier_per_warp: bool = False
     precise_math: bool = False
     phase_locked_issue: bool = False
+    serial_block_launch: bool = False
+    chain_latency: bool = False
+    single_stage_sync: bool = False
     notes: tuple[str, ...] = field(default=())
 
     def matrix_dtype(self, dtype: str) -> str:
@@ -247,6 +266,9 @@ _PROFILES = {
         # 2026-12-02 (AH, docs/simulator.md §3f): nvcc without --use_fast_math (TileLang's default) and
         # co-resident identical blocks in phase (their instruction bursts take turns); nothing fitted
         precise_math=True, phase_locked_issue=True,
+        # 2026-12-02 (AJ, docs/simulator.md §3h): a core launches its blocks one at a time (the measured
+        # block_launch_cycles is a rate); nothing fitted
+        serial_block_launch=True,
         notes=("TileLang on Hopper: TMA copies + warp-specialised producer, wgmma for 16/8-bit operands",)),
     "numba": LoweringProfile(
         name="numba", gemm_unit="vector", gemm_operands="fma", async_copy=False, overlap=False,

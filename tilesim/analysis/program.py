@@ -59,6 +59,9 @@ class Op:
     #: a dependent chain the op waits for besides memory, in core clock cycles (the cross-thread steps of
     #: a block reduction: shuffles, then the per-warp partials read back from shared memory)
     latency_cycles: float = 0.0
+    #: the same chain with physical step latencies (profile ``chain_latency``; None: ``latency_cycles``), used
+    #: only for the per-block critical-path bound of the simulator (docs/simulator.md §3h)
+    chain_cycles: float | None = None
     weight: object = 1.0
     #: filled by the simulator's reuse model: DRAM bytes per execution
     dram: object = 0.0

@@ -18,7 +18,7 @@ from ..errors import KernelTypeError
 from ..ir import nodes as N
 from ..ir.traverse import walk_stmts
 from .analyzer import Analyzer
-from .node_helpers import _core, _elems, _root, _scope, _size, _static, _vec_dtype
+from .node_helpers import _core, _elems, _root, _scope, _size, _static, _vec_dtype, single_stage
 from .rule_tables import COST_RULES
 
 
@@ -33,7 +33,7 @@ def _copy(a: Analyzer, s: N.Copy):
         gbytes = inb * _size(src.dtype)
         tile = n * _size(dst.dtype)
         side = a.side_for("copy", dst=dst.buffer)
-        asyn = p.async_copy and ds == "shared"
+        asyn = p.async_copy and ds == "shared" and not single_stage(a)
         op = a.new_op("async" if asyn else "load", s, side, (src.buffer,), (dst.buffer,),
                       f"copy {src.buffer.name}→{dst.buffer.name}")
         op.work["global"] = gbytes
@@ -237,8 +237,42 @@ def _mma_reduce_threads(a: Analyzer, s: N.Reduce, extent: int) -> tuple[float, f
     return float(lanes * wsh), (math.log2(wsh) if wsh > 1 else 0.0)
 
 
-def reduce_cross(a: Analyzer, s: N.Reduce) -> tuple[float, float, float]:
-    """The cross-thread part of a register reduction: (issue slots, barriers, latency cycles).
+def _chain(a: Analyzer, seq: float, steps: float, smem_steps: float) -> float | None:
+    """Physical dependent latency (cycles) of ``seq`` butterfly all-reduces of ``steps`` steps, ``smem_steps``
+    of them through shared memory (profile ``chain_latency``; None when off). A shuffle step waits the
+    shared-memory crossbar's latency (the hardware file's shared-memory latency) and a dependent ALU op; a
+    step through shared memory the load of the partner's value after the barrier that orders it behind the
+    store, and the op (its two barriers are the op's ``syncs``). Rows separated by those barriers run one after
+    another; shuffle-only rows are independent and overlap, each later row adding its issue (a shuffle and an
+    op a step)."""
+    if not a.profile.chain_latency:
+        return None
+    lat = _smem_latency(a)
+    shfl = max(0.0, steps - smem_steps)
+    if steps <= 0:
+        return 0.0
+    one = steps * (lat + ALU_DEPENDENT_CYCLES)
+    if smem_steps > 0:
+        return seq * one
+    return one + max(0.0, seq - 1.0) * 2.0 * shfl
+
+
+#: cycles from a dependent FP32 ALU instruction's issue to its result: 4 since Volta (Jia et al., "Dissecting the
+#: NVIDIA Volta GPU Architecture via Microbenchmarking", 2018, table 4.1; Turing/Ampere/Hopper keep it)
+ALU_DEPENDENT_CYCLES = 4.0
+
+
+def _smem_latency(a: Analyzer) -> float:
+    core = _core(a.hw, a.profile.vector_core or a.profile.matrix_core)
+    for b in core.buffers:
+        if "shared" in b.scopes and b.latency_cycles:
+            return float(b.latency_cycles)
+    return 0.0
+
+
+def reduce_cross(a: Analyzer, s: N.Reduce) -> tuple[float, float, float, float | None]:
+    """The cross-thread part of a register reduction: (issue slots, barriers, latency cycles, physical
+    latency cycles or None: :func:`_chain`).
 
     ``P`` threads share a row. ``reduce_layout="rows"``: ``P = threads / rows``; ``log2(min(P, warp))``
     shuffle steps (a shuffle and an op per output), and when ``P`` exceeds a warp a barrier and
@@ -249,7 +283,7 @@ def reduce_cross(a: Analyzer, s: N.Reduce) -> tuple[float, float, float]:
     ``log2(P)`` dependent steps of which those with offset ≥ warp go through shared memory behind two
     barriers. A gemm accumulator keeps the ``"rows"`` rule."""
     if not (a.profile.fragment_registers and _scope(s.src.buffer) == "reg"):
-        return 0.0, 0.0, 0.0
+        return 0.0, 0.0, 0.0, None
     Ed = float(max(1, _elems(s.dst)))
     ws = float(a.warp_size)
     shape = s.src.tile_shape()
@@ -259,20 +293,22 @@ def reduce_cross(a: Analyzer, s: N.Reduce) -> tuple[float, float, float]:
         P, smem_steps = _mma_reduce_threads(a, s, int(_static(ext)) if ext is not None else int(row))
         seq = max(1.0, Ed * P / a.threads)
         steps = math.log2(P) if P > 1 else 0.0
-        return Ed * 2.0 * steps, seq * 2.0 * smem_steps, seq * steps * a.profile.reduce_step_cycles
+        return (Ed * 2.0 * steps, seq * 2.0 * smem_steps, seq * steps * a.profile.reduce_step_cycles,
+                _chain(a, seq, steps, smem_steps))
     if a.profile.reduce_layout == "flat" and row and s.src.buffer.uid not in _gemm_outputs(a):
         v = max(1.0, a.vec_bytes / _size(s.src.dtype))
         P = float(min(a.threads, max(1, 2 ** int(math.log2(max(1.0, float(row) / v))))))
         seq = max(1.0, Ed * P / a.threads)  # rows one thread reduces, one after another
         steps = math.log2(P) if P > 1 else 0.0
         smem_steps = math.log2(P / ws) if P > ws else 0.0
-        return Ed * 2.0 * steps, seq * 2.0 * smem_steps, seq * steps * a.profile.reduce_step_cycles
+        return (Ed * 2.0 * steps, seq * 2.0 * smem_steps, seq * steps * a.profile.reduce_step_cycles,
+                _chain(a, seq, steps, smem_steps))
     per_row = max(1.0, a.threads / Ed)
     steps = math.log2(min(ws, per_row)) if per_row > 1 else 0.0
     slots = Ed * 2.0 * steps
     syncs = 1.0 if per_row > ws else 0.0
     chain = steps + (per_row / ws if per_row > ws else 0.0)
-    return slots, syncs, chain * a.profile.reduce_step_cycles
+    return slots, syncs, chain * a.profile.reduce_step_cycles, _chain(a, 1.0, steps, 1.0 if per_row > ws else 0.0)
 
 
 @COST_RULES.register(N.Reduce)
@@ -284,7 +320,7 @@ def _reduce(a: Analyzer, s: N.Reduce):
     vd = _vec_dtype(s.src.dtype)
     slots = E * (2.0 if s.kind in ("absmax", "abssum") else 1.0)
     if id(s) not in a.deferred_reduces:  # deferred: the cross-thread part runs after the loop
-        cs, op.syncs, op.latency_cycles = reduce_cross(a, s)
+        cs, op.syncs, op.latency_cycles, op.chain_cycles = reduce_cross(a, s)
         slots += cs
     if _scope(s.src.buffer) == "shared":
         op.work["smem"] = E * _size(s.src.dtype)
@@ -297,7 +333,7 @@ def _reduce(a: Analyzer, s: N.Reduce):
 def reduce_finish(a: Analyzer, s: N.Reduce):
     """The cross-thread part of a deferred loop reduction, once after its loop."""
     op = a.new_op("compute", s, "vector", (s.dst.buffer,), (s.dst.buffer,), f"reduce_{s.kind} (after the loop)")
-    slots, op.syncs, op.latency_cycles = reduce_cross(a, s)
+    slots, op.syncs, op.latency_cycles, op.chain_cycles = reduce_cross(a, s)
     op.work[f"vector:{_vec_dtype(s.src.dtype)}"] = slots
     a.mark_written(op, (s.dst.buffer,))
     return op

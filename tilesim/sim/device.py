@@ -341,6 +341,11 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
     per_core = CORE_RESOURCES + (("dram",) if dram_bw < machine.dram_bw else ())
     cp = block_time(bm, body)
     bz = busy(bm, body)
+    if machine.profile.serial_block_launch and machine.block_launch_s:
+        # a core starts its blocks one after another: the launch is a per-core resource, not only a
+        # stretch of each block's critical path (docs/simulator.md §3h)
+        bz["launch"] = machine.block_launch_s
+        per_core = per_core + ("launch",)
     per_slot = _sum_classes(cp, counts) / (ca * ke)
     res_terms = {r: _sum_classes(v, counts) / ca for r, v in bz.items()}
     core_busy = np.zeros(counts.shape)
@@ -352,7 +357,13 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
         # identical blocks started together stay in phase: their memory waits coincide, and so do their
         # bursts of CUDA-core instructions, which then take turns at the schedulers (docs/simulator.md §3f)
         cp_k = cp_k + (ke - 1) * np.minimum(np.broadcast_to(bz["vector"], counts.shape), cp_k)
-    tq = np.maximum(cp_k, ke * core_busy).ravel()
+    tq = np.maximum(cp_k, ke * core_busy)
+    if machine.profile.chain_latency:
+        # the per-block critical path with physical step latencies: co-resident blocks overlap their chains,
+        # so a round of the wave quantisation lasts at least one chain (docs/simulator.md §3h)
+        bmc = BlockModel(machine, machine.l2_bw / ca, dram_bw / ca, prog.threads, machine.dram_bw / ca, chain=True)
+        tq = np.maximum(tq, np.broadcast_to(block_time(bmc, body), counts.shape))
+    tq = tq.ravel()
     cnt = counts.ravel()
     order = np.argsort(-tq, kind="stable")
     cum = np.cumsum(cnt[order])

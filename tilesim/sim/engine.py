@@ -57,8 +57,10 @@ class BlockModel:
     """Per-op times of one block given the core's shares of L2/DRAM bandwidth."""
 
     def __init__(self, machine, l2_share: float, dram_share: float, threads: int = 0,
-                 store_dram_share: float | None = None):
+                 store_dram_share: float | None = None, chain: bool = False):
         self.m = machine
+        #: physical step latencies (``Op.chain_cycles``) for the per-block critical-path bound (§3h)
+        self.chain = chain
         wg = machine.profile.warpgroup_warps * machine.warp_size
         self.wgs = max(1, threads // wg) if wg else 1
         self.l2_share = l2_share
@@ -127,8 +129,9 @@ class BlockModel:
             rtt = rt / min(rate, self.l2_share) + rlat
             busy["roundtrip"] = busy.get("roundtrip", 0.0) + rt / min(rate, self.l2_share)
             busy["l2"] = busy.get("l2", 0.0) + rt / self.l2_share
-        if op.latency_cycles:
-            lat = lat + op.latency_cycles / m.clock
+        cyc = op.chain_cycles if (self.chain and op.chain_cycles is not None) else op.latency_cycles
+        if cyc:
+            lat = lat + cyc / m.clock
         sync = op.syncs * self.sync_s
         res = (lat, xfer, comp, sync, rtt, busy)
         self._cache[id(op)] = res

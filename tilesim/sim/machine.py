@@ -215,4 +215,5 @@ class Machine:
             return f"{sfu_top} on SFU" if sfu_top else "SFU"
         return {"smem": "shared-memory bandwidth", "operand": "matrix operand path (L1→L0)",
                 "l2": "L2 bandwidth", "dram": "DRAM bandwidth", "path": "per-core load path",
-                "roundtrip": "cube↔vector traffic through global memory"}.get(key, key)
+                "roundtrip": "cube↔vector traffic through global memory",
+                "launch": "block launches (one at a time per core)"}.get(key, key)

@@ -1,0 +1,72 @@
+"""The sealed held-out sets of issue 15 (benchmarks/tilelang_h200_fresh_configs.py): size, kinds, no reuse, shards."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bench(name):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+V = _bench("tilelang_h200_validation")
+
+
+def _key(cfg):
+    """(kernel or factory, its full scalar parameters): what the GPU would run for ``cfg``."""
+    if cfg["source"] == "registry":
+        _, params = V.registry_params(cfg)
+    else:
+        params = dict(cfg["params"])
+    scal = {k: v for k, v in sorted(params.items()) if isinstance(v, (int, float, str, bool))}
+    return cfg.get("kernel") or cfg["factory"], json.dumps(scal)
+
+
+def test_fifth_set_is_large_mixed_and_new():
+    fifth = V.config_set("fifth")
+    assert len(fifth) >= 46
+    assert len({c["kind"] for c in fifth}) >= 10
+    assert len({c["id"] for c in fifth}) == len(fifth)
+    earlier = {_key(c) for name in ("main", "fresh", "third", "fourth") for c in V.config_set(name)}
+    assert not [c["id"] for c in fifth if _key(c) in earlier]
+    ids = {c["id"] for name in ("main", "fresh", "third", "fourth") for c in V.config_set(name)}
+    assert not ids & {c["id"] for c in fifth}
+    # the latency-bound kinds the fourth set missed are all represented
+    kinds = {c["kind"] for c in fifth}
+    assert {"moe_routing", "decode_attention", "dsa_indexer", "dsa_topk", "dsa_attention", "gemm_256t"} <= kinds
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 12), total=st.integers(0, 60))
+def test_shards_partition_the_configurations(n, total):
+    cfgs = [{"id": str(i)} for i in range(total)]
+    parts = [V.shard(cfgs, f"{k}/{n}") for k in range(n)]
+    assert sorted(int(c["id"]) for p in parts for c in p) == list(range(total))
+    assert max(len(p) for p in parts) - min(len(p) for p in parts) <= 1
+    assert V.shard(cfgs, None) == cfgs
+
+
+@pytest.mark.parametrize("bad", ["3/3", "-1/2", "0/0"])
+def test_a_shard_outside_its_count_is_refused(bad):
+    with pytest.raises((ValueError, ZeroDivisionError)):
+        V.shard([{"id": "a"}], bad)
+
+
+def test_fifth_predictions_are_committed_for_every_configuration():
+    doc = json.loads((ROOT / "reports" / "measurements" / "tilelang_h200_fifth_predictions_2026-12-02.json").read_text())
+    assert doc["dry_run"] is True
+    pred = {r["id"]: r for r in doc["results"]}
+    assert set(pred) == {c["id"] for c in V.config_set("fifth")}
+    assert all(r.get("predicted_s") and not r.get("error") for r in pred.values())
+    assert max(r["sim_wall_s"] for r in pred.values()) < 0.5  # issue 15: simulation <= 0.5 s per full-size kernel
