@@ -5,7 +5,9 @@ Contract: :meth:`MmaLowering.gemm_mma` emits ``C += A @ B`` for a gemm the place
 ``WM x WN``, read back with :func:`~.mma_layout.grid_of`). Per k16 step each warp loads its m16 tiles of A
 and its n8 tiles of B with ``ldmatrix.x4`` (``.trans`` where the operand is
 contiguous along M/N) into ``uint32`` registers and issues one ``mma.sync.m16n8k16`` per (m16, n8)
-tile pair on the accumulator slots :func:`~.mma_layout.c_slots` names. Lane addresses come from
+tile pair on the accumulator slots :func:`~.mma_layout.c_slots` names. fp8 operands (both K-contiguous, the
+placement checked it) step K by 32 instead: the same ``ldmatrix.x4`` loads (on the raw ``uint8`` shared arrays,
+k offsets doubled) feed one ``mma.sync.m16n8k32.{e4m3,e5m2}.{e4m3,e5m2}`` per tile pair. Lane addresses come from
 :mod:`.mma_layout` (the functions the NumPy emulation test checks), called with code strings; their
 lane-dependent parts are computed once before the K loop. Everything is unrolled in the source except
 the K loop.
@@ -33,26 +35,27 @@ class MmaLowering:
         S1 = lay.slots[1]
         K = int(s.a.extents[-2] if s.trans_a else s.a.extents[-1])
         abase, a_rs, a_ks, a_arr, a_dt = self._operand(s.a, s.trans_a, rows=True)
-        bbase, b_cs, b_ks, b_arr, _ = self._operand(s.b, s.trans_b, rows=False)
+        bbase, b_cs, b_ks, b_arr, b_dt = self._operand(s.b, s.trans_b, rows=False)
+        epb = ML.elems_per_b16(a_dt)  # fp8: a b16 ldmatrix element is two operand elements along K
         lane = Code(self.coord(32, 1))
         w = self.coord(wgm, 32)  # the warp's grid row: w % WM (module docstring of mma_layout)
         warp = 0 if w == "0" else Code(w)
         w = self.coord(wgn, 32 * wgm)  # its grid column: w // WM
         wcol = 0 if w == "0" else Code(w)
-        mma = "_mma_bf16" if a_dt == "bfloat16" else "_mma_f16"
+        mma = ML.mma_intrinsic(a_dt, b_dt)
         # per-lane row addresses at k = 0, hoisted out of the K loop
         a_off = []
         for mi in range(MT):
             m, k = ML.a_ldsm_coord(lane, warp, mi, wgm, s.trans_a)
-            a_off.append(self.hoist(str(_c(abase) + m * _c(a_rs) + k * _c(a_ks))))
+            a_off.append(self.hoist(str(_c(abase) + m * _c(a_rs) + k * epb * _c(a_ks))))
         b_off = []
         for q2 in range(NT // 2):
             n, k = ML.b_ldsm_coord(lane, q2, not s.trans_b, wcol, wgn)
-            b_off.append(self.hoist(str(_c(bbase) + n * _c(b_cs) + k * _c(b_ks))))
+            b_off.append(self.hoist(str(_c(bbase) + n * _c(b_cs) + k * epb * _c(b_ks))))
         kk = self.fresh("_k")
         fa = [[self.fresh(f"_fa{mi}_") for _ in range(4)] for mi in range(MT)]
         fb = [[self.fresh(f"_fb{q}_") for _ in range(2)] for q in range(NT)]
-        self.emit(f"for {kk} in range(0, {K}, {ML.MMA_K}):")
+        self.emit(f"for {kk} in range(0, {K}, {ML.mma_k(a_dt)}):")
         with self.indent():
             lda = "_ldsm4t" if s.trans_a else "_ldsm4"
             ldb = "_ldsm4" if s.trans_b else "_ldsm4t"
