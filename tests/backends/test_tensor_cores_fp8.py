@@ -232,3 +232,24 @@ def test_library_fp8_gemm_with_tensor_cores_on_the_gpu():
         got = jk(*[x.copy() for x in ins])
         want = interp_twin(k)(*[x.copy() for x in ins])
         assert rel_err(got, want) < 2.0**-8 / 16, (M, N, K)
+
+
+# ------------------------------------------------------------------------------------ the benchmark row
+def test_benchmark_fp8_matmul_variants_lower_to_tensor_cores_and_match_on_the_interpreter():
+    import ml_dtypes
+
+    from benchmarks.gpu_tc_fp8 import VARIANTS
+    from kernels.fp8_gemm import fp8_matmul
+
+    for bm, bn, bk, st, th in VARIANTS:
+        k = fp8_matmul(4096, 4096, 4096, block_M=bm, block_N=bn, block_K=bk, num_stages=st, threads=th)
+        src = _src(k, tensor_cores=True, async_copy=True)
+        assert "_mma_e4m3_e4m3(" in src and "_cp_async16(" in src, (bm, bn, bk, th)
+    rng = np.random.default_rng(6)
+    M, N, K = 70, 150, 200  # the 64 x 64 x 64 tiles divide none of them
+    A = rng.standard_normal((M, K)).astype(ml_dtypes.float8_e4m3fn)
+    B = rng.standard_normal((N, K)).astype(ml_dtypes.float8_e4m3fn)
+    k = fp8_matmul(M, N, K, block_M=64, block_N=64, block_K=64, threads=128)
+    got = np.asarray(k(A, B), dtype=np.float64)
+    want = A.astype(np.float64) @ B.astype(np.float64).T
+    assert np.abs(got - want).max() <= np.abs(want).max() * 2.0**-8  # bf16 out: half an ulp of the largest
