@@ -63,8 +63,8 @@ def _src(k, **kw):
     return compile_cuda(k.prim_func, sim=False, **kw).source
 
 
-# (mixed e4m3 x e5m2: PTX and the lowering allow it, the frontend's T.gemm still asks A and B to share a dtype)
-@pytest.mark.parametrize("a, b, name", [(E4M3, E4M3, "_mma_e4m3_e4m3("), (E5M2, E5M2, "_mma_e5m2_e5m2(")])
+@pytest.mark.parametrize("a, b, name", [(E4M3, E4M3, "_mma_e4m3_e4m3("), (E5M2, E5M2, "_mma_e5m2_e5m2("),
+                                        (E4M3, E5M2, "_mma_e4m3_e5m2("), (E5M2, E4M3, "_mma_e5m2_e4m3(")])
 def test_fp8_gemm_lowers_to_m16n8k32_by_default(monkeypatch, a, b, name):
     monkeypatch.delenv("TILESIM_CUDA_TENSOR_CORES", raising=False)
     k = fp8_mm(block_M=128, block_N=128, block_K=64, a_dtype=a, b_dtype=b)
@@ -76,6 +76,14 @@ def test_fp8_gemm_lowers_to_m16n8k32_by_default(monkeypatch, a, b, name):
     assert src.count("cuda.shared.array(10240, uint8, alignment=16)") == 2  # 128 x 80
     monkeypatch.setenv("TILESIM_CUDA_TENSOR_CORES", "0")
     assert "_mma_" not in _src(k, async_copy=False)
+
+
+def test_frontend_accepts_mixed_fp8_and_refuses_fp8_with_bf16():
+    from tilesim.errors import KernelTypeError
+
+    fp8_mm(a_dtype=E4M3, b_dtype=E5M2)  # TileLang allows any fp8 pair (src/cuda/op/gemm.cc: is_float8 both)
+    with pytest.raises(KernelTypeError, match="A is float8_e4m3fn but B is bfloat16"):
+        fp8_mm(a_dtype=E4M3, b_dtype="bfloat16")
 
 
 def test_cp_async_stages_of_fp8_operands_keep_16_byte_rows():
@@ -110,7 +118,7 @@ def _spills(log: str) -> int:
     return sum(int(x) for x in re.findall(r"(\d+) bytes spill stores", log))
 
 
-@pytest.mark.parametrize("a, b", [(E4M3, E4M3), (E5M2, E5M2)])
+@pytest.mark.parametrize("a, b", [(E4M3, E4M3), (E5M2, E5M2), (E4M3, E5M2)])
 def test_sm90_ptx_has_the_fp8_mma_and_ptxas_accepts_it(a, b, tmp_path):
     if not can_compile_ptx():
         pytest.skip("numba-cuda cannot compile here (no NVVM)")
@@ -165,7 +173,7 @@ def check(name, k, inputs, mma):
 
 rng = np.random.default_rng(0)
 M, N, K = 40, 24, 72  # the 32 x 32 x 32 tiles divide none of them
-for a, b in (("float8_e4m3fn", "float8_e4m3fn"), ("float8_e5m2", "float8_e5m2")):
+for a, b in (("float8_e4m3fn", "float8_e4m3fn"), ("float8_e5m2", "float8_e5m2"), ("float8_e5m2", "float8_e4m3fn")):
     k = fp8_mm(block_M=32, block_N=32, block_K=32, a_dtype=a, b_dtype=b, threads=64)
     A = (rng.standard_normal((M, K)) * 3).astype(getattr(ml_dtypes, a))
     B = (rng.standard_normal((N, K)) * 3).astype(getattr(ml_dtypes, b))
@@ -182,7 +190,7 @@ def test_fp8_kernels_in_the_simulator_with_modelled_warp_instructions():
                        timeout=900, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-4000:]
     rows = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
-    assert len(rows) == 3, r.stdout
+    assert len(rows) == 4, r.stdout
     for row in rows:
         # fp32 out: the model's sums differ from the interpreter's at most in the last bits;
         # fp8_gemm's bf16 out: a sixteenth of bf16's epsilon, as the bf16 mma's registry check
@@ -191,7 +199,7 @@ def test_fp8_kernels_in_the_simulator_with_modelled_warp_instructions():
 
 # ------------------------------------------------------------------------------------ on a GPU
 @pytest.mark.gpu
-@pytest.mark.parametrize("a, b", [(E4M3, E4M3), (E5M2, E5M2)])
+@pytest.mark.parametrize("a, b", [(E4M3, E4M3), (E5M2, E5M2), (E4M3, E5M2), (E5M2, E4M3)])
 def test_fp8_tensor_core_gemm_on_the_gpu(a, b):
     import ml_dtypes
 
