@@ -261,3 +261,18 @@ def test_benchmark_fp8_matmul_variants_lower_to_tensor_cores_and_match_on_the_in
     got = np.asarray(k(A, B), dtype=np.float64)
     want = A.astype(np.float64) @ B.astype(np.float64).T
     assert np.abs(got - want).max() <= np.abs(want).max() * 2.0**-8  # bf16 out: half an ulp of the largest
+
+
+def test_fp8_mma_is_refused_below_sm89_with_a_located_error():
+    from tilesim.backends.cuda.runtime import CudaProgram
+    from tilesim.errors import KernelRuntimeError
+
+    k = fp8_mm(block_M=64, block_N=64, block_K=64)
+    prog = CudaProgram(k.prim_func, sim=False, tensor_cores=True, async_copy=False)
+    with pytest.raises(KernelRuntimeError, match="compute capability 8.9 or later; this target is 8.0") as ei:
+        prog.compile_ptx((8, 0))
+    assert "test_tensor_cores_fp8.py" in str(ei.value) and "cuda_tensor_cores" in str(ei.value)
+    # the CUDA-core form of the same kernel compiles for sm_80
+    if can_compile_ptx():
+        plain = CudaProgram(k.prim_func, sim=False, tensor_cores=False, async_copy=False)
+        assert "mma.sync" not in plain.compile_ptx((8, 0))[0][1]
