@@ -3,8 +3,8 @@
 The hardware model (``tilesim/backends/cuda/mma_sim.py``: ``mma_m16n8k32``, the byte form of ``ldmatrix``,
 ``round_f32``) is checked against hand-built fragments and exact arithmetic; then a whole block's fp8 gemm
 is emulated with the lowering's own index math (``mma_layout.a_ldsm_coord``/``b_ldsm_coord`` with the k
-coordinate doubled, as ``tile_mma`` emits it) on byte images of K-contiguous operands with padded rows, and
-compared with ``A @ B.T``.
+coordinate doubled for K-contiguous operands, ``a_frag8_coord``/``b_frag8_coord`` byte gathers for M-/N-contiguous
+ones, as ``tile_mma`` emits them) on byte images with padded rows, and compared with ``A @ B.T``.
 """
 
 import math
@@ -133,13 +133,23 @@ def _image(X, pad: int, base: int):
     return mem, stride
 
 
-def emulate_fp8(M, N, K, grid, ka="e4m3", kb="e4m3", pad=16, base=0, seed=0):
-    """Block gemm ``A (M, K) @ B (N, K).T`` the way ``tile_mma`` lowers it, on the hardware model."""
+def _gather(mem, at, offsets, kind):
+    """The byte-load path: four bytes ``mem[at + o]`` packed lowest first, read back as fp8 values."""
+    word = sum(int(mem[at + o]) << (8 * h) for h, o in enumerate(offsets))
+    return _unpack8(word, kind)
+
+
+def emulate_fp8(M, N, K, grid, ka="e4m3", kb="e4m3", pad=16, base=0, seed=0, ta=False, tb=True):
+    """Block gemm ``op(A) @ op(B)`` (``A (M, K)`` or with ``ta`` ``(K, M)``; ``B (N, K)`` with ``tb`` else
+    ``(K, N)``) the way ``tile_mma`` lowers it — ``ldmatrix`` for K-contiguous operands, byte gathers
+    otherwise — on the hardware model; returns (result, float64 ``A @ B.T``)."""
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((M, K)).astype(_NP[ka])
     B = rng.standard_normal((N, K)).astype(_NP[kb])
-    memA, sa = _image(A, pad, base)
-    memB, sb = _image(B, pad, base + 32)
+    memA, sa = _image(np.ascontiguousarray(A.T) if ta else A, pad, base)
+    memB, sb = _image(B if tb else np.ascontiguousarray(B.T), pad, base + 32)
+    a_rs, a_ks = (1, sa) if ta else (sa, 1)  # byte strides of m and k in A's image
+    b_cs, b_ks = (sb, 1) if tb else (1, sb)
     nthreads = 32 * grid[0] * grid[1]
     lay = ML.mma_layout(M, N, nthreads, grid)
     MT, NT = ML.tiles(M, N, grid)
@@ -151,18 +161,30 @@ def emulate_fp8(M, N, K, grid, ka="e4m3", kb="e4m3", pad=16, base=0, seed=0):
         for kk in range(0, K, ML.mma_k("float8_e4m3fn")):
             fa = []
             for mi in range(MT):
+                if ta:
+                    fa.append([[_gather(memA, base + kk * a_ks, [m * a_rs + k * a_ks for m, k in
+                                                                  (ML.a_frag8_coord(lane, wm, mi, grid[0], i, h)
+                                                                   for h in range(4))], ka) for i in range(4)]
+                               for lane in range(32)])
+                    continue
                 addrs = []
                 for lane in range(32):
                     m, k = ML.a_ldsm_coord(lane, wm, mi, grid[0], False)
-                    addrs.append(base + m * sa + kk + k * epb)
+                    addrs.append(base + m * a_rs + (kk + k * epb) * a_ks)
                 bits, a16 = _b16_view(memA, addrs)
                 fa.append([[_unpack8(_pack(*r), ka) for r in regs] for regs in ldmatrix_x4(bits, a16, False)])
             fb = []
-            for q2 in range(NT // 2):
+            if not tb:
+                for q in range(NT):
+                    fb.append([[_gather(memB, base + 32 + kk * b_ks, [n * b_cs + k * b_ks for n, k in
+                                                                      (ML.b_frag8_coord(lane, q, wn, grid[1], i, h)
+                                                                       for h in range(4))], kb) for i in range(2)]
+                               for lane in range(32)])
+            for q2 in range(NT // 2 if tb else 0):
                 addrs = []
                 for lane in range(32):
                     n, k = ML.b_ldsm_coord(lane, q2, False, wn, grid[1])
-                    addrs.append(base + 32 + n * sb + kk + k * epb)
+                    addrs.append(base + 32 + n * b_cs + (kk + k * epb) * b_ks)
                 bits, a16 = _b16_view(memB, addrs)
                 regs = [[_unpack8(_pack(*r), kb) for r in lane_regs] for lane_regs in ldmatrix_x4(bits, a16, False)]
                 fb.append([r[0:2] for r in regs])
@@ -180,18 +202,20 @@ def emulate_fp8(M, N, K, grid, ka="e4m3", kb="e4m3", pad=16, base=0, seed=0):
     return _read_back(lay, acc), A.astype(np.float64) @ B.astype(np.float64).T
 
 
-def test_one_warp_one_tile():
-    got, ref = emulate_fp8(16, 16, 32, (1, 1))
+@pytest.mark.parametrize("ta, tb", [(False, True), (False, False), (True, True), (True, False)])
+def test_one_warp_one_tile(ta, tb):
+    got, ref = emulate_fp8(16, 16, 32, (1, 1), ta=ta, tb=tb)
     np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(wm=st.sampled_from([1, 2]), wn=st.sampled_from([1, 2]), mt=st.integers(1, 2), n16=st.integers(1, 2),
        k32=st.integers(1, 3), kinds=st.sampled_from([("e4m3", "e4m3"), ("e5m2", "e5m2"), ("e4m3", "e5m2")]),
-       pad=st.sampled_from([0, 16, 48]), base=st.sampled_from([0, 16, 64]), seed=st.integers(0, 2**16))
-def test_block_fp8_gemm_matches_a_at_bt(wm, wn, mt, n16, k32, kinds, pad, base, seed):
+       pad=st.sampled_from([0, 16, 48]), base=st.sampled_from([0, 16, 64]), ta=st.booleans(), tb=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_block_fp8_gemm_matches_a_at_bt(wm, wn, mt, n16, k32, kinds, pad, base, ta, tb, seed):
     M, N, K = 16 * wm * mt, 16 * wn * n16, 32 * k32
-    got, ref = emulate_fp8(M, N, K, (wm, wn), *kinds, pad=pad, base=base, seed=seed)
+    got, ref = emulate_fp8(M, N, K, (wm, wn), *kinds, pad=pad, base=base, seed=seed, ta=ta, tb=tb)
     assert not np.isnan(got).any()
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
 
@@ -203,9 +227,9 @@ def test_fp8_shape_and_layout_rules():
     assert "x32" in ok(128, 128, 48, 128, "float8_e4m3fn", "float8_e4m3fn", "float32")  # K % 32
     assert "operands" in ok(128, 128, 64, 128, "float8_e4m3fn", "bfloat16", "float32")
     assert "accumulator" in ok(128, 128, 64, 128, "float8_e4m3fn", "float8_e4m3fn", "bfloat16")
-    assert ML.fp8_layout_problem("float8_e4m3fn", False, True) is None
-    assert "K-contiguous" in ML.fp8_layout_problem("float8_e5m2", False, False)
-    assert "K-contiguous" in ML.fp8_layout_problem("float8_e4m3fn", True, True)
-    assert ML.fp8_layout_problem("bfloat16", True, False) is None
+    assert ML.fp8_byte_loads("float8_e4m3fn", False, True) == (False, False)  # both K-contiguous: ldmatrix
+    assert ML.fp8_byte_loads("float8_e5m2", False, False) == (False, True)  # B stored (K, N)
+    assert ML.fp8_byte_loads("float8_e4m3fn", True, True) == (True, False)  # A stored (K, M)
+    assert ML.fp8_byte_loads("bfloat16", True, False) == (False, False)  # 16-bit: ldmatrix.trans
     assert ML.mma_intrinsic("float8_e5m2", "float8_e4m3fn") == "_mma_e5m2_e4m3"
     assert ML.mma_intrinsic("bfloat16", "bfloat16") == "_mma_bf16" and ML.mma_k("float8_e5m2") == 32

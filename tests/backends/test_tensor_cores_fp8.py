@@ -95,15 +95,27 @@ def test_cp_async_stages_of_fp8_operands_keep_16_byte_rows():
 
 
 @pytest.mark.parametrize("kw, why", [
-    (dict(trans_B=False), "B N-contiguous: ldmatrix.trans cannot transpose 8-bit elements"),
-    (dict(trans_A=True), "A M-contiguous"),
-    (dict(trans_A=True, trans_B=False), "both"),
     (dict(block_K=16), "K = 16 is not a multiple of 32"),
     (dict(block_K=48), "K = 48 is not a multiple of 32"),
+    (dict(block_M=40), "M = 40 is not a multiple of 16"),
 ])
 def test_ineligible_fp8_gemms_keep_the_cuda_core_lowering(kw, why):
     k = fp8_mm(**kw)
     assert _src(k, tensor_cores=True, async_copy=False) == _src(k, tensor_cores=False, async_copy=False), why
+
+
+@pytest.mark.parametrize("ta, tb, ldsm, gathers", [
+    (False, False, 4, 8 * 2),  # B stored (K, N): 8 n8 tiles x 2 registers gathered from bytes
+    (True, True, 4, 4 * 4),  # A stored (K, M): 4 m16 tiles x 4 registers
+    (True, False, 0, 4 * 4 + 8 * 2),
+])
+def test_m_or_n_contiguous_fp8_operands_are_gathered_with_byte_loads(ta, tb, ldsm, gathers):
+    src = _src(fp8_mm(block_M=128, block_N=128, block_K=64, trans_A=ta, trans_B=tb), tensor_cores=True,
+               async_copy=False)
+    assert src.count("_mma_e4m3_e4m3(") == 4 * 8 and "_ldsm4t(" not in src
+    assert src.count("_ldsm4(") == ldsm
+    # each gathered register: four byte loads, the first in the lowest byte
+    assert src.count(" = ((uint32(_ldx(") == gathers and src.count("uint32(_ldx(") == 4 * gathers
 
 
 # ------------------------------------------------------------------------------------ sm_90 machine code
@@ -134,6 +146,20 @@ def test_sm90_ptx_has_the_fp8_mma_and_ptxas_accepts_it(a, b, tmp_path):
     # issues two m16n8k16 f16 HMMA per m16n8k32 (ptxas of CUDA 12.8 / 13.0)
     assert sass.count("HMMA.16816.F32") == 2 * 2 * 16
     assert "UNPACK_B" in sass and sass.count("LDSM.16.M88.4") == 2 * (4 + 2)
+
+
+@pytest.mark.parametrize("ta, tb", [(False, False), (True, False)])
+def test_sm90_byte_gathered_operands(ta, tb, tmp_path):
+    if not can_compile_ptx():
+        pytest.skip("numba-cuda cannot compile here (no NVVM)")
+    (ptx,) = _ptx(fp8_mm(block_M=128, block_N=128, block_K=64, trans_A=ta, trans_B=tb, threads=256, num_stages=3),
+                  async_copy=True)
+    # 16 mma per k32 step; NVVM unrolls the 2-step K loop or not
+    assert ptx.count("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32") in (16, 2 * 16)
+    log, sass = sass_of(ptx, tmp_path)
+    print(f"ptxas sm_90 byte-gathered {'T' if ta else 'N'}{'T' if tb else 'N'}: {log.strip().splitlines()[-2:]}")
+    assert _spills(log) == 0, log
+    assert "LDS.U8" in sass and "HMMA.16816.F32" in sass
 
 
 def test_library_fp8_gemm_uses_the_fp8_mma(tmp_path):
@@ -173,11 +199,14 @@ def check(name, k, inputs, mma):
 
 rng = np.random.default_rng(0)
 M, N, K = 40, 24, 72  # the 32 x 32 x 32 tiles divide none of them
-for a, b in (("float8_e4m3fn", "float8_e4m3fn"), ("float8_e5m2", "float8_e5m2"), ("float8_e5m2", "float8_e4m3fn")):
-    k = fp8_mm(block_M=32, block_N=32, block_K=32, a_dtype=a, b_dtype=b, threads=64)
-    A = (rng.standard_normal((M, K)) * 3).astype(getattr(ml_dtypes, a))
-    B = (rng.standard_normal((N, K)) * 3).astype(getattr(ml_dtypes, b))
-    check(f"fp8_mm {{a}} x {{b}}", k, [A, B], "_mma_" + a[7:11] + "_" + b[7:11])
+for a, b, ta, tb in (("float8_e4m3fn", "float8_e4m3fn", False, True), ("float8_e5m2", "float8_e5m2", False, True),
+                     ("float8_e5m2", "float8_e4m3fn", False, True), ("float8_e4m3fn", "float8_e4m3fn", False, False),
+                     ("float8_e4m3fn", "float8_e5m2", True, False), ("float8_e5m2", "float8_e5m2", True, True)):
+    k = fp8_mm(block_M=32, block_N=32, block_K=32, a_dtype=a, b_dtype=b, trans_A=ta, trans_B=tb, threads=64)
+    A = (rng.standard_normal((K, M) if ta else (M, K)) * 3).astype(getattr(ml_dtypes, a))
+    B = (rng.standard_normal((N, K) if tb else (K, N)) * 3).astype(getattr(ml_dtypes, b))
+    check(f"fp8_mm {{a}} x {{b}} {{'T' if ta else 'N'}}{{'T' if tb else 'N'}}", k, [A, B],
+          "_mma_" + a[7:11] + "_" + b[7:11])
 M, N, K = 33, 50, 160  # the library kernel: 64 x 64 tiles, two 128-wide K blocks (the second partial)
 k = F.fp8_gemm(M, N, K, block_M=64, block_N=64, num_stages=2, threads=128)
 check("fp8_gemm", k, list(F._inputs(rng, M, N, K)), "_mma_e4m3_e4m3")
@@ -190,7 +219,7 @@ def test_fp8_kernels_in_the_simulator_with_modelled_warp_instructions():
                        timeout=900, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-4000:]
     rows = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
-    assert len(rows) == 4, r.stdout
+    assert len(rows) == 7, r.stdout
     for row in rows:
         # fp32 out: the model's sums differ from the interpreter's at most in the last bits;
         # fp8_gemm's bf16 out: a sixteenth of bf16's epsilon, as the bf16 mma's registry check
@@ -199,8 +228,11 @@ def test_fp8_kernels_in_the_simulator_with_modelled_warp_instructions():
 
 # ------------------------------------------------------------------------------------ on a GPU
 @pytest.mark.gpu
-@pytest.mark.parametrize("a, b", [(E4M3, E4M3), (E5M2, E5M2), (E4M3, E5M2), (E5M2, E4M3)])
-def test_fp8_tensor_core_gemm_on_the_gpu(a, b):
+@pytest.mark.parametrize("a, b, ta, tb", [(E4M3, E4M3, False, True), (E5M2, E5M2, False, True),
+                                          (E4M3, E5M2, False, True), (E5M2, E4M3, False, True),
+                                          (E4M3, E4M3, False, False), (E4M3, E5M2, True, False),
+                                          (E5M2, E5M2, True, True)])
+def test_fp8_tensor_core_gemm_on_the_gpu(a, b, ta, tb):
     import ml_dtypes
 
     from tilesim.backends.cuda.caps import available
@@ -210,17 +242,19 @@ def test_fp8_tensor_core_gemm_on_the_gpu(a, b):
         pytest.skip("no CUDA GPU")
     M, N, K = 1000, 776, 544  # the 128 x 128 x 64 tiles divide none of them
     rng = np.random.default_rng(4)
-    A = (rng.standard_normal((M, K)) * 3).astype(getattr(ml_dtypes, a))
-    B = (rng.standard_normal((N, K)) * 3).astype(getattr(ml_dtypes, b))
+    A = (rng.standard_normal((K, M) if ta else (M, K)) * 3).astype(getattr(ml_dtypes, a))
+    B = (rng.standard_normal((N, K) if tb else (K, N)) * 3).astype(getattr(ml_dtypes, b))
+    exact = (A.T if ta else A).astype(np.float64) @ (B.T if tb else B).astype(np.float64)
     for threads in (128, 256):
-        k = fp8_mm(block_M=128, block_N=128, block_K=64, a_dtype=a, b_dtype=b, threads=threads, num_stages=3)
+        k = fp8_mm(block_M=128, block_N=128, block_K=64, a_dtype=a, b_dtype=b, trans_A=ta, trans_B=tb,
+                   threads=threads, num_stages=3)
         jk = cuda_twin(k, tensor_cores=True)
         assert "_mma_" + a[7:11] + "_" + b[7:11] + "(" in jk.get_kernel_source()
         got = np.asarray(jk(A, B))
         want = np.asarray(interp_twin(k)(A, B))
         # the products are exact; mma.sync sums them in another order than the interpreter (fp32 both)
         assert rel_err(got, want) < 1e-5
-        assert rel_err(got, A.astype(np.float64) @ B.astype(np.float64).T) < 1e-5
+        assert rel_err(got, exact) < 1e-5
 
 
 @pytest.mark.gpu

@@ -33,13 +33,14 @@ fp8 (``m16n8k32``, sm_89+): the 8-bit fragments are the 16-bit ones with every b
 of consecutive fp8 elements along K (A register ``i``: row ``g + 8*(i%2)``, k ``4t + 16*(i//2) + {0..3}``;
 B register ``i``: column ``g``, k ``4t + 16*i + {0..3}``; C as for k16). So a k32 step of fp8 loads exactly
 what a k16 step of b16 loads, byte for byte: the same ``ldmatrix.x4`` (non-transposed) row addresses with
-the k coordinate doubled (:func:`elems_per_b16`). ``ldmatrix.trans`` moves whole b16 elements, so it
-cannot transpose 8-bit ones: fp8 runs on tensor cores only with both operands K-contiguous (A ``(M, K)``
-row-major, B given as ``(N, K)``: ``transpose_B=True``, TileLang's usual fp8 form); an M- or N-contiguous
-fp8 operand keeps the CUDA-core lowering (:func:`fp8_layout_problem`). Mixed e4m3 x e5m2 is allowed.
+the k coordinate doubled (:func:`elems_per_b16`), for a K-contiguous operand (A ``(M, K)`` row-major, B given as
+``(N, K)``: ``transpose_B=True``, TileLang's usual fp8 form). ``ldmatrix.trans`` moves whole b16 elements, so it
+cannot transpose 8-bit ones: an M- or N-contiguous fp8 operand is gathered with four byte loads per fragment
+register instead (:func:`fp8_byte_loads`, :func:`a_frag8_coord`, :func:`b_frag8_coord`: the fragment tables
+above, per byte). Mixed e4m3 x e5m2 is allowed.
 
 Eligibility (:func:`tensor_core_accumulator`, :func:`mma_shape_ok`): A, B fp16 or bf16 (the same), or fp8
-(e4m3/e5m2, any pair, K-contiguous), C float32, ``M % (16*WM) == 0``, ``N % (16*WN) == 0``, ``K % 16 == 0``
+(e4m3/e5m2, any pair), C float32, ``M % (16*WM) == 0``, ``N % (16*WN) == 0``, ``K % 16 == 0``
 (fp8: ``K % 32``), the block a whole number of warps; both operands whole shared-memory buffers (or
 regions of them: leading dimensions of extent 1) whose rows are a multiple of 16 bytes and whose region
 starts at a multiple of 16 bytes along the row, so every ``ldmatrix`` row address is 16-byte aligned
@@ -82,12 +83,25 @@ def mma_intrinsic(a_dtype: str, b_dtype: str) -> str:
     return "_mma_bf16" if a_dtype == "bfloat16" else "_mma_f16"
 
 
-def fp8_layout_problem(a_dtype: str, trans_a: bool, trans_b: bool) -> str | None:
-    """``None`` unless fp8 operands are not both K-contiguous (see the module docstring)."""
-    if a_dtype in FP8_KIND and (trans_a or not trans_b):
-        return ("fp8 operands must both be K-contiguous (A (M, K), B (N, K) with transpose_B=True): "
-                "ldmatrix.trans cannot transpose 8-bit elements")
-    return None
+def fp8_byte_loads(a_dtype: str, trans_a: bool, trans_b: bool) -> tuple[bool, bool]:
+    """Whether A / B are gathered with byte loads (:func:`a_frag8_coord`, :func:`b_frag8_coord`): fp8
+    operands that are not K-contiguous (A stored ``(K, M)``, B stored ``(K, N)``)."""
+    fp8 = a_dtype in FP8_KIND
+    return fp8 and trans_a, fp8 and not trans_b
+
+
+def a_frag8_coord(lane, warp, mi, WM: int, i: int, h: int):
+    """(m, k) inside the k32 step of byte ``h`` of fp8 A fragment register ``i`` of lane ``lane``, for the
+    ``mi``-th m16 tile of the warp at grid row ``warp`` of ``WM`` (rows as :func:`a_ldsm_coord`'s)."""
+    g, t = lane // 4, lane % 4
+    return (mi * 2 + i % 2) * (8 * WM) + warp * 8 + g, 4 * t + 16 * (i // 2) + h
+
+
+def b_frag8_coord(lane, q, wn, WN: int, i: int, h: int):
+    """(n, k) inside the k32 step of byte ``h`` of fp8 B fragment register ``i`` of lane ``lane``, for the
+    warp's local n8 tile ``q`` (the tile's n8 tile ``WN*q + wn``, as :func:`b_ldsm_coord`'s)."""
+    g, t = lane // 4, lane % 4
+    return (q * WN + wn) * 8 + g, 4 * t + 16 * i + h
 
 
 class Code:
@@ -267,7 +281,6 @@ def tensor_core_accumulator(g: N.Gemm, M: int, N_: int, nthreads: int, in_shared
     ka = g.a.extents[-2] if g.trans_a else g.a.extents[-1]
     grid = (max(1, nthreads // 32), 1) if full_row else warp_grid(M, N_, nthreads, g.policy)
     why = mma_shape_ok(M, N_, int(ka), nthreads, g.a.buffer.dtype, g.b.buffer.dtype, g.c.buffer.dtype, grid)
-    why = why or fp8_layout_problem(g.a.buffer.dtype, g.trans_a, g.trans_b)
     why = why or operand_problem(g.a, in_shared) or operand_problem(g.b, in_shared)
     if why is not None:
         return None
