@@ -318,8 +318,9 @@ def bench_gemm(quick):
 
 
 def bench_tensor_cores(quick):
-    """bf16 GEMM 4096^3 and causal flash attention with ``tensor_cores=True`` (not in the default steps: run
-    ``--only tc`` after the gpu tests pass — a faulting kernel would poison the process's CUDA context)."""
+    """bf16 GEMM 4096^3, fp8 e4m3 GEMM 4096^3 (:mod:`benchmarks.gpu_tc_fp8`) and causal flash attention with
+    ``tensor_cores=True`` (not in the default steps: run ``--only tc`` after the gpu tests pass — a faulting
+    kernel would poison the process's CUDA context)."""
     import torch
     import torch.nn.functional as F
 
@@ -361,6 +362,13 @@ def bench_tensor_cores(quick):
             RESULTS["errors"].append(f"tc gemm {v}: {type(ex).__name__}: {ex}"[:2000])
             log("tc gemm variant failed", v, repr(ex)[:500])
     _warp_grid_ab(a, b, ref, t_ref, flops, quick)
+    from benchmarks.gpu_tc_fp8 import bench_fp8_tensor_cores  # the fp8 e4m3 GEMM rows (issue 14 item 1)
+
+    def fail(msg):
+        RESULTS["errors"].append(msg[:2000])
+        log(msg[:500])
+
+    bench_fp8_tensor_cores(quick, prepared, gpu_time, relnorm, bench_entry, fail)
     B, H, S, D = 2, 16, 2048, 128
     q, k_, v_ = (torch.randn(B, S, H, D, device="cuda").to(torch.bfloat16) for _ in range(3))
     qt, kt, vt = (t.transpose(1, 2) for t in (q, k_, v_))

@@ -71,6 +71,29 @@ def fp8_gemm(M, N, K, block_M=128, block_N=128, num_stages=4, threads=128, out_d
     return main
 
 
+@tilelang.jit(out_idx=[-1])
+def fp8_matmul(M, N, K, block_M=128, block_N=128, block_K=64, num_stages=3, threads=256, in_dtype=FP8,
+               out_dtype="bfloat16"):
+    """Plain fp8 GEMM ``C (M, N) = A (M, K) @ B (N, K).T`` (fp32 accumulation, no scales; TileLang's
+    ``transpose_B=True`` fp8 form, the one the CUDA backend runs on tensor cores): the benchmark counterpart
+    of ``torch._scaled_mm`` with unit scales."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), in_dtype), B: T.Tensor((N, K), in_dtype), C: T.Tensor((M, N), out_dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), in_dtype)
+            B_shared = T.alloc_shared((block_N, block_K), in_dtype)
+            acc = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[bx * block_N, k * block_K], B_shared)
+                T.gemm(A_shared, B_shared, acc, transpose_B=True)
+            T.copy(acc, C[by * block_M, bx * block_N])
+
+    return main
+
+
 # ------------------------------------------------------------------------------------------ reference
 def dequant_token(Q, S, group=SCALE_BLOCK):
     s = np.repeat(np.asarray(S, np.float64), group, axis=1)[:, : Q.shape[1]]

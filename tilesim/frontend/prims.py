@@ -437,9 +437,9 @@ def _b_gemm(tr, loc, A, B, C, transpose_A, transpose_B, policy, clear_accum, k_p
             hint="check transpose_A / transpose_B and the tile shapes")
     if (m, n) != tuple(sc):
         raise KernelTypeError(f"T.gemm: C ({rc.buffer.name}) is {tuple(sc)} but op(A) @ op(B) is ({m}, {n})", loc)
-    if ra.dtype != rb.dtype:
+    if ra.dtype != rb.dtype and not (ra.dtype in dt.FP8 and rb.dtype in dt.FP8):  # e4m3 x e5m2: as TileLang
         raise KernelTypeError(f"T.gemm: A is {ra.dtype} but B is {rb.dtype}", loc,
-                              hint="A and B must share a dtype; convert one with T.copy into a buffer of the other dtype")
+                              hint="A and B must share a dtype (or both be fp8); convert one with T.copy")
     if dt.is_int(ra.dtype) and not dt.is_int(rc.dtype):
         raise KernelTypeError(f"T.gemm: integer inputs need an integer accumulator (C is {rc.dtype})", loc)
     if dt.is_float(ra.dtype) and not dt.is_float(rc.dtype):

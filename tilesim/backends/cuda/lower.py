@@ -120,10 +120,11 @@ class KernelGen(CopyLowering, GemmLowering, MmaLowering, ReduceLowering, Pipelin
             shape = b.shape
             strides = [_prod(shape[d + 1:]) for d in range(len(shape))]
             if b.uid in self.mma_operands or b.uid in self.staged:
-                # rows of 16-byte multiples; when 8 rows would share banks (row bytes % 32 == 0), pad by 16 B
+                # rows of 16-byte multiples; when 8 rows would share banks (row bytes % 32 == 0), pad by 8
+                # elements (2-byte types: 16 B), at least 16 B (fp8: 16 elements) so rows stay 16-byte aligned
                 if pad and (shape[-1] * dt.itemsize(b.dtype)) % 32 == 0:
                     strides = [0] * len(shape)
-                    strides[-1], strides[-2] = 1, shape[-1] + 8
+                    strides[-1], strides[-2] = 1, shape[-1] + max(8, 16 // max(1, int(dt.itemsize(b.dtype))))
                     for d in range(len(shape) - 3, -1, -1):
                         strides[d] = strides[d + 1] * shape[d + 1]
             elif pad and len(shape) >= 2 and shape[-1] > 1 and b.uid not in self._aliased:

@@ -1,12 +1,15 @@
 """numba-cuda intrinsics of the tensor-core gemm: inline PTX (llvmlite ``InlineAsm``), GPU only.
 
 * ``_ldsm4(arr, i)`` / ``_ldsm4t(arr, i)``: ``ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16`` with this
-  lane's row address ``&arr[i]`` (``arr`` a 1-D shared array of a 2-byte type; the address must be 16-byte
+  lane's row address ``&arr[i]`` (``arr`` a 1-D shared array of a 2-byte type, or of a 1-byte type — the raw
+  fp8 bits, ``i`` then a byte index, non-transposed use only; the address must be 16-byte
   aligned — :mod:`.mma_layout` and the shared-memory layout guarantee it); returns the four ``uint32``
   registers (two b16 each). Marked as having side effects (it reads shared memory), so it is never
   moved across a barrier.
 * ``_mma_f16(a0..a3, b0, b1, c0..c3)`` / ``_mma_bf16(...)``: ``mma.sync.aligned.m16n8k16.row.col.f32.
   {f16,bf16}.{f16,bf16}.f32``; returns the four fp32 accumulators ``(d0, d1, d2, d3)``.
+* ``_mma_<a>_<b>(a0..a3, b0, b1, c0..c3)`` for ``a, b`` in ``e4m3, e5m2``: ``mma.sync.aligned.m16n8k32.row.col.
+  f32.<a>.<b>.f32`` (four fp8 per register; sm_89 and later), the same registers and result.
 
 Fragment layouts are those of the PTX ISA (see :mod:`.mma_layout`). The simulator has no warp-level
 matrix instructions: its build of the same names is :func:`.mma_sim.sim_mma_namespace`.
@@ -38,7 +41,7 @@ def mma_namespace() -> dict:
         def ldsm(typingctx, arr, idx):
             if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
                 return None
-            if getattr(arr.dtype, "bitwidth", 0) != 16:
+            if getattr(arr.dtype, "bitwidth", 0) not in (8, 16):
                 return None
             sig = types.UniTuple(types.uint32, 4)(arr, idx)
 
@@ -56,8 +59,8 @@ def mma_namespace() -> dict:
 
         return ldsm
 
-    def _mma(kind: str):
-        text = (f"mma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32 "
+    def _mma(kind: str, kind_b: str | None = None, shape: str = "m16n8k16"):
+        text = (f"mma.sync.aligned.{shape}.row.col.f32.{kind}.{kind_b or kind}.f32 "
                 "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};")
 
         @intrinsic
@@ -83,4 +86,7 @@ def mma_namespace() -> dict:
         return mma
 
     _NS = {"_ldsm4": _ldsm(False), "_ldsm4t": _ldsm(True), "_mma_f16": _mma("f16"), "_mma_bf16": _mma("bf16")}
+    for a in ("e4m3", "e5m2"):
+        for b in ("e4m3", "e5m2"):
+            _NS[f"_mma_{a}_{b}"] = _mma(a, b, "m16n8k32")
     return dict(_NS)

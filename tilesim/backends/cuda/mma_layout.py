@@ -1,4 +1,5 @@
-"""Warp-level index math of ``T.gemm`` on tensor cores (``mma.sync.m16n8k16``, fp16/bf16 -> fp32).
+"""Warp-level index math of ``T.gemm`` on tensor cores (``mma.sync.m16n8k16`` fp16/bf16 -> fp32,
+``mma.sync.m16n8k32`` fp8 e4m3/e5m2 -> fp32).
 
 Pure Python: every function here takes plain ``int`` values (the NumPy emulation in
 ``tests/backends/test_mma_emulation.py``) or :class:`Code` values (the code generator,
@@ -28,16 +29,28 @@ the row address of matrix ``L // 8``, row ``L % 8``): :func:`a_ldsm_coord` / :fu
 (M or N index, K index) of the first element of the 16-byte row lane ``L`` points at, for the plain
 (contiguous K) and the ``.trans`` (contiguous M / N) forms.
 
-Eligibility (:func:`tensor_core_accumulator`, :func:`mma_shape_ok`): A, B fp16 or bf16 (the same), C float32,
-``M % (16*WM) == 0``, ``N % (16*WN) == 0``, ``K % 16 == 0``, the block a whole number of warps; both operands whole
-shared-memory buffers (or regions of them: leading dimensions of extent 1) whose rows are a multiple of
-8 elements and whose region starts at a multiple of 8 along the row, so every ``ldmatrix`` row address
-is 16-byte aligned (operand rows get 8 elements of padding instead of the usual 1 word, see
+fp8 (``m16n8k32``, sm_89+): the 8-bit fragments are the 16-bit ones with every b16 element read as a pair
+of consecutive fp8 elements along K (A register ``i``: row ``g + 8*(i%2)``, k ``4t + 16*(i//2) + {0..3}``;
+B register ``i``: column ``g``, k ``4t + 16*i + {0..3}``; C as for k16). So a k32 step of fp8 loads exactly
+what a k16 step of b16 loads, byte for byte: the same ``ldmatrix.x4`` (non-transposed) row addresses with
+the k coordinate doubled (:func:`elems_per_b16`), for a K-contiguous operand (A ``(M, K)`` row-major, B given as
+``(N, K)``: ``transpose_B=True``, TileLang's usual fp8 form). ``ldmatrix.trans`` moves whole b16 elements, so it
+cannot transpose 8-bit ones: an M- or N-contiguous fp8 operand is gathered with four byte loads per fragment
+register instead (:func:`fp8_byte_loads`, :func:`a_frag8_coord`, :func:`b_frag8_coord`: the fragment tables
+above, per byte). Mixed e4m3 x e5m2 is allowed.
+
+Eligibility (:func:`tensor_core_accumulator`, :func:`mma_shape_ok`): A, B fp16 or bf16 (the same), or fp8
+(e4m3/e5m2, any pair), C float32, ``M % (16*WM) == 0``, ``N % (16*WN) == 0``, ``K % 16 == 0``
+(fp8: ``K % 32``), the block a whole number of warps; both operands whole shared-memory buffers (or
+regions of them: leading dimensions of extent 1) whose rows are a multiple of 16 bytes and whose region
+starts at a multiple of 16 bytes along the row, so every ``ldmatrix`` row address is 16-byte aligned
+(operand rows get 16 bytes of padding, 8 elements for 2-byte types, instead of the usual 1 word, see
 ``lower._smem_layout``). Anything else uses the CUDA-core lowering.
 """
 
 from __future__ import annotations
 
+from ... import dtypes as dt
 from ...ir import nodes as N
 from ...warp_partition import warp_partition
 from .layout import Layout
@@ -46,8 +59,49 @@ from .layout import Layout
 #: of the runs before issue 14's warp grid; ``benchmarks/gpu_run.py --only tc`` times both)
 FORCE_POLICY: str | None = None
 
-#: (M, N, K) of one mma instruction
+#: (M, N, K) of one 16-bit mma instruction (fp8: K = ``MMA_K * elems_per_b16``)
 MMA_M, MMA_N, MMA_K = 16, 8, 16
+
+#: PTX type names of the fp8 operands of ``mma.sync.m16n8k32``
+FP8_KIND = {"float8_e4m3fn": "e4m3", "float8_e5m2": "e5m2"}
+
+
+def elems_per_b16(dtype: str) -> int:
+    """Operand elements per 16-bit ``ldmatrix`` element: 2 for fp8, else 1."""
+    return 2 if dtype in FP8_KIND else 1
+
+
+def mma_k(a_dtype: str) -> int:
+    """K of one mma instruction for operands of ``a_dtype``: 16 (fp16/bf16), 32 (fp8)."""
+    return MMA_K * elems_per_b16(a_dtype)
+
+
+def mma_intrinsic(a_dtype: str, b_dtype: str) -> str:
+    """Name of the mma intrinsic (:mod:`.mma_intrinsics`) for the operand types."""
+    if a_dtype in FP8_KIND:
+        return f"_mma_{FP8_KIND[a_dtype]}_{FP8_KIND[b_dtype]}"
+    return "_mma_bf16" if a_dtype == "bfloat16" else "_mma_f16"
+
+
+def fp8_byte_loads(a_dtype: str, trans_a: bool, trans_b: bool) -> tuple[bool, bool]:
+    """Whether A / B are gathered with byte loads (:func:`a_frag8_coord`, :func:`b_frag8_coord`): fp8
+    operands that are not K-contiguous (A stored ``(K, M)``, B stored ``(K, N)``)."""
+    fp8 = a_dtype in FP8_KIND
+    return fp8 and trans_a, fp8 and not trans_b
+
+
+def a_frag8_coord(lane, warp, mi, WM: int, i: int, h: int):
+    """(m, k) inside the k32 step of byte ``h`` of fp8 A fragment register ``i`` of lane ``lane``, for the
+    ``mi``-th m16 tile of the warp at grid row ``warp`` of ``WM`` (rows as :func:`a_ldsm_coord`'s)."""
+    g, t = lane // 4, lane % 4
+    return (mi * 2 + i % 2) * (8 * WM) + warp * 8 + g, 4 * t + 16 * (i // 2) + h
+
+
+def b_frag8_coord(lane, q, wn, WN: int, i: int, h: int):
+    """(n, k) inside the k32 step of byte ``h`` of fp8 B fragment register ``i`` of lane ``lane``, for the
+    warp's local n8 tile ``q`` (the tile's n8 tile ``WN*q + wn``, as :func:`b_ldsm_coord`'s)."""
+    g, t = lane // 4, lane % 4
+    return (q * WN + wn) * 8 + g, 4 * t + 16 * i + h
 
 
 class Code:
@@ -144,15 +198,18 @@ def mma_shape_ok(M: int, N: int, K: int, nthreads: int, a_dtype: str, b_dtype: s
                  grid: tuple[int, int] | None = None) -> str | None:
     """``None`` when the gemm can run on tensor cores on warp grid ``grid`` (default: all warps along M),
     else the reason it cannot."""
-    if a_dtype != b_dtype or a_dtype not in ("float16", "bfloat16"):
-        return f"operands {a_dtype} x {b_dtype} (tensor cores here: fp16 x fp16 or bf16 x bf16)"
+    fp8 = a_dtype in FP8_KIND and b_dtype in FP8_KIND
+    if not fp8 and (a_dtype != b_dtype or a_dtype not in ("float16", "bfloat16")):
+        return (f"operands {a_dtype} x {b_dtype} (tensor cores here: fp16 x fp16, bf16 x bf16 or "
+                "fp8 (e4m3/e5m2) x fp8)")
     if c_dtype != "float32":
         return f"accumulator {c_dtype} (tensor cores here: float32)"
     if nthreads % 32:
         return f"{nthreads} threads is not a whole number of warps"
     wm, wn = grid if grid is not None else (nthreads // 32, 1)
-    if M % (MMA_M * wm) or N % (2 * MMA_N * wn) or K % MMA_K:
-        return (f"{M}x{N}x{K} is not a multiple of {MMA_M * wm}x{2 * MMA_N * wn}x{MMA_K} "
+    mk = mma_k(a_dtype)
+    if M % (MMA_M * wm) or N % (2 * MMA_N * wn) or K % mk:
+        return (f"{M}x{N}x{K} is not a multiple of {MMA_M * wm}x{2 * MMA_N * wn}x{mk} "
                 f"({wm} x {wn} warps along M x N)")
     return None
 
@@ -207,11 +264,12 @@ def operand_problem(r: N.Region, in_shared) -> str | None:
     shape = b.static_shape()
     if shape is None or len(shape) < 2 or any(e != 1 for e in r.extents[:-2]):
         return f"{b.name}: not a 2-D tile of a static buffer"
-    if shape[-1] % 8:
-        return f"{b.name}: rows of {shape[-1]} elements (a multiple of 8 is needed for 16-byte rows)"
+    per16 = 16 // max(1, int(dt.itemsize(b.dtype)))  # elements per 16 bytes
+    if shape[-1] % per16:
+        return f"{b.name}: rows of {shape[-1]} elements (a multiple of {per16} is needed for 16-byte rows)"
     st = r.starts[-1]
-    if not (isinstance(st, N.Const) and int(st.value) % 8 == 0):
-        return f"{b.name}: the tile does not start at a multiple of 8 along its rows"
+    if not (isinstance(st, N.Const) and int(st.value) % per16 == 0):
+        return f"{b.name}: the tile does not start at a multiple of {per16} along its rows"
     return None
 
 

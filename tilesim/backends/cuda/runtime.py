@@ -15,7 +15,9 @@
 
 Arguments are checked by :mod:`tilesim.binding` (the same checks and messages as the interpreter);
 this module only adds the device-side rules: a device array of a parameter's storage type is accepted
-for the narrow floats CuPy lacks, and a device array must be C-contiguous.
+for the narrow floats CuPy lacks, and a device array must be C-contiguous. A kernel using the fp8
+``mma.sync.m16n8k32`` (sm_89 and later) is refused with a ``KernelRuntimeError`` before compiling for an older
+compute capability (:func:`check_fp8_mma`).
 """
 
 from __future__ import annotations
@@ -105,6 +107,7 @@ class CudaProgram(_TargetProgram):
         cuda = cuda_module()
         out = []
         for k in self.kernels:
+            check_fp8_mma(k, cc)
             key = (k.source, self.fastmath, tuple(cc))
             ptx = _PTX_CACHE.get(key)
             if ptx is None:
@@ -123,6 +126,7 @@ class CudaProgram(_TargetProgram):
             if self.sim:
                 d = cuda.jit(fn)
             else:
+                check_fp8_mma(k, tuple(cuda.get_current_device().compute_capability))
                 d = cuda.jit(self.signature(k), fastmath=self.fastmath)(fn)
                 if k.dyn_smem > STATIC_SMEM_LIMIT:
                     opt_in_dynamic_smem(d, k.dyn_smem, f"kernel {k.name}")
@@ -295,6 +299,15 @@ class CudaProgram(_TargetProgram):
         if not outs:
             return None
         return outs[0] if len(outs) == 1 else outs
+
+
+def check_fp8_mma(k, cc) -> None:
+    """Refuse kernel ``k`` for compute capability ``cc`` when it uses the fp8 tensor-core mma (sm_89+)."""
+    if tuple(cc) < (8, 9) and ("_mma_e4m3_" in k.source or "_mma_e5m2_" in k.source):
+        raise KernelRuntimeError(
+            f"kernel {k.name} runs fp8 T.gemm on tensor cores (mma.sync m16n8k32 e4m3/e5m2), which needs compute "
+            f"capability 8.9 or later; this target is {cc[0]}.{cc[1]}", k.launch.loc,
+            hint='turn tensor cores off for it: pass_configs={"tilesim.cuda_tensor_cores": False}')
 
 
 def _scalar_value(v, dtype):
