@@ -55,6 +55,21 @@ def numba_types():
     return require("numba", "the CUDA backend").types
 
 
+def launch_api():
+    """``(launch, make_config)``: the launch function numba-cuda's own ``_Kernel.launch`` calls (cuda.core's
+    ``launch(stream, config, kernel, *kernel_args)``) and a factory ``make_config(grid, block, smem)`` of its
+    ``LaunchConfig`` (non-cooperative), spelled for the installed cuda.core. Used by the call plans
+    (:mod:`.plans`) to launch a compiled overload with an argument list prepared once. GPU only."""
+    cuda_module()
+    m = require("numba.cuda.dispatcher", "the CUDA backend")
+    coop = "is_cooperative" if getattr(m, "CUDA_CORE_GE_1_0", True) else "cooperative_launch"
+
+    def make_config(grid, block, smem):
+        return m.LaunchConfig(grid=grid, block=block, shmem_size=smem, **{coop: False})
+
+    return m.launch, make_config
+
+
 def simulator() -> bool:
     if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
         return True

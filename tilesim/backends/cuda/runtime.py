@@ -22,6 +22,9 @@ compute capability (:func:`check_fp8_mma`).
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
+
 import numpy as np
 
 from ... import binding as B
@@ -30,8 +33,9 @@ from ...errors import KernelRuntimeError, KernelSyntaxError
 from ...ir import nodes as N
 from ...optional import loaded
 from .. import Program as _TargetProgram
+from . import plans as P
 from . import rules as Rl
-from .caps import DEFAULT_CC, STATIC_SMEM_LIMIT, cuda_module, numba_types, opt_in_dynamic_smem, simulator
+from .caps import DEFAULT_CC, STATIC_SMEM_LIMIT, cuda_module, launch_api, numba_types, opt_in_dynamic_smem, simulator
 from .intrinsics import gpu_namespace, sim_namespace
 from .lower import Program, lower_program
 
@@ -63,8 +67,7 @@ def _nb_array(dtype: str):
     return types.Array(getattr(types, Rl.storage_np(dtype)), 1, "C")
 
 
-def _np_storage(dtype: str):
-    return np.dtype(Rl.storage_np(dtype))
+_np_storage = P.storage_dtype
 
 
 class CudaProgram(_TargetProgram):
@@ -80,6 +83,10 @@ class CudaProgram(_TargetProgram):
         self.program: Program = lower_program(pf, sim=self.sim, tensor_cores=self.tensor_cores,
                                               async_copy=self.async_copy)
         self.written = B.written_globals(pf)
+        #: per-signature call plans (:mod:`.plans`); ``TILESIM_CUDA_CALL_PLANS=0`` turns them off
+        self.call_plans = os.environ.get("TILESIM_CUDA_CALL_PLANS", "1") != "0"
+        self.plans = P.PlanCache()
+        self._is_var = tuple(isinstance(p, N.Var) for p in pf.params)
 
     @property
     def source(self) -> str:
@@ -174,7 +181,7 @@ class CudaProgram(_TargetProgram):
                     else:
                         if a.uid not in scalars:
                             raise KernelRuntimeError(f"value of {a.name} is unknown at launch", k.launch.loc)
-                        args.append(_scalar_value(scalars[a.uid], a.dtype))
+                        args.append(P.scalar_value(scalars[a.uid], a.dtype))
                 d = self.dispatcher(k)
                 d[tuple(grid), k.threads, 0, k.dyn_smem](*args)
 
@@ -200,7 +207,7 @@ class CudaProgram(_TargetProgram):
                 grid = tuple(int(B.host_value(g, scalars)) for g in x.launch.grid)
                 if any(g <= 0 for g in grid):
                     continue
-                args = [self._array_arg(a, dev) if k2 == "array" else _scalar_value(scalars[a.uid], a.dtype)
+                args = [self._array_arg(a, dev) if k2 == "array" else P.scalar_value(scalars[a.uid], a.dtype)
                         for k2, a in x.args]
                 plan.append((self.dispatcher(x)[grid, x.threads, 0, x.dyn_smem], args))
 
@@ -252,12 +259,44 @@ class CudaProgram(_TargetProgram):
 
     # ------------------------------------------------------------------------------ JITKernel entry
     def call(self, pf, out_idx, values):
-        """Device tensors are used in place; ``NotImplemented`` (host binding, then :meth:`run`) otherwise."""
+        """Device tensors are used in place; ``NotImplemented`` (host binding, then :meth:`run`) otherwise.
+
+        A call whose :func:`.plans.call_key` has a stored plan runs the plan; the first call of a key takes
+        the full path and stores a plan for the next ones (see :mod:`.plans`)."""
+        key = None
+        if self.call_plans:
+            key = P.call_key(self._is_var, out_idx, values)
+            if key is not None:
+                plan = self.plans.get(key)
+                if plan is not None:
+                    return plan(values)
         if any(B.is_device(v) for i, v in enumerate(values) if i not in out_idx):
-            return self._call_device(pf, out_idx, values)
+            bound = self._bind_device(pf, out_idx, values)
+            res = self._finish_device(bound)
+            if key is not None and not self.plans.known(key):
+                self.plans.store(key, P.build_plan(self, pf, out_idx, values, bound, self._flat_view(pf),
+                                                   None if self.sim else launch_api()))
+            return res
         return NotImplemented
 
+    def _flat_view(self, pf):
+        cuda = cuda_module()
+        return lambda p, v: _device_view(pf, v, p, cuda)[0]
+
     def _call_device(self, pf, out_idx, values):
+        return self._finish_device(self._bind_device(pf, out_idx, values))
+
+    def _finish_device(self, bound):
+        self.launch_all(bound.dev, bound.scalars)
+        for uid, info in bound.keep.items():
+            if info.get("copy_back") is not None and uid in self.written:
+                info["copy_back"]()
+        outs = bound.outs
+        if not outs:
+            return None
+        return outs[0] if len(outs) == 1 else outs
+
+    def _bind_device(self, pf, out_idx, values) -> DeviceBinding:
         cuda = cuda_module()
         inputs = [v for i, v in enumerate(values) if i not in out_idx]
         kinds = {B.framework(v) for v in inputs}
@@ -292,13 +331,7 @@ class CudaProgram(_TargetProgram):
             dev[p.uid] = arr
             keep[p.uid] = info
             outs.append(o)
-        self.launch_all(dev, scalars)
-        for uid, info in keep.items():
-            if info.get("copy_back") is not None and uid in self.written:
-                info["copy_back"]()
-        if not outs:
-            return None
-        return outs[0] if len(outs) == 1 else outs
+        return DeviceBinding(dev, scalars, keep, outs, kind, device, cuda)
 
 
 def check_fp8_mma(k, cc) -> None:
@@ -310,14 +343,18 @@ def check_fp8_mma(k, cc) -> None:
             hint='turn tensor cores off for it: pass_configs={"tilesim.cuda_tensor_cores": False}')
 
 
-def _scalar_value(v, dtype):
-    if dtype == "bool":
-        return bool(v)
-    if dtype == "float64":
-        return np.float64(v)
-    if dt.is_float(dtype):
-        return np.float32(v)
-    return np.int64(int(v))
+@dataclass
+class DeviceBinding:
+    """A call bound on the device path: flat device arrays by buffer uid (workspaces are added by the launch),
+    scalar and dimension values, per tensor its conversion info, the outputs, their framework and device."""
+
+    dev: dict
+    scalars: dict
+    keep: dict
+    outs: list
+    kind: str
+    device: object
+    cuda: object
 
 
 def _device_view(pf: N.PrimFunc, v, p: N.Buffer, cuda):
