@@ -271,6 +271,11 @@ def normalise_out_idx(out_idx, nparams: int) -> tuple:
 def split_call(pf: N.PrimFunc, out_idx: tuple, args: tuple, kwargs: dict | None = None) -> list:
     """One value per parameter of ``pf`` (``None`` at the outputs ``out_idx``) from a call's arguments."""
     inputs = [i for i in range(len(pf.params)) if i not in out_idx]
+    if not kwargs and len(args) == len(inputs):  # the common call: all inputs by position
+        values: list = [None] * len(pf.params)
+        for i, v in zip(inputs, args):
+            values[i] = v
+        return values
     names = ", ".join(pf.params[i].name for i in inputs)
     kwargs = kwargs or {}
     if len(args) + len(kwargs) != len(inputs) or len(args) > len(inputs):

@@ -93,6 +93,11 @@ class JITKernel:
         self.config = None
         self.latency = None
         self._host_plans = HostPlans()  # repeated calls of one signature skip bind_host's checks
+        self._runs_here = False  # True once the target said it runs here (a GPU does not go away)
+
+    def _check_runs_here(self) -> bool:
+        self._runs_here = bool(self._target.runs_here())
+        return self._runs_here
 
     @property
     def _cuda(self):
@@ -141,7 +146,7 @@ class JITKernel:
     def _run(self, args, kwargs, options, progress):
         pf = self.prim_func
         values = B.split_call(pf, self.out_idx, args, kwargs)
-        if not self._target.runs_here():
+        if not self._runs_here and not self._check_runs_here():
             raise KernelRuntimeError(f"kernel {pf.name} was compiled for target='{self.target}' but "
                                      f"{self._target.missing}", pf.loc, hint=self._target.hint or None)
         res = self.program.call(pf, self.out_idx, values)
