@@ -660,24 +660,62 @@ def bench_attention(quick):
 
 
 def call_overhead():
-    """Host time of one high-level call (binding + allocation + launch) on a tiny kernel."""
+    """Host time per call on a tiny RMSNorm (64×256 bf16 torch CUDA tensors, the output allocated per call):
+    the high-level call ``kc(x, w)`` with call plans (the default; ``call_overhead_s``), the same with plans off
+    (the full path: binding, conversion, numba's dispatcher), ``prepare()``'s launch-only closure, a plan's raw
+    launcher on an empty kernel, and a bare numba launch of the same empty kernel (three int16 arrays, explicit
+    signature, device arrays made once: the floor of numba's dispatcher). Each: 3 warm-up calls, then 7 rounds
+    of 50 calls ended by a synchronize; the median round's time per call."""
     import torch
 
     from kernels import norms
+    from tilesim.backends.cuda import plans as P
+    from tilesim.backends.cuda.caps import launch_api
     from tilesim.backends.cuda.check import cuda_twin
 
-    kc = cuda_twin(norms.rms_norm(64, 256, block_M=1, dtype="bfloat16", threads=128))
+    cuda = cuda_module()
+    k = norms.rms_norm(64, 256, block_M=1, dtype="bfloat16", threads=128)
+    kc = cuda_twin(k)
+    full = cuda_twin(k)
+    full._cuda.call_plans = False
     x = torch.randn(64, 256, device="cuda").to(torch.bfloat16)
     w = torch.randn(256, device="cuda").to(torch.bfloat16)
-    for _ in range(3):
-        kc(x, w)
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(50):
-        kc(x, w)
-    torch.cuda.synchronize()
-    RESULTS["call_overhead_s"] = (time.perf_counter() - t) / 50
-    log(f"high-level call overhead: {RESULTS['call_overhead_s'] * 1e6:.1f} us")
+
+    def per_call(fn, n=50, rounds=7):
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(rounds):
+            t = time.perf_counter()
+            for _ in range(n):
+                fn()
+            torch.cuda.synchronize()
+            times.append((time.perf_counter() - t) / n)
+        return sorted(times)[len(times) // 2]
+
+    same = bool(torch.equal(kc(x, w), full(x, w)))
+    plan = next((p for p in kc._cuda.plans.plans.values() if p), None)
+    RESULTS["call_plan"] = {"launcher": type(plan.launcher).__name__ if plan else None, "stats": kc._cuda.plans.stats,
+                            "equal_to_full_path": same}
+    run, _outs = kc._cuda.prepare(kc, (x, w))
+
+    @cuda.jit("void(int16[::1], int16[::1], int16[::1])")
+    def empty(a, b, c):
+        pass
+
+    flat = [x.reshape(-1).view(torch.int16), w.view(torch.int16), torch.empty_like(x).reshape(-1).view(torch.int16)]
+    dev = [cuda.as_cuda_array(t) for t in flat]
+    cfg = empty[64, 128, 0, 0]
+    spec = [("src", i, None) for i in range(3)]
+    raw = P.RawLauncher.build([(cfg, spec, dev)], flat, [P.torch_ptr] * 3, launch_api())
+    times = {"call_overhead_s": per_call(lambda: kc(x, w)), "call_overhead_full_path_s": per_call(lambda: full(x, w)),
+             "prepared_launch_s": per_call(run), "bare_numba_launch_s": per_call(lambda: cfg(*dev))}
+    if raw is not None:
+        times["raw_launch_empty_s"] = per_call(lambda: raw(flat))
+    RESULTS.update(times)
+    log("high-level call overhead: " + ", ".join(f"{k_} {v * 1e6:.1f} us" for k_, v in times.items())
+        + f"; plan launcher {RESULTS['call_plan']['launcher']}, equal to the full path: {same}")
 
 
 def table():
@@ -703,6 +741,10 @@ def table():
             note = f"{e['GBps_ours']:.0f} vs {e['GBps_ref']:.0f} GB/s"
         lines.append(f"{key:<34}{e['ours_median_s'] * 1e3:>10.3f}{e['ref_median_s'] * 1e3:>10.3f}"
                      f"{e['ratio_ours_over_ref_speed']:>16.3f}  {note}; err {e['rel_err']:.2e}")
+    if "call_overhead_s" in RESULTS:
+        keys = ["call_overhead_s", "call_overhead_full_path_s", "prepared_launch_s", "raw_launch_empty_s",
+                "bare_numba_launch_s"]
+        lines.append("call overhead (us): " + ", ".join(f"{k[:-2]} {RESULTS[k] * 1e6:.1f}" for k in keys if k in RESULTS))
     if RESULTS["errors"]:
         lines.append(f"errors: {len(RESULTS['errors'])} (see JSON)")
     print("\n".join(lines), flush=True)

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -103,6 +104,20 @@ def call_key(is_var: tuple, out_idx: tuple, values: list):
                 return None
     parts.append(stream)
     return tuple(parts)
+
+
+@dataclass
+class DeviceBinding:
+    """A call bound on the device path: flat device arrays by buffer uid (workspaces are added by the launch),
+    scalar and dimension values, per tensor its conversion info, the outputs, their framework and device."""
+
+    dev: dict
+    scalars: dict
+    keep: dict
+    outs: list
+    kind: str
+    device: object
+    cuda: object
 
 
 class CallPlan:
@@ -213,9 +228,9 @@ class RawLauncher:
                     slots.append((slot, a))
                 elif kind == "fixed":
                     keep.append(v)
-            if retr or (stream is not None and cfg.stream is not stream):
+            if retr:
                 return None
-            stream = cfg.stream
+            stream = cfg.stream if stream is None else stream  # every launch is configured on stream 0
             kernel = ov._codelibrary.get_cufunc().kernel
             out.append((kernel, make_config(cfg.griddim, cfg.blockdim, cfg.sharedmem), template, tuple(slots)))
         return cls(launch, stream, out, ptr_fns, keep)

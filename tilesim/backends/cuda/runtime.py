@@ -23,7 +23,6 @@ compute capability (:func:`check_fp8_mma`).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,7 +34,15 @@ from ...optional import loaded
 from .. import Program as _TargetProgram
 from . import plans as P
 from . import rules as Rl
-from .caps import DEFAULT_CC, STATIC_SMEM_LIMIT, cuda_module, launch_api, numba_types, opt_in_dynamic_smem, simulator
+from .caps import (
+    DEFAULT_CC,
+    STATIC_SMEM_LIMIT,
+    cuda_module,
+    launch_api,
+    numba_types,
+    opt_in_dynamic_smem,
+    simulator,
+)
 from .intrinsics import gpu_namespace, sim_namespace
 from .lower import Program, lower_program
 
@@ -296,7 +303,7 @@ class CudaProgram(_TargetProgram):
             return None
         return outs[0] if len(outs) == 1 else outs
 
-    def _bind_device(self, pf, out_idx, values) -> DeviceBinding:
+    def _bind_device(self, pf, out_idx, values) -> P.DeviceBinding:
         cuda = cuda_module()
         inputs = [v for i, v in enumerate(values) if i not in out_idx]
         kinds = {B.framework(v) for v in inputs}
@@ -331,7 +338,7 @@ class CudaProgram(_TargetProgram):
             dev[p.uid] = arr
             keep[p.uid] = info
             outs.append(o)
-        return DeviceBinding(dev, scalars, keep, outs, kind, device, cuda)
+        return P.DeviceBinding(dev, scalars, keep, outs, kind, device, cuda)
 
 
 def check_fp8_mma(k, cc) -> None:
@@ -341,20 +348,6 @@ def check_fp8_mma(k, cc) -> None:
             f"kernel {k.name} runs fp8 T.gemm on tensor cores (mma.sync m16n8k32 e4m3/e5m2), which needs compute "
             f"capability 8.9 or later; this target is {cc[0]}.{cc[1]}", k.launch.loc,
             hint='turn tensor cores off for it: pass_configs={"tilesim.cuda_tensor_cores": False}')
-
-
-@dataclass
-class DeviceBinding:
-    """A call bound on the device path: flat device arrays by buffer uid (workspaces are added by the launch),
-    scalar and dimension values, per tensor its conversion info, the outputs, their framework and device."""
-
-    dev: dict
-    scalars: dict
-    keep: dict
-    outs: list
-    kind: str
-    device: object
-    cuda: object
 
 
 def _device_view(pf: N.PrimFunc, v, p: N.Buffer, cuda):
