@@ -94,6 +94,8 @@ class EagerJIT:
         self.pass_configs = pass_configs
         self.options = options
         self._cache: dict = {}
+        self._discovered: dict = {}
+        self._calls: dict = {}  # _call_key -> (kernel, where each input tensor is: position or keyword)  # frozen scalar arguments -> discover_eager's (specs, const symbols)
         self._sig = inspect.signature(fn)
         functools.update_wrapper(self, fn)
 
@@ -143,7 +145,11 @@ class EagerJIT:
     def specialize(self, *args, **kwargs):
         """The kernel for this call's shapes, dtypes and scalars, and its tensor arguments in parameter order."""
         tensors, scalars = self._split(args, kwargs)
-        specs, const_vars = discover_eager(self.fn, scalars)
+        dkey = _freeze(scalars)
+        found = self._discovered.get(dkey)
+        if found is None:  # the discovery trace depends on the scalar arguments only
+            found = self._discovered[dkey] = discover_eager(self.fn, scalars)
+        specs, const_vars = found
         consts: dict = {}
         for name, buf in specs.items():
             if name not in tensors:
@@ -161,7 +167,20 @@ class EagerJIT:
 
     @user_facing
     def __call__(self, *args, **kwargs):
+        key = _call_key(args, kwargs)
+        hit = self._calls.get(key) if key is not None else None
+        if hit is not None:  # a call like an earlier one: same kernel, tensors from the same places
+            k, where = hit
+            return k(*[args[w] if isinstance(w, int) else kwargs[w] for w in where])
         k, tensors = self.specialize(*args, **kwargs)
+        if key is not None:
+            ba = self._sig.bind(*args, **kwargs)
+            pos = {name: i for i, name in enumerate(list(ba.arguments)[:len(args)])}
+            where = [pos.get(p.name, p.name) for p in k.input_params]
+            if all(isinstance(w, int) or w in kwargs for w in where):
+                if len(self._calls) > 256:
+                    self._calls.clear()
+                self._calls[key] = (k, where)
         return k(*tensors)
 
     @user_facing
@@ -172,6 +191,21 @@ class EagerJIT:
         if any(B.is_tensor_like(v) for v in (*args, *kwargs.values())):
             return self.specialize(*args, **kwargs)[0].get_kernel_source()
         return self.compile(**dict(zip(self._sig.parameters, args)), **kwargs).get_kernel_source()
+
+
+def _call_key(args, kwargs):
+    """What an eager call's kernel depends on: per argument its shape and dtype (NumPy arrays, torch tensors) or
+    its frozen value (compile-time scalars); ``None`` for any other argument (then the call is specialised)."""
+    parts = []
+    for name, v in (*enumerate(args), *sorted(kwargs.items())):
+        t = type(v)
+        if t is np.ndarray or t.__module__ == "torch" and t.__name__ == "Tensor":
+            parts.append((name, t, tuple(v.shape), v.dtype))
+        elif _is_scalar(v) and not hasattr(v, "shape"):
+            parts.append((name, t, _freeze(v)))
+        else:
+            return None
+    return tuple(parts)
 
 
 def _is_scalar(v) -> bool:
