@@ -281,16 +281,31 @@ def test_raw_launcher_patches_only_the_pointers(shift):
     objs = [SimpleNamespace(p=1000), SimpleNamespace(p=2000)]
     calls = []
     api = (lambda *a: calls.append(a), lambda g, b, s: ("CFG", g, b, s))
-    launcher = P.RawLauncher.build([(cfg, specs, args)], objs, [lambda o: o.p] * 2, api)
+    ov2 = _FakeOverload(argtypes[2:3], prepare)  # a second launch (its own configuration object and stream)
+    cfg2 = SimpleNamespace(dispatcher=SimpleNamespace(overloads={"sig": ov2}), stream="S2", griddim=(1, 1, 1),
+                           blockdim=(64, 1, 1), sharedmem=128)
+    launches = [(cfg, specs, args), (cfg2, [("src", 1, None)], [first[1]])]
+    launcher = P.RawLauncher.build(launches, objs, [lambda o: o.p] * 2, api)
     if shift:  # a pointer slot that does not hold the first call's pointer: no raw launcher
         assert launcher is None
         return
     assert launcher.keep == [ws]
     launcher([SimpleNamespace(p=5000), SimpleNamespace(p=6000)])
-    (stream, config, kernel, *got), = calls
+    (stream, config, kernel, *got), (stream2, config2, _, *got2) = calls
     assert (stream, config, kernel) == ("S", ("CFG", (3, 1, 1), (32, 1, 1), 0), "KERNEL")
+    assert (stream2, config2) == ("S", ("CFG", (1, 1, 1), (64, 1, 1), 128))  # one stream, in order
+    assert got2 == [0, 0, n, 4, 6000, n, 4]
     want = []
     new_args = [_devarray(5000, n, 2), np.float32(2.5), _devarray(6000, n, 4), ws, np.int64(7)]
     for ty, v in zip(argtypes, new_args):
         prepare(ov, ty, v, "S", [], want)
     assert [getattr(x, "value", x) for x in got] == [getattr(x, "value", x) for x in want]
+
+
+def test_torch_stream_prefers_the_raw_handle():
+    t = SimpleNamespace(get_device=lambda: 3, device="cuda:3")
+    raw = SimpleNamespace(_C=SimpleNamespace(_cuda_getCurrentRawStream=lambda i: 100 + i))
+    assert P.torch_stream(raw, t) == 103
+    public = SimpleNamespace(_C=SimpleNamespace(), cuda=SimpleNamespace(
+        current_stream=lambda d: SimpleNamespace(cuda_stream=0 if d == "cuda:3" else 1)))
+    assert P.torch_stream(public, t) == 0

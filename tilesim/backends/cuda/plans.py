@@ -75,6 +75,16 @@ def scalar_value(v, dtype):
     return np.int64(int(v))
 
 
+def torch_stream(torch, t) -> int:
+    """The handle of torch's current stream on CUDA tensor ``t``'s device (0: the default stream). Through
+    ``torch._C._cuda_getCurrentRawStream`` where present (what torch's own compiler calls: no Stream object),
+    else ``torch.cuda.current_stream``."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return int(raw(t.get_device()))
+    return int(torch.cuda.current_stream(t.device).cuda_stream)
+
+
 def call_key(is_var: tuple, out_idx: tuple, values: list):
     """The plan key of a call (see the module docstring), or ``None`` when the call is not eligible."""
     torch = loaded("torch")
@@ -91,7 +101,7 @@ def call_key(is_var: tuple, out_idx: tuple, values: list):
             parts.append((t, v, math.copysign(1.0, v)) if t in _FLOATS else (t, v))
         elif t is tensor:
             if stream is None and v.is_cuda:
-                stream = torch.cuda.current_stream(v.device).cuda_stream
+                stream = torch_stream(torch, v)
             parts.append((v.dtype, v.device, v.shape, v.stride(), v.requires_grad))
         else:
             cai = getattr(v, "__cuda_array_interface__", None)
@@ -292,7 +302,7 @@ def build_plan(prog, pf: N.PrimFunc, out_idx: tuple, values: list, bound, view, 
     ptr_fns, src_of = [], {}
     for k, (p, o) in enumerate(zip(params, objs)):
         is_torch = torch is not None and type(o) is torch.Tensor
-        if is_torch and (o.device.type != "cuda" or torch.cuda.current_stream(o.device).cuda_stream != 0):
+        if is_torch and (o.device.type != "cuda" or torch_stream(torch, o) != 0):
             return None
         cai = None if is_torch else getattr(o, "__cuda_array_interface__", None)
         if cai is not None and cai.get("stream") not in (None, 1, 2):  # a CuPy array on another stream
