@@ -11,7 +11,8 @@
   ``__cuda_array_interface__``) are used in place, outputs are allocated on the inputs' device with the
   inputs' framework — and returns ``NotImplemented`` otherwise; :meth:`CudaProgram.run` takes NumPy
   arguments bound by ``tilesim.binding.bind_host``, copies them to the device and the written ones
-  back. Under numba's CUDA simulator the same source runs on the CPU.
+  back. Under numba's CUDA simulator the same source runs on the CPU. A device call whose signature
+  (shapes, dtypes, strides, devices, scalars) was seen before runs the stored plan of :mod:`.plans`.
 
 Arguments are checked by :mod:`tilesim.binding` (the same checks and messages as the interpreter);
 this module only adds the device-side rules: a device array of a parameter's storage type is accepted
@@ -32,17 +33,10 @@ from ...errors import KernelRuntimeError, KernelSyntaxError
 from ...ir import nodes as N
 from ...optional import loaded
 from .. import Program as _TargetProgram
+from . import caps
 from . import plans as P
 from . import rules as Rl
-from .caps import (
-    DEFAULT_CC,
-    STATIC_SMEM_LIMIT,
-    cuda_module,
-    launch_api,
-    numba_types,
-    opt_in_dynamic_smem,
-    simulator,
-)
+from .caps import DEFAULT_CC, STATIC_SMEM_LIMIT, cuda_module, numba_types, opt_in_dynamic_smem, simulator
 from .intrinsics import gpu_namespace, sim_namespace
 from .lower import Program, lower_program
 
@@ -282,7 +276,7 @@ class CudaProgram(_TargetProgram):
             res = self._finish_device(bound)
             if key is not None and not self.plans.known(key):
                 self.plans.store(key, P.build_plan(self, pf, out_idx, values, bound, self._flat_view(pf),
-                                                   None if self.sim else launch_api()))
+                                                   None if self.sim else caps.launch_api()))
             return res
         return NotImplemented
 
