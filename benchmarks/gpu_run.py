@@ -696,7 +696,8 @@ def call_overhead():
 
     same = bool(torch.equal(kc(x, w), full(x, w)))
     plan = next((p for p in kc._cuda.plans.plans.values() if p), None)
-    RESULTS["call_plan"] = {"launcher": type(plan.launcher).__name__ if plan else None, "stats": kc._cuda.plans.stats,
+    RESULTS["call_plan"] = {"launcher": type(plan.launcher).__name__ if plan else None, "note": plan.note if plan else "",
+                            "stats": kc._cuda.plans.stats,
                             "equal_to_full_path": same}
     run, _outs = kc._cuda.prepare(kc, (x, w))
 

@@ -120,6 +120,16 @@ SCRIPT = textwrap.dedent("""
     empty = sc(cuda.to_device(np.zeros((0, 8), np.float32)), 1.0, 1)
     out["empty"] = [list(empty.shape), list(sc(cuda.to_device(np.zeros((0, 8), np.float32)), 1.0, 1).shape)]
 
+    # a raw launcher asked for where it cannot be built (the simulator has no driver): the plan dispatches, says why
+    from tilesim.backends.cuda import plans as P
+    prog = kc.program
+    vals = [da, db, None]
+    bound = prog._bind_device(prog.pf, kc.out_idx, vals)
+    prog._finish_device(bound)
+    plan = P.build_plan(prog, prog.pf, kc.out_idx, vals, bound, prog._flat_view(prog.pf), raw=True)
+    out["fallback"] = [type(plan.launcher).__name__, plan.note[:40],
+                       float(np.abs(plan(vals).copy_to_host() - ref).max())]
+
     # the switch
     os.environ["TILESIM_CUDA_CALL_PLANS"] = "0"
     off = tilesim.compile(k.prim_func, out_idx=k.out_idx, target="cuda")
@@ -183,6 +193,12 @@ def test_scalars_workspaces_and_untiled_shapes(sim):
     host, device = sim["scalar_error"]
     assert host == device and "is a scalar float32, got a str" in host
     assert sim["empty"] == [[0, 8], [0, 8]]
+
+
+@pytest.mark.cudasim
+def test_a_raw_launcher_that_cannot_be_built_falls_back_to_dispatch(sim):
+    name, note, diff = sim["fallback"]
+    assert name == "DispatchLauncher" and note.startswith("raw launcher unavailable") and diff < 1e-3
 
 
 @pytest.mark.cudasim

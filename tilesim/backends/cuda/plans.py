@@ -10,7 +10,7 @@ Contract
 * :func:`call_key` is a hashable tuple of everything the full path's checks and launch parameters depend
   on, or ``None`` when the call is not eligible (then the full path runs every time): ``out_idx``; per
   tensor argument its framework type, dtype, shape, strides (so contiguity), device and, for torch,
-  ``requires_grad``; per scalar argument its exact type and value (floats also their sign, so ``-0.0`` is not
+  ``requires_grad`` and the negative bit; per scalar argument its exact type and value (floats also their sign, so ``-0.0`` is not
   ``0.0``); the current torch stream of the first CUDA tensor. Eligible arguments: an exact
   ``torch.Tensor``, an object with ``__cuda_array_interface__`` (CuPy, numba device arrays), a numba
   simulator array; scalars of exact type ``int``/``float``/``bool`` or a NumPy scalar. Anything else (host
@@ -48,9 +48,11 @@ import numpy as np
 
 from ... import binding as B
 from ... import dtypes as dt
+from ...errors import KernelError
 from ...ir import nodes as N
 from ...optional import loaded
 from . import rules as Rl
+from .caps import launch_api
 
 _FLOATS = frozenset({float, np.float16, np.float32, np.float64})
 _SCALARS = _FLOATS | frozenset({int, bool, np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
@@ -102,7 +104,7 @@ def call_key(is_var: tuple, out_idx: tuple, values: list):
         elif t is tensor:
             if stream is None and v.is_cuda:
                 stream = torch_stream(torch, v)
-            parts.append((v.dtype, v.device, v.shape, v.stride(), v.requires_grad))
+            parts.append((v.dtype, v.device, v.shape, v.stride(), v.requires_grad, v.is_neg()))
         else:
             cai = getattr(v, "__cuda_array_interface__", None)
             if cai is not None:
@@ -133,12 +135,13 @@ class DeviceBinding:
 class CallPlan:
     """What a call with a stored key does: allocate the outputs, launch, return them (one bare, several as a list)."""
 
-    __slots__ = ("inputs", "allocs", "launcher")
+    __slots__ = ("inputs", "allocs", "launcher", "note")
 
-    def __init__(self, inputs: tuple, allocs: tuple, launcher):
+    def __init__(self, inputs: tuple, allocs: tuple, launcher, note: str = ""):
         self.inputs = inputs  # indices of the tensor inputs in ``values``, in parameter order
         self.allocs = allocs  # per output: a function allocating it
         self.launcher = launcher
+        self.note = note  # why the plan dispatches where a raw launcher was asked for ("" otherwise)
 
     def __call__(self, values):
         outs = [a() for a in self.allocs]
@@ -288,11 +291,12 @@ def plan_launches(prog, dev: dict, scalars: dict, src_of: dict):
     return out
 
 
-def build_plan(prog, pf: N.PrimFunc, out_idx: tuple, values: list, bound, view, api=None):
+def build_plan(prog, pf: N.PrimFunc, out_idx: tuple, values: list, bound, view, raw: bool):
     """A :class:`CallPlan` for a call the full path has just run (``bound``: its binding), or ``None`` (refused).
 
-    ``view(param, obj)``: the flat device array of a tensor (the full path's conversion); ``api``:
-    :func:`caps.launch_api` on a GPU (a :class:`RawLauncher`), ``None`` under the simulator (dispatch)."""
+    ``view(param, obj)``: the flat device array of a tensor (the full path's conversion); ``raw``: try a
+    :class:`RawLauncher` (on a GPU; not under the simulator). Where numba-cuda's internals are not what the raw
+    launcher reads (another version), the plan dispatches instead and ``plan.note`` says why."""
     if any(info.get("copy_back") is not None for info in bound.keep.values()):
         return None
     inputs = tuple(i for i, p in enumerate(pf.params) if i not in out_idx and isinstance(p, N.Buffer))
@@ -319,10 +323,14 @@ def build_plan(prog, pf: N.PrimFunc, out_idx: tuple, values: list, bound, view, 
         else:
             allocs.append(functools.partial(B.empty_like, bound.kind, shape, p.dtype, bound.device))
     launches = plan_launches(prog, bound.dev, bound.scalars, src_of)
-    launcher = None
-    if api is not None:
-        launcher = RawLauncher.build(launches, objs, ptr_fns, api)
+    launcher, note = None, ""
+    if raw:
+        try:
+            launcher = RawLauncher.build(launches, objs, ptr_fns, launch_api())
+            note = "" if launcher else "raw launcher refused: an overload or a pointer slot is not as expected"
+        except (ImportError, KernelError, AttributeError, TypeError, KeyError, IndexError, ValueError) as e:
+            note = f"raw launcher unavailable: {type(e).__name__}: {e}"
     if launcher is None:
         views = [functools.partial(view, p) for p in params]
         launcher = DispatchLauncher([(cfg, specs) for cfg, specs, _ in launches], lambda k, o: views[k](o))
-    return CallPlan(inputs, tuple(allocs), launcher)
+    return CallPlan(inputs, tuple(allocs), launcher, note)

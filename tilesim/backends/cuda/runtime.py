@@ -33,7 +33,6 @@ from ...errors import KernelRuntimeError, KernelSyntaxError
 from ...ir import nodes as N
 from ...optional import loaded
 from .. import Program as _TargetProgram
-from . import caps
 from . import plans as P
 from . import rules as Rl
 from .caps import DEFAULT_CC, STATIC_SMEM_LIMIT, cuda_module, numba_types, opt_in_dynamic_smem, simulator
@@ -276,7 +275,7 @@ class CudaProgram(_TargetProgram):
             res = self._finish_device(bound)
             if key is not None and not self.plans.known(key):
                 self.plans.store(key, P.build_plan(self, pf, out_idx, values, bound, self._flat_view(pf),
-                                                   None if self.sim else caps.launch_api()))
+                                                   raw=not self.sim))
             return res
         return NotImplemented
 
