@@ -4,7 +4,10 @@ Lazy style: the decorated factory takes compile-time parameters and returns a ``
 calling the decorated factory returns a cached :class:`~tilesim.kernel.JITKernel` per argument tuple.
 Eager style (no nested prim_func): the decorated function annotates its tensor parameters in the body,
 takes shape symbols from ``T.const`` and outputs from ``T.empty``; calling it with arrays compiles (cached
-per shapes/dtypes/scalars) and runs. ``fn.compile(M=..., ...)`` returns the kernel without running.
+per shapes/dtypes/scalars) and runs. ``fn.compile(M=..., ...)`` returns the kernel without running. The
+discovery trace of an eager kernel runs once per scalar arguments, and a call whose tensors have the shapes and
+dtypes, and whose scalars the values, of an earlier call (same positions and keywords) goes straight to that
+call's kernel, which still checks its arguments.
 """
 
 from __future__ import annotations
@@ -94,9 +97,11 @@ class EagerJIT:
         self.pass_configs = pass_configs
         self.options = options
         self._cache: dict = {}
-        self._discovered: dict = {}
-        self._calls: dict = {}  # _call_key -> (kernel, where each input tensor is: position or keyword)  # frozen scalar arguments -> discover_eager's (specs, const symbols)
+        self._discovered: dict = {}  # frozen scalar arguments -> discover_eager's (specs, const symbols)
+        self._calls: dict = {}  # _call_key -> (kernel, where each input tensor is: position or keyword)
         self._sig = inspect.signature(fn)
+        #: no *args/**kwargs parameter: each positional argument is the parameter at its position
+        self._plain = all(p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in self._sig.parameters.values())
         functools.update_wrapper(self, fn)
 
     def _split(self, args, kwargs):
@@ -173,7 +178,7 @@ class EagerJIT:
             k, where = hit
             return k(*[args[w] if isinstance(w, int) else kwargs[w] for w in where])
         k, tensors = self.specialize(*args, **kwargs)
-        if key is not None:
+        if key is not None and self._plain:
             ba = self._sig.bind(*args, **kwargs)
             pos = {name: i for i, name in enumerate(list(ba.arguments)[:len(args)])}
             where = [pos.get(p.name, p.name) for p in k.input_params]
