@@ -664,8 +664,9 @@ def call_overhead():
     the high-level call ``kc(x, w)`` with call plans (the default; ``call_overhead_s``), the same with plans off
     (the full path: binding, conversion, numba's dispatcher), ``prepare()``'s launch-only closure, a plan's raw
     launcher on an empty kernel, and a bare numba launch of the same empty kernel (three int16 arrays, explicit
-    signature, device arrays made once: the floor of numba's dispatcher). Each: 3 warm-up calls, then 7 rounds
-    of 50 calls ended by a synchronize; the median round's time per call."""
+    signature, device arrays made once: the floor of numba's dispatcher); also ``torch.empty`` and the torch
+    stream query alone. Each: 3 warm-up calls, then 7 rounds of 50 calls ended by a synchronize; the median
+    round's time per call."""
     import torch
 
     from kernels import norms
@@ -698,7 +699,6 @@ def call_overhead():
     same = bool(torch.equal(kc(x, w), full(x, w)))
     plan = next((p for p in kc._cuda.plans.plans.values() if p), None)
     RESULTS["call_plan"] = {"launcher": type(plan.launcher).__name__ if plan else None, "note": plan.note if plan else "",
-                            "stats": kc._cuda.plans.stats,
                             "equal_to_full_path": same}
     run, _outs = kc._cuda.prepare(kc, (x, w))
 
@@ -715,6 +715,10 @@ def call_overhead():
              "prepared_launch_s": per_call(run), "bare_numba_launch_s": per_call(lambda: cfg(*dev))}
     if raw is not None:
         times["raw_launch_empty_s"] = per_call(lambda: raw(flat))
+    # two parts of a plan call, alone (where to look if the plan call misses its prediction)
+    times["torch_empty_s"] = per_call(lambda: torch.empty((64, 256), dtype=torch.bfloat16, device="cuda"))
+    times["torch_stream_query_s"] = per_call(lambda: P.torch_stream(torch, x))
+    RESULTS["call_plan"]["stats"] = dict(kc._cuda.plans.stats)
     RESULTS.update(times)
     log("high-level call overhead: " + ", ".join(f"{k_} {v * 1e6:.1f} us" for k_, v in times.items())
         + f"; plan launcher {RESULTS['call_plan']['launcher']}, equal to the full path: {same}")
