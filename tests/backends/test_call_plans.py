@@ -325,3 +325,25 @@ def test_torch_stream_prefers_the_raw_handle():
     public = SimpleNamespace(_C=SimpleNamespace(), cuda=SimpleNamespace(
         current_stream=lambda d: SimpleNamespace(cuda_stream=0 if d == "cuda:3" else 1)))
     assert P.torch_stream(public, t) == 0
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_a_raw_launch_refused_on_its_first_call_dispatches_from_then_on(fails):
+    calls = []
+
+    def launch(stream, config, kernel, *args):
+        if fails:
+            raise TypeError("unsupported kernel argument")
+        calls.append(("raw", kernel, args))
+
+    raw = P.RawLauncher(launch, "S", [("K1", "C1", [0, 7, 0], ((0, 0), (2, 1))), ("K2", "C2", [0], ((0, 1),))],
+                        [lambda o: o.p] * 2, [])
+    dispatch = lambda objs: calls.append(("dispatch", [o.p for o in objs]))  # noqa: E731
+    plan = P.CallPlan((0,), (lambda: SimpleNamespace(p=20),), raw, fallback=dispatch)
+    for _ in range(2):
+        out = plan([SimpleNamespace(p=10)])
+        assert out.p == 20
+    if fails:  # nothing ran raw; both calls dispatched, and the plan says why
+        assert calls == [("dispatch", [10, 20])] * 2 and plan.note.startswith("raw launch failed: TypeError")
+    else:
+        assert calls == [("raw", "K1", (10, 7, 20)), ("raw", "K2", (20,))] * 2 and raw.proven and plan.note == ""

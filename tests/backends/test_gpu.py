@@ -40,7 +40,8 @@ def test_call_plans_launch_raw_and_match_the_full_path(executor):
     ref = interp_twin(k)(a.cpu(), b.cpu())
     assert rel_err(c.cpu().numpy(), ref.numpy()) < 1e-3
     plans = [p for p in kc._cuda.plans.plans.values() if p]
-    assert len(plans) == 2 and all(type(p.launcher).__name__ == "RawLauncher" for p in plans)
+    assert [p.note for p in plans] == ["", ""]
+    assert len(plans) == 2 and all(type(p.launcher).__name__ == "RawLauncher" and p.launcher.proven for p in plans)
     assert kc._cuda.plans.stats["hits"] == 3
     with pytest.raises(KernelRuntimeError, match="expected dtype bfloat16, got float32"):
         kc(a.float(), b)

@@ -33,6 +33,8 @@ Launching (see docs/cuda-backend.md, "Call plans")
     replaced (the pointer of each tensor: ``data_ptr()`` or ``__cuda_array_interface__``) and cuda.core's
     ``launch`` — what ``_Kernel.launch`` calls — runs with a ``LaunchConfig`` made once. Built only when
     each pointer slot is verified against the first call's pointers; otherwise the dispatch launcher is used.
+    If its first launch ever raises (before any kernel ran), the plan switches to the dispatch launcher for good
+    (``plan.note`` says why) and that call dispatches.
   * :class:`DispatchLauncher` (numba's CUDA simulator, and the fallback): flat device views of the call's
     tensors, then the configured dispatcher ``kernel[grid, block, 0, smem](*args)`` with the grids and
     scalars computed once.
@@ -135,17 +137,23 @@ class DeviceBinding:
 class CallPlan:
     """What a call with a stored key does: allocate the outputs, launch, return them (one bare, several as a list)."""
 
-    __slots__ = ("inputs", "allocs", "launcher", "note")
+    __slots__ = ("inputs", "allocs", "launcher", "note", "fallback")
 
-    def __init__(self, inputs: tuple, allocs: tuple, launcher, note: str = ""):
+    def __init__(self, inputs: tuple, allocs: tuple, launcher, note: str = "", fallback=None):
         self.inputs = inputs  # indices of the tensor inputs in ``values``, in parameter order
         self.allocs = allocs  # per output: a function allocating it
         self.launcher = launcher
         self.note = note  # why the plan dispatches where a raw launcher was asked for ("" otherwise)
+        self.fallback = fallback  # the dispatch launcher a raw launcher gives way to if its first launch fails
 
     def __call__(self, values):
         outs = [a() for a in self.allocs]
-        self.launcher([values[i] for i in self.inputs] + outs)
+        objs = [values[i] for i in self.inputs] + outs
+        try:
+            self.launcher(objs)
+        except RawLaunchRefused as e:  # nothing was launched: dispatch from now on, this call included
+            self.launcher, self.note = self.fallback, f"raw launch failed: {e}"
+            self.launcher(objs)
         if not outs:
             return None
         return outs[0] if len(outs) == 1 else outs
@@ -197,6 +205,10 @@ class DispatchLauncher:
             cfg(*args)
 
 
+class RawLaunchRefused(Exception):
+    """The first launch of a :class:`RawLauncher` failed before any kernel ran (caught by :class:`CallPlan`)."""
+
+
 class RawLauncher:
     """Launch compiled overloads with argument lists prepared once; per call only the data pointers change."""
 
@@ -206,15 +218,23 @@ class RawLauncher:
         self.launches = launches  # [(cuda.core kernel, LaunchConfig, argument template, ((slot, source), ...))]
         self.ptr_fns = ptr_fns  # per source: object -> device pointer
         self.keep = keep  # the plan's own device arrays (workspaces), whose pointers the templates hold
+        self.proven = False  # a call has launched every kernel
 
     def __call__(self, objs):
         ptrs = [fn(o) for fn, o in zip(self.ptr_fns, objs)]
         launch, stream = self.launch, self.stream
-        for kernel, config, template, slots in self.launches:
+        for i, (kernel, config, template, slots) in enumerate(self.launches):
             args = template.copy()
             for slot, k in slots:
                 args[slot] = ptrs[k]
-            launch(stream, config, kernel, *args)
+            if self.proven or i:
+                launch(stream, config, kernel, *args)
+                continue
+            try:  # the first launch ever: an argument list cuda.core refuses is met before anything ran
+                launch(stream, config, kernel, *args)
+            except Exception as e:  # noqa: BLE001 - handed to CallPlan, which dispatches instead
+                raise RawLaunchRefused(f"{type(e).__name__}: {e}") from e
+        self.proven = True
 
     @classmethod
     def build(cls, launches: list, first_objs: list, ptr_fns: list, api):
@@ -330,7 +350,6 @@ def build_plan(prog, pf: N.PrimFunc, out_idx: tuple, values: list, bound, view, 
             note = "" if launcher else "raw launcher refused: an overload or a pointer slot is not as expected"
         except (ImportError, KernelError, AttributeError, TypeError, KeyError, IndexError, ValueError) as e:
             note = f"raw launcher unavailable: {type(e).__name__}: {e}"
-    if launcher is None:
-        views = [functools.partial(view, p) for p in params]
-        launcher = DispatchLauncher([(cfg, specs) for cfg, specs, _ in launches], lambda k, o: views[k](o))
-    return CallPlan(inputs, tuple(allocs), launcher, note)
+    views = [functools.partial(view, p) for p in params]
+    dispatch = DispatchLauncher([(cfg, specs) for cfg, specs, _ in launches], lambda k, o: views[k](o))
+    return CallPlan(inputs, tuple(allocs), launcher or dispatch, note, fallback=dispatch)
