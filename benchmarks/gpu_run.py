@@ -714,7 +714,10 @@ def call_overhead():
     times = {"call_overhead_s": per_call(lambda: kc(x, w)), "call_overhead_full_path_s": per_call(lambda: full(x, w)),
              "prepared_launch_s": per_call(run), "bare_numba_launch_s": per_call(lambda: cfg(*dev))}
     if raw is not None:
-        times["raw_launch_empty_s"] = per_call(lambda: raw(flat))
+        try:
+            times["raw_launch_empty_s"] = per_call(lambda: raw(flat))
+        except P.RawLaunchRefused as e:
+            RESULTS["call_plan"]["raw_empty_error"] = str(e)
     # two parts of a plan call, alone (where to look if the plan call misses its prediction)
     times["torch_empty_s"] = per_call(lambda: torch.empty((64, 256), dtype=torch.bfloat16, device="cuda"))
     times["torch_stream_query_s"] = per_call(lambda: P.torch_stream(torch, x))
