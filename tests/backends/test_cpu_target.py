@@ -424,3 +424,36 @@ def test_gemm_into_is_the_product_plus_the_accumulator(dtype, m, n, k, ta, tb, a
     want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64) + (c if acc else 0)
     run(a, b, c, ta, tb, acc)
     np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5 * (k + 1))
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2])
+@pytest.mark.parametrize("base2", [True, False])
+def test_exp_affine_of_a_vector_is_the_element_formula(mode, base2):
+    """exp_affine on a 1-D tile (prelude_ew._exp_column: one vectorised loop) gives, bit for bit, the per-element
+    formula of a row loop: f(x*a - r*b), f(x - r), f((x - r)*a)."""
+    import numba
+
+    from tilesim.backends.cpu import prelude
+    from tilesim.backends.cpu.prelude_tiles import exp_affine
+
+    exp2f, expf = prelude.exp2f, prelude.expf
+
+    @numba.njit
+    def helper(d, x, r, a, b, mode, base2):
+        exp_affine(d, x, r, a, b, mode, base2, False)
+
+    @numba.njit
+    def formula(d, x, r, a, b, mode, base2):
+        for i in range(d.size):
+            t = x[i] * a - r[i] * b if mode == 0 else (x[i] - r[i] if mode == 1 else (x[i] - r[i]) * a)
+            d[i] = exp2f(t) if base2 else expf(t)
+
+    rng = np.random.default_rng(mode)
+    x = (rng.standard_normal(67) * 4).astype(np.float32)
+    x[3] = -np.inf
+    r = (rng.standard_normal(67) * 2).astype(np.float32)
+    a, b = np.float32(0.18033688), np.float32(0.25)
+    got, want = np.empty_like(x), np.empty_like(x)
+    helper(got, x, r, a, b, mode, base2)
+    formula(want, x, r, a, b, mode, base2)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

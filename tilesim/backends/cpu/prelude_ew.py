@@ -58,7 +58,35 @@ def _row_op(d, n0, n1, x, m0, m1, r, q0, q1, op, same):
 
 
 @numba.njit(inline="always")
+def _exp_column(d, x, r, n0, a, b, mode, base2):
+    """``_exp_rows`` of a 1-D tile (one element per row): one loop over the elements, which vectorises (a row
+    loop of one element does not; an attention step's rescale factors cost 0.54 us per 64 this way before)."""
+    if base2:
+        if mode == 0:
+            for i in range(n0):
+                d[i] = exp2f(x[i] * a - r[i] * b)
+        elif mode == 1:
+            for i in range(n0):
+                d[i] = exp2f(x[i] - r[i])
+        else:
+            for i in range(n0):
+                d[i] = exp2f((x[i] - r[i]) * a)
+    elif mode == 0:
+        for i in range(n0):
+            d[i] = expf(x[i] * a - r[i] * b)
+    elif mode == 1:
+        for i in range(n0):
+            d[i] = expf(x[i] - r[i])
+    else:
+        for i in range(n0):
+            d[i] = expf((x[i] - r[i]) * a)
+
+
+@numba.njit(inline="always")
 def _exp_rows(d, x, r, n0, n1, a, b, mode, base2):
+    if n1 == 1:
+        _exp_column(d, x, r, n0, a, b, mode, base2)
+        return
     for i in range(n0):
         ri = r[i]
         rb = ri * b
