@@ -134,6 +134,8 @@ class _Compiled:
         self.decided = None  # the pool choice once both ways have TRIALS timings
         grid = launch.grid
         self.grid = tuple(int(g.value) for g in grid) if all(isinstance(g, N.Const) for g in grid) else None
+        if self.grid is not None and any(x < 0 for x in self.grid):
+            self.grid = None  # evaluated (and refused) per call, where the error is raised
 
     def pooled(self) -> bool:
         """Whether this call runs its blocks on the thread pool. A launch that may (no atomics) tries both ways on
@@ -221,9 +223,12 @@ class CpuProgram(Program):
 
     @staticmethod
     def _launch(c: _Compiled, top: Ctx, run_blocks: bool = True) -> int:
-        grid = list(c.grid) if c.grid is not None else [int(ev(gx, top)) for gx in c.launch.grid]
-        if any(x < 0 for x in grid):
-            raise KernelRuntimeError(f"negative grid extent {tuple(grid)}", c.launch.loc)
+        if c.grid is not None:
+            grid = list(c.grid)
+        else:
+            grid = [int(ev(gx, top)) for gx in c.launch.grid]
+            if any(x < 0 for x in grid):
+                raise KernelRuntimeError(f"negative grid extent {tuple(grid)}", c.launch.loc)
         args = [_array_arg(top.storage[b.uid], b.dtype) for b in c.src.buffers]
         for d in c.src.narrow:
             args += [narrow.decode_table(d), narrow.encode_args(d)[0]]
@@ -249,7 +254,7 @@ class CpuProgram(Program):
             s = c.src.asserts[int(e.args[0])]
             raise KernelRuntimeError(f"T.device_assert failed: {s.message}", s.loc,
                                      hint="the program's own check on its data failed (a GPU would trap here)") from None
-        if parallel and len(fn.overloads) == compiled:
+        if parallel and c.decided is None and len(fn.overloads) == compiled:
             c.record(pooled, time.perf_counter() - t0)
         return total
 
