@@ -51,21 +51,29 @@ def ldmatrix_x4(mem, addrs, trans: bool):
     return regs
 
 
-def mma_m16n8k16(a_regs, b_regs, c_regs):
-    """D per lane (4 values) from per-lane A pairs (4), B pairs (2) and C values (4)."""
-    A = np.zeros((16, 16))
-    B = np.zeros((16, 8))
+def _fragments(a_regs, b_regs, c_regs, per: int):
+    """The warp's A (16 x 8·per), B (8·per x 8) and C (16 x 8) from per-lane registers holding ``per`` elements
+    each (2 for 16-bit operands, m16n8k16; 4 for 8-bit ones, m16n8k32): the PTX ISA's fragment layouts."""
+    k = 8 * per
+    A = np.zeros((16, k))
+    B = np.zeros((k, 8))
     C = np.zeros((16, 8))
     for lane in range(32):
         g, t = lane // 4, lane % 4
         for i in range(4):
-            for h in range(2):
-                A[g + 8 * (i % 2), 2 * t + h + 8 * (i // 2)] = a_regs[lane][i][h]
+            for h in range(per):
+                A[g + 8 * (i % 2), per * t + h + (k // 2) * (i // 2)] = a_regs[lane][i][h]
         for i in range(2):
-            for h in range(2):
-                B[2 * t + h + 8 * i, g] = b_regs[lane][i][h]
+            for h in range(per):
+                B[per * t + h + (k // 2) * i, g] = b_regs[lane][i][h]
         for i in range(4):
             C[g + 8 * (i // 2), 2 * t + i % 2] = c_regs[lane][i]
+    return A, B, C
+
+
+def mma_m16n8k16(a_regs, b_regs, c_regs):
+    """D per lane (4 values) from per-lane A pairs (4), B pairs (2) and C values (4)."""
+    A, B, C = _fragments(a_regs, b_regs, c_regs, 2)
     D = A @ B + C
     return [[D[g + 8 * (i // 2), 2 * t + i % 2] for i in range(4)] for g, t in ((L // 4, L % 4) for L in range(32))]
 
@@ -97,19 +105,7 @@ _FP8_SHIFT = 16
 def mma_m16n8k32(a_regs, b_regs, c_regs):
     """D per lane (4 values) from per-lane A quads (4 registers of 4 fp8 values, as floats), B quads (2) and
     C values (4); numerics as the module docstring says."""
-    A = np.zeros((16, 32))
-    B = np.zeros((32, 8))
-    C = np.zeros((16, 8))
-    for lane in range(32):
-        g, t = lane // 4, lane % 4
-        for i in range(4):
-            for h in range(4):
-                A[g + 8 * (i % 2), 4 * t + h + 16 * (i // 2)] = a_regs[lane][i][h]
-        for i in range(2):
-            for h in range(4):
-                B[4 * t + h + 16 * i, g] = b_regs[lane][i][h]
-        for i in range(4):
-            C[g + 8 * (i // 2), 2 * t + i % 2] = c_regs[lane][i]
+    A, B, C = _fragments(a_regs, b_regs, c_regs, 4)
     with np.errstate(all="ignore"):
         D64 = A @ B + C  # used only where an operand is NaN/Inf
     fa, fb = np.isfinite(A), np.isfinite(B)
