@@ -111,12 +111,8 @@ def _pool() -> concurrent.futures.ThreadPoolExecutor:
     return concurrent.futures.ThreadPoolExecutor(max_workers=_workers(), thread_name_prefix="tilesim-cpu")
 
 
-def _workers() -> int:
-    return _cpus()
-
-
 @functools.cache
-def _cpus() -> int:
+def _workers() -> int:
     """The pool's thread count: the CPUs this process may run on (asked once: ~2 us a call), at most 8."""
     try:
         n = len(os.sched_getaffinity(0))
