@@ -105,7 +105,7 @@ def b_frag8_coord(lane, q, wn, WN: int, i: int, h: int):
 
 
 class Code:
-    """An integer-valued code string: ``+ - * // %`` with ints or other ``Code`` build the expression."""
+    """An integer-valued code string: ``+ - * // % ^ & >> <<`` with ints or other ``Code`` build the expression."""
 
     __slots__ = ("s",)
 
@@ -121,14 +121,15 @@ class Code:
     @staticmethod
     def _bin(a, op, b):
         if isinstance(a, int) and isinstance(b, int):
-            return {"+": a + b, "-": a - b, "*": a * b, "//": a // b, "%": a % b}[op]
+            return {"+": a + b, "-": a - b, "*": a * b, "//": a // b, "%": a % b,
+                    "^": a ^ b, "&": a & b, ">>": a >> b, "<<": a << b}[op]
         if op == "*" and (a == 0 or b == 0):
             return 0
         if op == "*" and a == 1:
             return b
         if op in ("*", "//") and b == 1:
             return a
-        if op in ("+", "-") and b == 0:
+        if op in ("+", "-", "^", ">>", "<<") and b == 0:
             return a
         if op == "+" and a == 0:
             return b
@@ -154,6 +155,21 @@ class Code:
 
     def __mod__(self, o):
         return Code._bin(self, "%", o)
+
+    def __xor__(self, o):
+        return Code._bin(self, "^", o)
+
+    def __rxor__(self, o):
+        return Code._bin(o, "^", self)
+
+    def __and__(self, o):
+        return Code._bin(self, "&", o)
+
+    def __rshift__(self, o):
+        return Code._bin(self, ">>", o)
+
+    def __lshift__(self, o):
+        return Code._bin(self, "<<", o)
 
 
 def mma_layout(M: int, N: int, nthreads: int, grid: tuple[int, int] | None = None) -> Layout:

@@ -1,0 +1,185 @@
+"""A model of ``wgmma.mma_async`` reading shared memory through matrix descriptors (PTX ISA), and the build of
+:mod:`.wgmma_intrinsics` for numba's CUDA simulator.
+
+The hardware model (:func:`operand`, :func:`wgmma_model`), written from the PTX ISA's matrix-descriptor and
+canonical-layout sections, independent of the lowering's choices in :mod:`.wgmma_layout`:
+
+* descriptor: start address ``(d & 0x3FFF) << 4``, LBO ``((d >> 16) & 0x3FFF) << 4``, SBO
+  ``((d >> 32) & 0x3FFF) << 4``, swizzle mode ``d >> 62`` (0 none, 1 128-byte, 2 64-byte, 3 32-byte);
+* the byte address of an element is formed from the start, the strides and the position inside the
+  ``8 x 16``-byte core matrix (no swizzle) or the ``8 x W``-byte swizzle atom, then for a swizzled layout
+  the 16-byte chunk bits 4.. are XORed with bits 7.. of the **address** (so a start inside an atom —
+  the K step of a K-major operand — reads the atom's swizzled rows);
+* K-major (no transpose): element ``(r, k)`` of the ``rows x K`` operand is at
+  ``start + (r // 8)*SBO + (r % 8)*rowbytes + kb`` with ``kb = k * itemsize``, ``rowbytes = W`` (swizzled) or,
+  unswizzled, ``start + (r // 8)*SBO + (kb // 16)*LBO + (r % 8)*16 + kb % 16``;
+* M-/N-major (``trans``; 16-bit types): element ``(r, k)`` (``r`` along M/N, contiguous) is at
+  ``start + (rb // W)*S_region + (k // 8)*S_k + (k % 8)*W + rb % W`` (``rb = r * itemsize``), with
+  ``(S_region, S_k) = (LBO, SBO)`` when :data:`~.wgmma_layout.MN_LBO_IS_REGION` else ``(SBO, LBO)``.
+* ``D[64 x N] += A[64 x K] @ B[K x N]`` with B read as its ``N x K`` transpose (K-major B is stored N x K);
+  the products and sums are computed exactly in float64 and rounded once to float32 (the GPU's fp32
+  accumulation order may differ in the last bits). Thread ``tid`` of the warpgroup holds ``D`` at
+  :func:`~.wgmma_layout.acc_coord`.
+
+The simulator build (:func:`sim_wgmma_namespace`): ``_smem_u32(arr, i)`` gives each shared array a fake
+1024-byte-aligned window address (views share their base array's window), so descriptor arithmetic in the
+generated source runs unchanged; ``_wgmma_*`` records the operation, and it is **executed when a
+``_wg_wait<N>`` retires it** — the latest moment the PTX ISA allows — reading shared memory then; so a stage
+overwritten before its ``wgmma`` was waited for shows up as a wrong result in the simulator. Fences are no-ops.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import ml_dtypes
+import numpy as np
+
+from . import wgmma_layout as WL
+from .wgmma_intrinsics import MAX_WAIT, _parse, reg_slot
+
+_DT = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "e4m3": ml_dtypes.float8_e4m3fn,
+       "e5m2": ml_dtypes.float8_e5m2}
+_WIDTH = {0: 0, 1: 128, 2: 64, 3: 32}
+
+
+def decode(desc: int) -> tuple[int, int, int, int]:
+    """(start byte address, LBO, SBO, swizzle width in bytes or 0) of a matrix descriptor."""
+    d = int(desc)
+    return (d & 0x3FFF) << 4, ((d >> 16) & 0x3FFF) << 4, ((d >> 32) & 0x3FFF) << 4, _WIDTH[(d >> 62) & 3]
+
+
+def _swz(addr: np.ndarray, W: int) -> np.ndarray:
+    if W == 0:
+        return addr
+    return addr ^ (((addr >> 7) & (W // 16 - 1)) << 4)
+
+
+def operand_addresses(desc: int, rows: int, K: int, itemsize: int, trans: bool) -> np.ndarray:
+    """Byte addresses (``rows x K``) of the operand elements a descriptor names (see the module docstring)."""
+    start, lbo, sbo, W = decode(desc)
+    r = np.arange(rows)[:, None]
+    k = np.arange(K)[None, :]
+    if not trans:
+        kb = k * itemsize
+        if W:
+            addr = start + (r // 8) * sbo + (r % 8) * W + kb
+        else:
+            addr = start + (r // 8) * sbo + (kb // 16) * lbo + (r % 8) * 16 + kb % 16
+    else:
+        if itemsize != 2:
+            raise ValueError("wgmma: M-/N-major operands are 16-bit only")
+        rb = r * itemsize
+        if not W:
+            raise ValueError("wgmma model: unswizzled M-/N-major operands are not modelled")
+        s_reg, s_k = (lbo, sbo) if WL.MN_LBO_IS_REGION else (sbo, lbo)
+        addr = start + (rb // W) * s_reg + (k // 8) * s_k + (k % 8) * W + rb % W
+    return _swz(addr.astype(np.int64), W)
+
+
+def operand(mem: np.ndarray, desc: int, rows: int, K: int, kind: str, trans: bool) -> np.ndarray:
+    """The ``rows x K`` operand (float64) read from the shared-memory byte image ``mem`` (address 0 = ``mem[0]``)."""
+    t = np.dtype(_DT[kind])
+    addr = operand_addresses(desc, rows, K, t.itemsize, trans)
+    if int(addr.max()) + t.itemsize > len(mem) or int(addr.min()) < 0:
+        raise ValueError(f"wgmma: operand address {int(addr.max())} outside shared memory ({len(mem)} bytes)")
+    raw = np.stack([mem[addr + i] for i in range(t.itemsize)], axis=-1).copy()
+    return raw.view(t)[..., 0].astype(np.float64)
+
+
+def wgmma_model(mem: np.ndarray, desc_a: int, desc_b: int, n: int, a: str, b: str, ta: bool, tb: bool) -> np.ndarray:
+    """``A @ B`` (64 x n, float64) of one ``wgmma.mma_async.m64n<n>k<16|32>`` on the byte image ``mem``."""
+    K = 32 if a in ("e4m3", "e5m2") else 16
+    A = operand(mem, desc_a, 64, K, a, ta)
+    Bt = operand(mem, desc_b, n, K, b, tb)
+    return A @ Bt.T
+
+
+def sim_wgmma_namespace() -> dict:
+    """The simulator build of :mod:`.wgmma_intrinsics` (see the module docstring)."""
+    lock = threading.Lock()
+    windows: dict = {}  # id(base array) -> (fake address, base array)
+    state = threading.local()
+
+    def base_of(arr):
+        b = arr
+        while isinstance(getattr(b, "base", None), np.ndarray):
+            b = b.base
+        return b
+
+    def smem_u32(arr, i):
+        b = base_of(arr)
+        me = threading.current_thread()
+        blk = tuple(int(x) for x in (me.blockIdx.x, me.blockIdx.y, me.blockIdx.z)) if hasattr(me, "blockIdx") else ()
+        with lock:
+            if windows.get("block") != blk:  # a new block: its shared arrays are new
+                windows.clear()
+                windows["block"] = blk
+            got = windows.get(id(b))
+            if got is None or got[1] is not b:
+                start = 1024 + sum(-(-w[1].nbytes // 1024) * 1024 + 1024 for k, w in windows.items() if k != "block")
+                got = windows[id(b)] = (start, b)
+        off = arr.__array_interface__["data"][0] - b.__array_interface__["data"][0]
+        return np.uint32(got[0] + off + int(i) * arr.dtype.itemsize)
+
+    def image():
+        """The shared arrays as one byte image at their fake addresses."""
+        wins = [w for k, w in windows.items() if k != "block"]
+        top = max(a + b.nbytes for a, b in wins)
+        mem = np.zeros(top, np.uint8)
+        for a, b in wins:
+            mem[a:a + b.nbytes] = np.ascontiguousarray(b).view(np.uint8).ravel()
+        return mem
+
+    def pending():
+        p = getattr(state, "groups", None)
+        if p is None:
+            p = state.groups = [[]]
+        return p
+
+    def tid128():
+        me = threading.current_thread()
+        return int(me.threadIdx.x) % 128
+
+    def make(name):
+        a, b, n, ta, tb = _parse(name)
+
+        def run(da, db, acc, o0, tid):
+            with lock:
+                mem = image()
+            d = wgmma_model(mem, int(da), int(db), n, a, b, ta, tb)
+            for i in range(n // 2):
+                r, c = WL.acc_coord(tid, i)
+                s = int(o0) + reg_slot(i, n)
+                acc[s] = np.float32(np.float64(acc[s]) + d[r, c])
+
+        def fn(da, db, acc, o0):
+            pending()[-1].append((run, int(da), int(db), acc, int(o0), tid128()))
+
+        return fn
+
+    def commit():
+        pending().append([])
+
+    def wait(keep):
+        def fn():
+            g = pending()
+            done = len(g) - 1 - keep
+            for grp in g[:max(0, done)]:
+                for run, da, db, acc, o0, tid in grp:
+                    run(da, db, acc, o0, tid)
+            if done > 0:
+                del g[:done]
+        return fn
+
+    class NS(dict):
+        def __missing__(self, key):
+            if isinstance(key, str) and key.startswith("_wgmma_"):
+                self[key] = make(key)
+                return self[key]
+            raise KeyError(key)
+
+    ns = NS(_wg_fence=lambda: None, _wg_commit=commit, _fence_async_smem=lambda: None, _smem_u32=smem_u32)
+    for k in range(MAX_WAIT + 1):
+        ns[f"_wg_wait{k}"] = wait(k)
+    return ns
