@@ -53,6 +53,8 @@ HONOURED = {
     "tilesim.cuda_async_copy": "False keeps T.copy(global → shared) in T.Pipelined loops synchronous in the CUDA "
                                "backend (the default, True where tensor cores are on, issues cp.async with "
                                "num_stages shared copies)",
+    "tilesim.cuda_wgmma": "True lowers eligible tensor-core T.gemm to Hopper's wgmma.mma_async (sm_90a) in the CUDA "
+                          "backend (default False until measured on the H200; env TILESIM_CUDA_WGMMA=1)",
     "tl.disable_safe_memory_legalize": "the interpreter reports out-of-range global accesses as errors",
 }
 

@@ -22,25 +22,36 @@ path (:func:`caps.cuda_module`) restores it before importing ``numba.cuda``. See
 from __future__ import annotations
 
 from .. import Target, register
-from .caps import async_copy_default, available, ensure_numpy_compat, simulator, tensor_cores_default  # noqa: F401
+from .caps import (  # noqa: F401
+    async_copy_default,
+    available,
+    ensure_numpy_compat,
+    simulator,
+    tensor_cores_default,
+    wgmma_default,
+)
 from .runtime import CudaProgram, reject_unsupported
 
 
 def compile_cuda(pf, fastmath: bool = False, sim: bool | None = None, tensor_cores: bool | None = None,
-                 async_copy: bool | None = None) -> CudaProgram:
+                 async_copy: bool | None = None, wgmma: bool | None = None) -> CudaProgram:
     """``tensor_cores=None`` reads :func:`caps.tensor_cores_default` (on; off under the CUDA simulator);
-    ``async_copy=None`` reads :func:`caps.async_copy_default` (on where tensor cores are)."""
+    ``async_copy=None`` reads :func:`caps.async_copy_default` (on where tensor cores are); ``wgmma=None`` reads
+    :func:`caps.wgmma_default` (off; ``TILESIM_CUDA_WGMMA=1``), used only where tensor cores are on."""
     reject_unsupported(pf)
     tc = tensor_cores_default(sim) if tensor_cores is None else bool(tensor_cores)
     ac = async_copy_default(tc) if async_copy is None else bool(async_copy)
-    return CudaProgram(pf, fastmath=fastmath, sim=sim, tensor_cores=tc, async_copy=ac)
+    wg = wgmma_default() if wgmma is None else bool(wgmma)
+    return CudaProgram(pf, fastmath=fastmath, sim=sim, tensor_cores=tc, async_copy=ac, wgmma=wg and tc)
 
 
 def _compile_target(pf, pass_configs) -> CudaProgram:
     tc = pass_configs.get("tilesim.cuda_tensor_cores")
     ac = pass_configs.get("tilesim.cuda_async_copy")
+    wg = pass_configs.get("tilesim.cuda_wgmma")
     return compile_cuda(pf, fastmath=bool(pass_configs.get("tl.enable_fast_math")),
-                        tensor_cores=None if tc is None else bool(tc), async_copy=None if ac is None else bool(ac))
+                        tensor_cores=None if tc is None else bool(tc), async_copy=None if ac is None else bool(ac),
+                        wgmma=None if wg is None else bool(wg))
 
 
 def _runs_here() -> bool:

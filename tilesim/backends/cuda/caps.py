@@ -101,6 +101,12 @@ def async_copy_default(tensor_cores: bool) -> bool:
     return bool(tensor_cores)
 
 
+def wgmma_default() -> bool:
+    """Whether tensor-core ``T.gemm`` uses Hopper's ``wgmma`` (:mod:`.tile_wgmma`) when not asked explicitly: off
+    until measured on the H200; ``TILESIM_CUDA_WGMMA=1`` turns it on."""
+    return os.environ.get("TILESIM_CUDA_WGMMA", "") not in ("", "0")
+
+
 def available() -> bool:
     """A usable CUDA GPU and numba-cuda (the CUDA simulator does not count)."""
     if simulator():

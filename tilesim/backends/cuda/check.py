@@ -59,10 +59,13 @@ def rel_err(out, ref) -> float:
     return float(d / nr) if nr > 0 else float(d)
 
 
-def cuda_twin(kernel, fastmath=False, tensor_cores=None, async_copy=None):
+def cuda_twin(kernel, fastmath=False, tensor_cores=None, async_copy=None, wgmma=None):
     """``kernel`` on ``target="cuda"`` (never the interpreter fallback: ``fallback=False``); ``tensor_cores`` /
-    ``async_copy`` True/False override the defaults (env, on; off under the simulator)."""
+    ``async_copy`` / ``wgmma`` True/False override the defaults (env; tensor cores on, off under the simulator;
+    wgmma off)."""
     cfg = {}
+    if wgmma is not None:
+        cfg["tilesim.cuda_wgmma"] = bool(wgmma)
     if async_copy is not None:
         cfg["tilesim.cuda_async_copy"] = bool(async_copy)
     if fastmath:

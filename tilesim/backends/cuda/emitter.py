@@ -20,6 +20,7 @@ from . import rules as Rl
 from .codestr import _IDENT, _add, _c, _mul, _prod, _san
 from .layout import Layout, Placement, copy_layout, default_layout, place_buffers
 from .mma_layout import tensor_core_accumulator
+from .tile_wgmma import wgmma_planner
 
 
 @dataclass
@@ -37,7 +38,7 @@ class Emitter:
     """Per-launch state and the generic emission helpers (see the module docstring)."""
 
     def __init__(self, pf: N.PrimFunc, launch: N.Launch, index: int, outer_scalars: dict, sim: bool,
-                 tensor_cores: bool = False, async_copy: bool = False):
+                 tensor_cores: bool = False, async_copy: bool = False, wgmma: bool = False):
         self.pf = pf
         self.launch = launch
         self.nt = launch.num_threads
@@ -56,7 +57,10 @@ class Emitter:
         self.arg_scalars: list[N.Var] = []
         self.allocs: list[N.Buffer] = []
         # tensor cores (mma.sync): in simulator builds the warp-level instructions are modelled (mma_sim.py)
-        self.placement: Placement = place_buffers(launch, accumulator=tensor_core_accumulator if tensor_cores else None)
+        # wgmma (tile_wgmma.py, sm_90a): plans recorded per gemm by the accumulator callback
+        wg_records: dict = {}
+        acc = (wgmma_planner(launch, wg_records) if wgmma else tensor_core_accumulator) if tensor_cores else None
+        self.placement: Placement = place_buffers(launch, accumulator=acc)
         self.sstride: dict[int, tuple] = {}
         self.smem_bytes = 0
         self.gprolog: list[str] = []
@@ -64,6 +68,7 @@ class Emitter:
         self.barrier_before: set[int] = set()
         self.notes: list[str] = list(self.placement.notes)
         self.unguarded: set[int] = set()
+        self.finish_wgmma_plan(wg_records)
 
     # ----------------------------------------------------------------------------------- emission
     def emit(self, line: str):

@@ -48,6 +48,7 @@ from .tile_copy import CopyLowering
 from .tile_gemm import GemmLowering
 from .tile_mma import MmaLowering
 from .tile_reduce import ReduceLowering
+from .tile_wgmma import WgmmaLowering
 
 __all__ = ["KernelGen", "KernelSource", "ParCtx", "Program", "generate_launch", "lower_program"]
 
@@ -65,8 +66,8 @@ class KernelSource:
     dyn_smem: int = 0
 
 
-class KernelGen(CopyLowering, GemmLowering, MmaLowering, ReduceLowering, PipelineLowering, BarrierPlanner, MemoryAccess,
-                Emitter):
+class KernelGen(CopyLowering, GemmLowering, MmaLowering, WgmmaLowering, ReduceLowering, PipelineLowering, BarrierPlanner,
+                MemoryAccess, Emitter):
     """Generates the source of one launch (see the module docstring)."""
 
     # ----------------------------------------------------------------------------------- driver
@@ -89,6 +90,7 @@ class KernelGen(CopyLowering, GemmLowering, MmaLowering, ReduceLowering, Pipelin
         self.plan_barriers()
         simt.top_level_barriers(self)
         self.body(L.body)
+        self.fence_barriers()
         return self._assemble()
 
     def _declare_onchip(self):
@@ -119,7 +121,9 @@ class KernelGen(CopyLowering, GemmLowering, MmaLowering, ReduceLowering, Pipelin
         for b in self._shared:
             shape = b.shape
             strides = [_prod(shape[d + 1:]) for d in range(len(shape))]
-            if b.uid in self.mma_operands or b.uid in self.staged:
+            if b.uid in self.smap:  # wgmma operand: its own address map (tile_wgmma.OperandMap), no padding
+                pass
+            elif b.uid in self.mma_operands or b.uid in self.staged:
                 # rows of 16-byte multiples; when 8 rows would share banks (row bytes % 32 == 0), pad by 8
                 # elements (2-byte types: 16 B), at least 16 B (fp8: 16 elements) so rows stay 16-byte aligned
                 if pad and (shape[-1] * dt.itemsize(b.dtype)) % 32 == 0:
@@ -140,12 +144,15 @@ class KernelGen(CopyLowering, GemmLowering, MmaLowering, ReduceLowering, Pipelin
                     for d in range(len(shape) - 3, -1, -1):
                         strides[d] = strides[d + 1] * shape[d + 1]
             n = strides[0] * shape[0] if shape else 1
+            if b.uid in self.smap:  # every stage of a wgmma operand starts 1024-byte aligned
+                per = 1024 // max(1, int(dt.itemsize(b.dtype)))
+                n = -(-n // per) * per
             if b.uid in self.staged:  # cp.async pipeline stages, each starting 16-byte aligned
                 self.stage_elems[b.uid] = n
                 n *= self.staged[b.uid]
             nbytes = n * max(1, int(dt.itemsize(b.dtype)))
             items.append((b, tuple(strides), n, nbytes))
-            total += -(-nbytes // 16) * 16
+            total += -(-nbytes // 16) * 16 + (1024 if b.uid in self.smap else 0)  # worst-case alignment gap
         return items, total
 
     def _scratch_items(self):
@@ -198,11 +205,16 @@ class KernelGen(CopyLowering, GemmLowering, MmaLowering, ReduceLowering, Pipelin
         # (the simulator refuses the alignment argument; its model checks alignment by element index)
         aligned = set() if self.sim else {self.arr(b) for b, _st, _n, _ in items if b.uid in self.mma_operands}
         aligned |= set() if self.sim else {self.stage_name(b) for b, _st, _n, _ in items if b.uid in self.staged}
+        # wgmma operands (and their stages): 1024-byte aligned (the swizzle XORs address bits 4-9)
+        big = {self.stage_name(b) if b.uid in self.staged else self.arr(b) for b, _st, _n, _ in items
+               if b.uid in self.smap}
         if self.dynamic:
-            out.extend(ind + line for line in _carve_dynamic(arrays, self.sim))
+            out.extend(ind + line for line in _carve_dynamic(arrays, self.sim, big))
         else:
             for name, n, t in arrays:
-                out.append(ind + f"{name} = cuda.shared.array({n}, {t}{', alignment=16' if name in aligned else ''})")
+                al = ", alignment=1024" if name in big and not self.sim else (
+                    ", alignment=16" if name in aligned else "")
+                out.append(ind + f"{name} = cuda.shared.array({n}, {t}{al})")
         for b in self.allocs:
             if b.alias_of is None and self.where(b) == "reg":
                 lay = self.layout(b)
@@ -222,16 +234,20 @@ _NP_BYTES = {"float16": 2, "float32": 4, "float64": 8, "int8": 1, "int16": 2, "i
              "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8, "bool_": 1}
 
 
-def _carve_dynamic(arrays, sim: bool) -> list:
+def _carve_dynamic(arrays, sim: bool, big=frozenset()) -> list:
     """Lines declaring one dynamic shared array per storage type (they all alias one allocation) and
-    carving ``arrays`` (name, element count, numpy type) out of it at 16-byte aligned byte offsets."""
+    carving ``arrays`` (name, element count, numpy type) out of it at 16-byte aligned byte offsets (1024-byte
+    aligned for the names in ``big``: wgmma operands; the allocation is then declared 1024-byte aligned)."""
     lines, declared, off = [], set(), 0
+    al = 1024 if big else 16
     for name, n, t in arrays:
         size = _NP_BYTES[t]
+        if name in big:
+            off = -(-off // 1024) * 1024
         if t not in declared:
             declared.add(t)
             # the simulator refuses the alignment argument and needs a dtype instance for size 0
-            ty = f"np.dtype({t})" if sim else f"{t}, alignment=16"
+            ty = f"np.dtype({t})" if sim else f"{t}, alignment={al}"
             lines.append(f"_dsm_{t} = cuda.shared.array(0, {ty})")
         lines.append(f"{name} = _dsm_{t}[{off // size}:{off // size + n}]")
         off += -(-n * size // 16) * 16
@@ -245,7 +261,7 @@ class _SmemOverflow(Exception):
 
 
 def generate_launch(pf: N.PrimFunc, launch: N.Launch, index: int, outer_scalars: dict, sim: bool,
-                    tensor_cores: bool = False, async_copy: bool = False) -> KernelSource:
+                    tensor_cores: bool = False, async_copy: bool = False, wgmma: bool = False) -> KernelSource:
     """Source of one launch. Static shared arrays when they fit in 48 KB (padded rows, else unpadded);
     past that one dynamic allocation carved into the buffers (padded, else unpadded), up to
     :data:`~.caps.DYNAMIC_SMEM_LIMIT`; beyond it the error names every buffer. With ``async_copy`` the
@@ -255,7 +271,7 @@ def generate_launch(pf: N.PrimFunc, launch: N.Launch, index: int, outer_scalars:
     staged_overflow = False
     if async_copy:  # staged operands keep their padded rows (ldmatrix without bank conflicts), dynamic if need be
         for pad, dynamic in ((True, False), (True, True), (False, False), (False, True)):
-            g = KernelGen(pf, launch, index, outer_scalars, sim, tensor_cores, True)
+            g = KernelGen(pf, launch, index, outer_scalars, sim, tensor_cores, True, wgmma)
             try:
                 ks = g.generate(pad, dynamic)
             except _SmemOverflow:
@@ -266,7 +282,7 @@ def generate_launch(pf: N.PrimFunc, launch: N.Launch, index: int, outer_scalars:
                 break  # no pipeline in this launch: the ordinary lowering below
             return ks
     for i, (pad, dynamic) in enumerate(modes):
-        g = KernelGen(pf, launch, index, outer_scalars, sim, tensor_cores)
+        g = KernelGen(pf, launch, index, outer_scalars, sim, tensor_cores, False, wgmma)
         try:
             ks = g.generate(pad, dynamic)
         except _SmemOverflow as e:
@@ -301,7 +317,8 @@ class Program:
         return "\n".join(parts)
 
 
-def lower_program(pf: N.PrimFunc, sim: bool = False, tensor_cores: bool = False, async_copy: bool = False) -> Program:
+def lower_program(pf: N.PrimFunc, sim: bool = False, tensor_cores: bool = False, async_copy: bool = False,
+                  wgmma: bool = False) -> Program:
     outer = {}
     for p in pf.params:
         if isinstance(p, N.Buffer) and p.dtype == "int4":
@@ -320,7 +337,7 @@ def lower_program(pf: N.PrimFunc, sim: bool = False, tensor_cores: bool = False,
     steps, kernels = [], []
     for s in pf.body:
         if isinstance(s, N.Launch):
-            k = generate_launch(pf, s, len(kernels), outer, sim, tensor_cores, async_copy)
+            k = generate_launch(pf, s, len(kernels), outer, sim, tensor_cores, async_copy, wgmma)
             kernels.append(k)
             steps.append(("launch", k))
         elif isinstance(s, N.Alloc):

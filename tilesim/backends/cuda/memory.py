@@ -118,7 +118,7 @@ class MemoryAccess:
         if w == "reg":
             return Rl.from_register(f"{self.arr(buf)}[{self.reg_index(buf, idx_codes, idx_nodes)}]", buf.dtype)
         if w == "shared":
-            return Rl.from_storage(f"_ldx({self.arr(buf)}, {self.lin(self.sstrides(buf), idx_codes)})", buf.dtype)
+            return Rl.from_storage(f"_ldx({self.arr(buf)}, {self.slin(buf, idx_codes)})", buf.dtype)
         dims, strides = self.gdims(buf)
         if (buf.alias_of or buf).uid in self.unguarded:  # inside a copy whose whole tile is in bounds
             return Rl.from_storage(f"_ldx({self.arr(buf)}, {self.lin(strides, idx_codes)})", buf.dtype)
@@ -151,7 +151,7 @@ class MemoryAccess:
         elif self.par.primary is not None:
             guard.append(self.par.primary)
         if w == "shared":
-            lin = self.lin(self.sstrides(buf), idx_codes)
+            lin = self.slin(buf, idx_codes)
         elif (buf.alias_of or buf).uid in self.unguarded:
             dims, strides = self.gdims(buf)
             lin = self.lin(strides, idx_codes)

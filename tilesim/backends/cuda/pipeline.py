@@ -255,7 +255,7 @@ class PipelineLowering:
         nb = self.fresh("_nb")
         self.emit(f"{nb} = min(max({dims[-1]} - {gidx[-1]}, 0), {ce}) * {item} if ({' and '.join(inside)}) else 0")
         gi = self.lin(gstr, gidx)
-        sidx = _add(_mul(st, sz), self.lin(sstr, rel))
+        sidx = _add(_mul(st, sz), self.slin(b, rel) if b.uid in self.smap else self.lin(sstr, rel))
         self.emit(f"_cp_async16({self.stage_name(b)}, {sidx}, {self.arr(src.buffer)}, "
                   f"{gi} if {nb} > 0 else 0, {nb})")
         if total % nt:

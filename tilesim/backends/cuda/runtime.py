@@ -24,6 +24,7 @@ compute capability (:func:`check_fp8_mma`).
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 
@@ -38,6 +39,8 @@ from . import rules as Rl
 from .caps import DEFAULT_CC, STATIC_SMEM_LIMIT, cuda_module, numba_types, opt_in_dynamic_smem, simulator
 from .intrinsics import gpu_namespace, sim_namespace
 from .lower import Program, lower_program
+from .wgmma_intrinsics import wgmma_namespace
+from .wgmma_sim import sim_wgmma_namespace
 
 _DISPATCH_CACHE: dict = {}
 _PTX_CACHE: dict = {}
@@ -74,14 +77,15 @@ class CudaProgram(_TargetProgram):
     """A lowered tilesim program for ``target="cuda"`` (see the module docstring)."""
 
     def __init__(self, pf: N.PrimFunc, fastmath: bool = False, sim: bool | None = None, tensor_cores: bool = False,
-                 async_copy: bool = False):
+                 async_copy: bool = False, wgmma: bool = False):
         self.pf = pf
         self.fastmath = bool(fastmath)
         self.sim = simulator() if sim is None else bool(sim)
         self.tensor_cores = bool(tensor_cores)
         self.async_copy = bool(async_copy)
+        self.wgmma = bool(wgmma) and self.tensor_cores
         self.program: Program = lower_program(pf, sim=self.sim, tensor_cores=self.tensor_cores,
-                                              async_copy=self.async_copy)
+                                              async_copy=self.async_copy, wgmma=self.wgmma)
         self.written = B.written_globals(pf)
         #: per-signature call plans (:mod:`.plans`); ``TILESIM_CUDA_CALL_PLANS=0`` turns them off
         self.call_plans = os.environ.get("TILESIM_CUDA_CALL_PLANS", "1") != "0"
@@ -105,6 +109,11 @@ class CudaProgram(_TargetProgram):
 
     def python_function(self, k):
         ns = dict(_namespace(self.sim))
+        wg = sorted(set(re.findall(r"\b_wgmma_\w+", k.source)))
+        if wg:  # wgmma instructions are built per (types, N, majorness) on first use; one state per kernel (sim)
+            full = sim_wgmma_namespace() if self.sim else wgmma_namespace(wg)
+            ns.update(dict(full))
+            ns.update({n: full[n] for n in wg})
         code = compile(k.source, f"<tilesim-cuda {k.name}>", "exec")
         exec(code, ns)  # noqa: S102 - our own generated source
         return ns[k.name]

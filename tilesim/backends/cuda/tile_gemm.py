@@ -32,6 +32,9 @@ class GemmLowering:
             if s.clear_accum:
                 self.emit(f"for _g in range({lay.nslots}):")
                 self.emit(f"    {C}[_g] = {Rl.zero(c.dtype)}")
+            if id(s) in self.wgmma:
+                self.gemm_wgmma(s, lay, C)  # Hopper warpgroup MMA (tile_wgmma.py)
+                return
             if id(s) in self.placement.mma:
                 self.gemm_mma(s, lay, C)  # tensor cores (tile_mma.py)
                 return

@@ -66,12 +66,13 @@ def swizzle(x, W: int):
 def tile_offset(r, c, R: int, itemsize: int, W: int):
     """Element offset of row ``r``, contiguous-dimension index ``c`` in a swizzled tile of ``R`` rows (see the
     module docstring)."""
-    ce = W // itemsize
-    region = c // ce
-    inner = swizzle(r * W + (c % ce) * itemsize, W)
-    if itemsize > 1:
-        inner = inner // itemsize
-    return region * (R * ce) + inner
+    ce = W // itemsize  # elements per region row
+    E = 16 // itemsize  # elements per 16-byte chunk
+    region, cin = c // ce, c % ce
+    # swizzle(r*W + cin*itemsize, W) // itemsize, written without repeating the row term: bits 7.. of the byte
+    # offset are r // (128 // W) (cin*itemsize < W), and the XOR stays inside the row
+    phase = (r // (128 // W)) % (W // 16) if W < 128 else r % 8
+    return region * (R * ce) + r * ce + ((cin // E) ^ phase) * E + cin % E
 
 
 def a_row_phys(r, M: int, nwarps: int):
@@ -83,6 +84,8 @@ def a_row_phys(r, M: int, nwarps: int):
     rest = q // nwarps  # 2*mi + h
     h = rest % 2
     mi = rest // 2
+    if nwg == 1:
+        return 64 * mi + 16 * w + 8 * h + g
     return 64 * (mi * nwg + w // 4) + 16 * (w % 4) + 8 * h + g
 
 
