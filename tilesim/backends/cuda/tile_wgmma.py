@@ -115,22 +115,9 @@ def _usable_buffers(launch: N.Launch) -> tuple[set, dict]:
 def plan_wgmma(g: N.Gemm, M: int, Nn: int, nthreads: int, bad: set, gemm_uses: dict) -> WgmmaPlan | str:
     """The plan of gemm ``g`` (C tile ``M x Nn``) on ``wgmma``, or the reason it is not one (module docstring)."""
     a, b, c = g.a.buffer, g.b.buffer, g.c.buffer
-    ka, kb = _KIND.get(a.dtype), _KIND.get(b.dtype)
-    fp8 = ka in ("e4m3", "e5m2") and kb in ("e4m3", "e5m2")
-    if not (fp8 or (ka in ("f16", "bf16") and ka == kb)):
-        return f"operands {a.dtype} x {b.dtype}"
     if c.dtype != "float32" or c.scope not in ("fragment", "local"):
         return "accumulator is not a float32 fragment"
-    if fp8 and (g.trans_a or not g.trans_b):
-        return "fp8 wgmma reads K-major operands only (A (M, K), B (N, K) with transpose_B=True)"
-    if nthreads % 128:
-        return f"{nthreads} threads is not a whole number of warpgroups"
-    nwg, nw = nthreads // 128, nthreads // 32
-    K = int(g.a.extents[-2] if g.trans_a else g.a.extents[-1])
-    if M % (64 * nwg) or Nn % 16 or Nn > 256 or (M // (64 * nwg)) * Nn > 256 or K % (32 if fp8 else 16):
-        return f"{M}x{Nn}x{K} on {nwg} warpgroup(s)"
-    maps = []
-    for r, is_a in ((g.a, True), (g.b, False)):
+    for r in (g.a, g.b):
         buf = r.buffer
         shape = buf.static_shape()
         if buf.scope not in ("shared", "shared.dyn") or buf.alias_of is not None or shape is None or len(shape) != 2:
@@ -139,17 +126,34 @@ def plan_wgmma(g: N.Gemm, M: int, Nn: int, nthreads: int, bad: set, gemm_uses: d
             return f"{buf.name}: the gemm reads part of it"
         if buf.uid in bad or gemm_uses.get(buf.uid, 0) != 1 or a.uid == b.uid:
             return f"{buf.name} has other uses than element accesses and this gemm"
-        e = int(dt.itemsize(buf.dtype))
+    K = int(g.a.extents[-2] if g.trans_a else g.a.extents[-1])
+    return plan_shapes(a.dtype, b.dtype, tuple(a.static_shape()), tuple(b.static_shape()), bool(g.trans_a),
+                       bool(g.trans_b), M, Nn, K, nthreads)
+
+
+def plan_shapes(a_dtype: str, b_dtype: str, a_shape: tuple, b_shape: tuple, trans_a: bool, trans_b: bool, M: int,
+                Nn: int, K: int, nthreads: int) -> WgmmaPlan | str:
+    """The dtype / shape part of :func:`plan_wgmma` (A stored ``a_shape``: ``(M, K)``, or ``(K, M)`` with
+    ``trans_a``; B stored ``(K, N)``, or ``(N, K)`` with ``trans_b``)."""
+    ka, kb = _KIND.get(a_dtype), _KIND.get(b_dtype)
+    fp8 = ka in ("e4m3", "e5m2") and kb in ("e4m3", "e5m2")
+    if not (fp8 or (ka in ("f16", "bf16") and ka == kb)):
+        return f"operands {a_dtype} x {b_dtype}"
+    if fp8 and (trans_a or not trans_b):
+        return "fp8 wgmma reads K-major operands only (A (M, K), B (N, K) with transpose_B=True)"
+    if nthreads % 128:
+        return f"{nthreads} threads is not a whole number of warpgroups"
+    nwg, nw = nthreads // 128, nthreads // 32
+    if M % (64 * nwg) or Nn % 16 or Nn > 256 or (M // (64 * nwg)) * Nn > 256 or K % (32 if fp8 else 16):
+        return f"{M}x{Nn}x{K} on {nwg} warpgroup(s)"
+    maps = []
+    for shape, dtype, perm in ((a_shape, a_dtype, 1 if trans_a else 0), (b_shape, b_dtype, None)):
+        e = int(dt.itemsize(dtype))
         W = WL.swizzle_width(shape[1], e)
         if W is None or (shape[0] * W) % WL.ALIGN:
-            return f"{buf.name}: rows of {shape[1] * e} bytes (a multiple of 32 bytes, 1024-byte regions needed)"
-        perm = None
-        if is_a:
-            perm = 1 if g.trans_a else 0
-        maps.append(OperandMap(shape[0], shape[1], e, W, perm, nw if is_a else 0))
-    if maps[0].perm_dim == 1 and maps[0].W < 128 and 64 * maps[0].itemsize < maps[0].W:
-        return "A M-major with a narrow swizzle"
-    return WgmmaPlan(maps[0], maps[1], ka, kb, bool(g.trans_a), bool(g.trans_b), M, Nn, K, nwg)
+            return f"{shape} {dtype}: rows of {shape[1] * e} bytes (a multiple of 32 bytes, 1024-byte regions needed)"
+        maps.append(OperandMap(shape[0], shape[1], e, W, perm, nw if perm is not None else 0))
+    return WgmmaPlan(maps[0], maps[1], ka, kb, trans_a, trans_b, M, Nn, K, nwg)
 
 
 def wgmma_planner(launch: N.Launch, records: dict):

@@ -1,0 +1,331 @@
+"""``T.gemm`` on Hopper's ``wgmma`` (``tilesim/backends/cuda/tile_wgmma.py``), checked without a GPU and on one.
+
+* Index math against the PTX ISA model (``wgmma_sim.py``: descriptor decoding, swizzled addresses, the D
+  fragment): the operand address map is the ISA's swizzle, a bijection that keeps 16-byte chunks whole; A's row
+  permutation is a bijection; a whole block's gemm emulated with the lowering's own instruction list
+  (``tile_wgmma.instructions``) on a byte image built with the lowering's own address maps, read back through
+  the accumulator's ``Layout``, equals ``A @ B`` (Hypothesis over types, majorness, warpgroups, shapes).
+  Mutations (no row permutation, the other reading of LBO/SBO) fail it.
+* Generated kernels under numba's CUDA simulator (the ``wgmma`` build of ``wgmma_sim``) against NumPy.
+* sm_90a machine code: PTX assembles with ``ptxas -arch=sm_90a``; SASS has HGMMA / QGMMA, no spills.
+* Which gemms lower (eligibility, the switch) and that the switch off changes nothing.
+* GPU (``-m gpu``): against the interpreter.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import tilesim as tilelang
+import tilesim.language as T
+from tilesim.backends.cuda import mma_layout as ML
+from tilesim.backends.cuda import wgmma_layout as WL
+from tilesim.backends.cuda.tile_wgmma import instructions, plan_shapes
+from tilesim.backends.cuda.wgmma_intrinsics import reg_slot
+from tilesim.backends.cuda.wgmma_sim import wgmma_model
+
+from ._util import ROOT, can_compile_ptx, needs_numba_cuda
+
+_NP = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float8_e4m3fn": ml_dtypes.float8_e4m3fn}
+
+
+# ------------------------------------------------------------------------------------------ address maps
+@given(W=st.sampled_from([32, 64, 128]), e=st.sampled_from([1, 2]), groups=st.integers(1, 4),
+       regions=st.integers(1, 3))
+@settings(max_examples=40, deadline=None)
+def test_tile_offset_is_the_isa_swizzle_and_a_chunk_preserving_bijection(W, e, groups, regions):
+    R = groups * (1024 // W if W < 128 else 8)
+    C = regions * W // e
+    offs = np.array([[WL.tile_offset(r, c, R, e, W) for c in range(C)] for r in range(R)])
+    assert sorted(offs.ravel().tolist()) == list(range(R * C))
+    ce = W // e
+    for r in range(R):
+        for c in range(C):  # the PTX ISA's XOR of address bits 4.. with bits 7.., region by region
+            assert offs[r, c] * e == (c // ce) * R * W + WL.swizzle(r * W + (c % ce) * e, W)
+    E = 16 // e  # 16-byte chunks stay whole and in order (vector and cp.async writers)
+    assert (np.diff(offs.reshape(R, C // E, E), axis=2) == 1).all()
+    assert (offs[:, ::E] % E == 0).all()
+
+
+@pytest.mark.parametrize("nwarps", [4, 8])
+@pytest.mark.parametrize("mi", [1, 2])
+def test_a_row_permutation_is_a_bijection_with_its_inverse(nwarps, mi):
+    M = 64 * mi * (nwarps // 4)
+    phys = [WL.a_row_phys(r, M, nwarps) for r in range(M)]
+    assert sorted(phys) == list(range(M))
+    assert all(WL.a_row_logical(p, M, nwarps) == r for r, p in enumerate(phys))
+    assert all(p % 8 == r % 8 for r, p in enumerate(phys))  # whole 8-row groups move: the swizzle phase is kept
+
+
+# ------------------------------------------------------------------------------------------ block emulation
+def _read_back(lay, acc):
+    out = np.full(lay.shape, np.nan)
+    S0, S1 = lay.slots
+    for tid in range(lay.nthreads):
+        for s0 in range(S0):
+            for s1 in range(S1):
+                idx = [(s // lay.vec[d]) * lay.tcount[d] * lay.vec[d] + lay.group_of(d, tid) * lay.vec[d]
+                       + s % lay.vec[d] for d, s in ((0, s0), (1, s1))]
+                assert np.isnan(out[idx[0], idx[1]]), "two threads own one element"
+                out[idx[0], idx[1]] = acc[tid, s0 * S1 + s1]
+    return out
+
+
+def _store(mem, base, X, omap):
+    """Write the stored tile ``X`` (its raw bits) into ``mem`` at ``base`` through ``omap``."""
+    bits = X.view(np.uint8).reshape(X.shape[0], X.shape[1], X.dtype.itemsize)
+    for i0 in range(X.shape[0]):
+        for i1 in range(X.shape[1]):
+            o = base + omap.offset(i0, i1) * X.dtype.itemsize
+            assert not mem[o:o + X.dtype.itemsize].any()
+            mem[o:o + X.dtype.itemsize] = bits[i0, i1]
+
+
+def emulate(dtype, M, N, K, nthreads, trans_a, trans_b, seed=0):
+    """A block's ``wgmma`` gemm on the ISA model with the lowering's address maps and instruction list."""
+    rng = np.random.default_rng(seed)
+    t = _NP[dtype]
+    A = rng.integers(-3, 4, size=(M, K)).astype(t)
+    B = rng.integers(-3, 4, size=(K, N)).astype(t)
+    As = np.ascontiguousarray(A.T if trans_a else A)
+    Bs = np.ascontiguousarray(B.T if trans_b else B)
+    plan = plan_shapes(dtype, dtype, As.shape, Bs.shape, trans_a, trans_b, M, N, K, nthreads)
+    if isinstance(plan, str):
+        return None
+    nw = nthreads // 32
+    lay = ML.mma_layout(M, N, nthreads, (nw, 1))
+    base_a, base_b = 1024, 1024 + -(-As.nbytes // 1024) * 1024 + 2048
+    mem = np.zeros(base_b + Bs.nbytes + 1024, np.uint8)
+    _store(mem, base_a, As, plan.a)
+    _store(mem, base_b, Bs, plan.b)
+    ins = instructions(plan, lay.slots[1])
+    kind = {"float16": "f16", "bfloat16": "bf16", "float8_e4m3fn": "e4m3"}[dtype]
+    acc = np.zeros((nthreads, lay.nslots))
+    for wg in range(nthreads // 128):
+        da = (((base_a + wg * ins.slab_bytes) >> 4) & 0x3FFF) | ins.hi_a
+        db = ((base_b >> 4) & 0x3FFF) | ins.hi_b
+        for o0, oa, ob in ins.steps:
+            D = wgmma_model(mem, da + (oa >> 4), db + (ob >> 4), N, kind, kind, trans_a, not trans_b)
+            for t_ in range(128):
+                for i in range(N // 2):
+                    r, c = WL.acc_coord(t_, i)
+                    acc[wg * 128 + t_, o0 + reg_slot(i, N)] += D[r, c]
+    return _read_back(lay, acc), A.astype(np.float64) @ B.astype(np.float64)
+
+
+@given(dtype=st.sampled_from(["float16", "bfloat16", "float8_e4m3fn"]), nwg=st.sampled_from([1, 2]),
+       mi=st.sampled_from([1, 2]), n16=st.integers(1, 16), ksteps=st.integers(1, 4),
+       ta=st.booleans(), tb=st.booleans(), seed=st.integers(0, 3))
+@settings(max_examples=25, deadline=None)
+def test_block_gemm_on_the_isa_model_equals_a_at_b(dtype, nwg, mi, n16, ksteps, ta, tb, seed):
+    if dtype == "float8_e4m3fn":
+        ta, tb = False, True  # the PTX ISA's only 8-bit form
+    N = 16 * n16
+    assume(mi * N <= 256)
+    K = ksteps * (32 if dtype == "float8_e4m3fn" else 16)
+    got = emulate(dtype, 64 * mi * nwg, N, K, 128 * nwg, ta, tb, seed)
+    assume(got is not None)  # the plan refuses some (row bytes not a swizzle width): the lowering falls back
+    out, ref = got
+    np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize("case", [("float16", 128, 128, 64, 128, False, False), ("bfloat16", 128, 64, 32, 256, True, True),
+                                  ("float8_e4m3fn", 128, 128, 128, 128, False, True),
+                                  ("bfloat16", 64, 256, 64, 128, False, True)])
+def test_fixed_shapes_on_the_isa_model(case):
+    out, ref = emulate(*case)
+    np.testing.assert_array_equal(out, ref)
+
+
+def test_mutations_of_the_index_math_fail(monkeypatch):
+    case = ("float16", 128, 128, 64, 128, False, False)
+    monkeypatch.setattr(WL, "a_row_phys", lambda r, M, nw: r)  # A's rows not permuted: D lands on other rows
+    out, ref = emulate(*case)
+    assert not np.array_equal(out, ref)
+    monkeypatch.undo()
+    # the other reading of LBO/SBO for an N-major B spanning two regions: the model reads other bytes
+    monkeypatch.setattr(WL, "mnmajor_lbo_sbo", lambda R, W, reg=None: (8 * W, R * W))
+    out, ref = emulate(*case)
+    assert not np.array_equal(out, ref)
+
+
+# ------------------------------------------------------------------------------------------ lowering
+def _matmul(dtype, M, N, K, **v):
+    from kernels import gemm as G
+    return G.matmul(M, N, K, dtype=dtype, out_dtype="float32", **v)
+
+
+@needs_numba_cuda
+def test_switch_off_changes_nothing_and_on_uses_wgmma():
+    from tilesim.backends.cuda.runtime import CudaProgram
+    k = _matmul("bfloat16", 4096, 4096, 4096, block_M=128, block_N=128, block_K=64, num_stages=3, threads=128)
+    base = CudaProgram(k.prim_func, sim=False, tensor_cores=True, async_copy=True).source
+    assert CudaProgram(k.prim_func, sim=False, tensor_cores=True, async_copy=True, wgmma=False).source == base
+    on = CudaProgram(k.prim_func, sim=False, tensor_cores=True, async_copy=True, wgmma=True).source
+    assert "_wgmma_bf16_bf16_n128_01(" in on and "_mma_bf16(" not in on and "_fence_async_smem()" in on
+    assert on.count("_wgmma_bf16_bf16_n128_01(") == 8  # 4 k16 steps x 2 m64 slabs
+    # tensor cores off: the switch does nothing
+    assert "_wgmma_" not in CudaProgram(k.prim_func, sim=False, tensor_cores=False, wgmma=True).source
+
+
+@needs_numba_cuda
+def test_ineligible_gemms_keep_mma_sync():
+    from tilesim.backends.cuda.runtime import CudaProgram
+    for k in (_matmul("bfloat16", 512, 512, 512, block_M=128, block_N=128, block_K=32, num_stages=2, threads=96),
+              _matmul("bfloat16", 512, 512, 512, block_M=32, block_N=128, block_K=32, num_stages=2, threads=128),
+              _matmul("bfloat16", 512, 512, 512, block_M=128, block_N=128, block_K=8, num_stages=2, threads=128)):
+        src = CudaProgram(k.prim_func, sim=False, tensor_cores=True, async_copy=True, wgmma=True).source
+        assert "_wgmma_" not in src
+
+
+_SIM = r"""
+import json, sys
+import numpy as np
+sys.path.insert(0, {root!r})
+from kernels import gemm as G
+from kernels.fp8_gemm import fp8_matmul
+from tests.core_kernels import matmul_dynamic
+from tests.backends.test_wgmma import parallel_written_operand
+from tilesim.backends.cuda.check import cuda_twin, interp_twin, rel_err
+
+def check(name, k, inputs, ac=True):
+    jk = cuda_twin(k, tensor_cores=True, async_copy=ac, wgmma=True)
+    assert "_wgmma_" in jk.get_kernel_source(), name
+    out = jk(*[x.copy() for x in inputs])
+    ref = interp_twin(k)(*[x.copy() for x in inputs])
+    out, ref = (out, ref) if isinstance(out, (list, tuple)) else ([out], [ref])
+    print(json.dumps({{"name": name, "err": max(rel_err(o, r) for o, r in zip(out, ref))}}), flush=True)
+
+rng = np.random.default_rng(0)
+h = lambda *s: rng.standard_normal(s).astype(np.float16)
+check("matmul_128x128x32_s2", G.matmul(130, 136, 96, dtype="float16", out_dtype="float32", block_M=128, block_N=128,
+      block_K=32, num_stages=2, threads=128), [h(130, 96), h(96, 136)])
+check("matmul_sync_256thr", G.matmul(130, 72, 40, dtype="float16", out_dtype="float32", block_M=128, block_N=64,
+      block_K=32, num_stages=2, threads=256), [h(130, 40), h(40, 72)], ac=False)
+for ta, tb in ((False, False), (False, True), (True, False), (True, True)):
+    k = matmul_dynamic(block_M=64, block_N=64, block_K=32, trans_A=ta, trans_B=tb, dtype="float16", threads=128)
+    M, N, K = 70, 80, 48
+    check(f"matmul_dynamic_{{'T' if ta else 'N'}}{{'T' if tb else 'N'}}", k,
+          [h(K, M) if ta else h(M, K), h(N, K) if tb else h(K, N)])
+f8 = lambda *s: (rng.standard_normal(s) * 2).astype(np.float32)
+import ml_dtypes
+e4 = lambda *s: f8(*s).astype(ml_dtypes.float8_e4m3fn)
+check("fp8_matmul_e4m3", fp8_matmul(72, 80, 160, block_M=64, block_N=64, block_K=64, num_stages=2, threads=128),
+      [e4(72, 160), e4(80, 160)])
+check("parallel_written_operand", parallel_written_operand(72, 64, 40), [h(72, 40), h(40, 64)])
+"""
+
+
+@tilelang.jit(out_idx=[-1])
+def parallel_written_operand(M, N, K, block_M=64, block_N=64, block_K=32, threads=128):
+    """A gemm whose A tile is written by ``T.fill`` and a ``T.Parallel`` store (scaled by 2), B by ``T.copy``."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            As = T.alloc_shared((block_M, block_K), "float16")
+            Bs = T.alloc_shared((block_K, block_N), "float16")
+            acc = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(acc)
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
+                T.fill(As, 0)
+                for i, j in T.Parallel(block_M, block_K):
+                    if by * block_M + i < M and ko * block_K + j < K:
+                        As[i, j] = A[by * block_M + i, ko * block_K + j] * T.float16(2)
+                T.copy(B[ko * block_K, bx * block_N], Bs)
+                T.gemm(As, Bs, acc)
+            T.copy(acc, C[by * block_M, bx * block_N])
+
+    return main
+
+
+@needs_numba_cuda
+def test_generated_kernels_in_the_simulator():
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    r = subprocess.run([sys.executable, "-c", _SIM.format(root=ROOT)], capture_output=True, text=True, env=env,
+                       timeout=1200)
+    assert r.returncode == 0, r.stderr[-4000:]
+    rows = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    assert len(rows) == 8, r.stdout
+    for row in rows:
+        assert row["err"] < 1e-5, row
+
+
+# ------------------------------------------------------------------------------------------ machine code
+def _sm90a(prog, tmp_path):
+    import re
+
+    from ._util import _nvidia_bin
+    (_, ptx), = prog.compile_ptx((9, 0, "a"))
+    assert re.search(r"^\.target sm_90a", ptx, re.M)
+    ptxas, objdump = "/usr/local/bin/ptxas", _nvidia_bin("cuobjdump")
+    if not os.path.exists(ptxas) or objdump is None:
+        pytest.skip("CUDA 13 ptxas or Triton's cuobjdump is not installed")
+    src, cubin = os.path.join(tmp_path, "k.ptx"), os.path.join(tmp_path, "k.cubin")
+    with open(src, "w") as f:
+        f.write(ptx)
+    r = subprocess.run([ptxas, "-arch=sm_90a", "-v", src, "-o", cubin], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    sass = subprocess.run([objdump, "--dump-sass", cubin], capture_output=True, text=True, check=True).stdout
+    log = r.stdout + r.stderr
+    spills = max(int(x) for x in re.findall(r"(\d+) bytes spill stores", log))
+    return log, sass, spills
+
+
+@pytest.mark.skipif(not can_compile_ptx(), reason="numba-cuda cannot compile PTX here")
+@pytest.mark.parametrize("cfg", [("bf16", 128, 128, 64, 3, 128, 8), ("bf16", 128, 256, 64, 3, 256, 4),
+                                 ("fp8", 128, 128, 128, 3, 128, 8)])
+def test_sm90a_machine_code_has_warpgroup_mma(cfg, tmp_path):
+    from kernels.fp8_gemm import fp8_matmul
+    from tilesim.backends.cuda.runtime import CudaProgram
+    kind, bm, bn, bk, s, th, n_ins = cfg
+    v = dict(block_M=bm, block_N=bn, block_K=bk, num_stages=s, threads=th)
+    k = fp8_matmul(4096, 4096, 4096, **v) if kind == "fp8" else _matmul("bfloat16", 4096, 4096, 4096, **v)
+    log, sass, spills = _sm90a(CudaProgram(k.prim_func, sim=False, tensor_cores=True, async_copy=True, wgmma=True),
+                               tmp_path)
+    op = "QGMMA" if kind == "fp8" else "HGMMA"
+    assert sass.count(op + ".") == n_ins and "HMMA." not in sass
+    assert spills == 0 and "warning" not in log.lower()
+
+
+# ------------------------------------------------------------------------------------------ GPU
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", ["NN", "NT", "TN", "TT", "NN256", "fp8", "parallel"])
+def test_wgmma_gemms_on_the_gpu(case):
+    from tilesim.backends.cuda.caps import available
+    from tilesim.backends.cuda.check import cuda_twin, interp_twin, rel_err
+    if not available():
+        pytest.skip("no CUDA GPU")
+    from kernels.fp8_gemm import fp8_matmul
+    from tests.core_kernels import matmul_dynamic
+    rng = np.random.default_rng(3)
+    M, N, K = 1000, 776, 544
+    h = lambda *s: rng.standard_normal(s).astype(np.float16)  # noqa: E731
+    if case == "fp8":
+        k = fp8_matmul(M, N, K, block_M=128, block_N=128, block_K=128, num_stages=3, threads=128)
+        ins = [(rng.standard_normal(s) * 2).astype(ml_dtypes.float8_e4m3fn) for s in ((M, K), (N, K))]
+    elif case == "parallel":
+        k = parallel_written_operand(M, N, K, block_M=128, block_N=128, block_K=64, threads=128)
+        ins = [h(M, K), h(K, N)]
+    elif case == "NN256":
+        k = _matmul("float16", M, N, K, block_M=128, block_N=256, block_K=64, num_stages=3, threads=256)
+        ins = [h(M, K), h(K, N)]
+    else:
+        ta, tb = case[0] == "T", case[1] == "T"
+        k = matmul_dynamic(block_M=128, block_N=128, block_K=64, trans_A=ta, trans_B=tb, dtype="float16", threads=128)
+        ins = [h(K, M) if ta else h(M, K), h(N, K) if tb else h(K, N)]
+    jk = cuda_twin(k, tensor_cores=True, wgmma=True)
+    assert "_wgmma_" in jk.get_kernel_source()
+    out = jk(*[x.copy() for x in ins])
+    ref = interp_twin(k)(*[x.copy() for x in ins])
+    out, ref = (out, ref) if isinstance(out, (list, tuple)) else ([out], [ref])
+    for o, r in zip(out, ref):
+        o = np.asarray(o, dtype=np.float64) if not hasattr(o, "cpu") else o.cpu().double().numpy()
+        assert rel_err(o, np.asarray(r, dtype=np.float64)) < (5e-4 if case == "fp8" else 1e-5)
