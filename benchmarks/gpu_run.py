@@ -221,10 +221,10 @@ def bench_entry(name, shape, ours_s, ref_s, ref_name, err, extra=None, kc=None):
     return e
 
 
-def prepared(kernel, *args, tensor_cores=None, async_copy=None):
+def prepared(kernel, *args, tensor_cores=None, async_copy=None, wgmma=None):
     from tilesim.backends.cuda.check import cuda_twin
 
-    kc = cuda_twin(kernel, tensor_cores=tensor_cores, async_copy=async_copy)
+    kc = cuda_twin(kernel, tensor_cores=tensor_cores, async_copy=async_copy, wgmma=wgmma)
     run, outs = kc._cuda.prepare(kc, args)
     return kc, run, outs
 
@@ -395,6 +395,17 @@ def bench_tensor_cores(quick):
         except Exception as ex:  # noqa: BLE001
             RESULTS["errors"].append(f"tc attention {v}: {type(ex).__name__}: {ex}"[:2000])
             log("tc attention variant failed", v, repr(ex)[:500])
+
+
+def bench_wgmma_rows(quick):
+    """bf16 / fp8 GEMM 4096^3 on ``wgmma`` (:mod:`benchmarks.gpu_tc_wgmma`; ``--only wgmma``, never by default)."""
+    from benchmarks.gpu_tc_wgmma import bench_wgmma
+
+    def fail(msg):
+        RESULTS["errors"].append(msg[:2000])
+        log(msg[:500])
+
+    bench_wgmma(quick, prepared, gpu_time, relnorm, bench_entry, fail, log)
 
 
 def _warp_grid_ab(a, b, ref, t_ref, flops, quick):
@@ -710,7 +721,7 @@ def main():
     ap.add_argument("--sweep", action="store_true",
                     help="time more configurations per kernel (data for benchmarks/numba_profile_validation.py)")
     ap.add_argument("--only", nargs="*", help="benchmarks to run: copy gemm rows plainsm fp8 attention overhead, and tc "
-                                              "(tensor cores; never by default)")
+                                              "(tensor cores) and wgmma (never by default)")
     ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(ROOT, "reports", "measurements"))
     a = ap.parse_args()
     OUT = a.out
@@ -737,7 +748,7 @@ def main():
                  ("rows", lambda: bench_rows(a.quick, copy_bw)),
                  ("plainsm", lambda: bench_plain_softmax(a.quick, copy_bw)), ("fp8", lambda: bench_fp8(copy_bw, a.quick)),
                  ("attention", lambda: bench_attention(a.quick)), ("overhead", lambda: call_overhead(RESULTS, log)),
-                 ("tc", lambda: bench_tensor_cores(a.quick))]
+                 ("tc", lambda: bench_tensor_cores(a.quick)), ("wgmma", lambda: bench_wgmma_rows(a.quick))]
         for name, fn in steps:
             if name not in only:
                 continue

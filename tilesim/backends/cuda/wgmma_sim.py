@@ -98,7 +98,7 @@ def wgmma_model(mem: np.ndarray, desc_a: int, desc_b: int, n: int, a: str, b: st
 def sim_wgmma_namespace() -> dict:
     """The simulator build of :mod:`.wgmma_intrinsics` (see the module docstring)."""
     lock = threading.Lock()
-    windows: dict = {}  # id(base array) -> (fake address, base array)
+    windows: dict = {}  # "block": the block they belong to; "list": [fake address, data pointer, bytes, array]
     state = threading.local()
 
     def base_of(arr):
@@ -108,27 +108,34 @@ def sim_wgmma_namespace() -> dict:
         return b
 
     def smem_u32(arr, i):
+        """Windows are found by memory address, not object: the simulator's dynamic shared arrays are new
+        ``frombuffer`` views per thread and per dtype over one buffer."""
         b = base_of(arr)
+        ptr, size = b.__array_interface__["data"][0], b.nbytes
         me = threading.current_thread()
         blk = tuple(int(x) for x in (me.blockIdx.x, me.blockIdx.y, me.blockIdx.z)) if hasattr(me, "blockIdx") else ()
         with lock:
             if windows.get("block") != blk:  # a new block: its shared arrays are new
                 windows.clear()
                 windows["block"] = blk
-            got = windows.get(id(b))
-            if got is None or got[1] is not b:
-                start = 1024 + sum(-(-w[1].nbytes // 1024) * 1024 + 1024 for k, w in windows.items() if k != "block")
-                got = windows[id(b)] = (start, b)
-        off = arr.__array_interface__["data"][0] - b.__array_interface__["data"][0]
+            wins = windows.setdefault("list", [])  # [start address, pointer, bytes, array]
+            got = next((w for w in wins if w[1] <= ptr and ptr + size <= w[1] + w[2]), None)
+            if got is None:
+                start = max([w[0] + -(-w[2] // 1024) * 1024 for w in wins] + [0]) + 1024
+                got = [start, ptr, size, b]
+                wins.append(got)
+        off = arr.__array_interface__["data"][0] - got[1]
         return np.uint32(got[0] + off + int(i) * arr.dtype.itemsize)
 
     def image():
         """The shared arrays as one byte image at their fake addresses."""
-        wins = [w for k, w in windows.items() if k != "block"]
-        top = max(a + b.nbytes for a, b in wins)
+        wins = windows.get("list", [])
+        top = max(w[0] + w[2] for w in wins)
         mem = np.zeros(top, np.uint8)
-        for a, b in wins:
-            mem[a:a + b.nbytes] = np.ascontiguousarray(b).view(np.uint8).ravel()
+        for start, _ptr, size, b in wins:
+            mem[start:start + size] = np.ascontiguousarray(b).view(np.uint8).ravel()[:size]
+        if top >= 1 << 18:
+            raise ValueError("wgmma simulator: shared arrays past the 18-bit descriptor address range")
         return mem
 
     def pending():

@@ -1,0 +1,98 @@
+"""The ``wgmma`` rows of ``benchmarks/gpu_run.py --only wgmma`` (issue 14, brief AM): bf16 GEMM 4096^3 and fp8
+e4m3 GEMM 4096^3 with ``T.gemm`` lowered to Hopper's ``wgmma.mma_async`` (``tilesim.cuda_wgmma``), against
+``torch.matmul`` / ``torch._scaled_mm`` and the ``mma.sync`` lowering, all timed in the same process.
+
+Each variant is checked against a float64 product of the same inputs before it is timed. bf16 runs with B
+stored ``(K, N)`` (N-major B: the descriptor reading ``wgmma_layout.MN_LBO_IS_REGION``) and ``(N, K)``
+(K-major, ``trans_B``); when the N-major form is wrong with the module's reading, the other reading is tried
+once and the row records which one was right (``mn_lbo_is_region``). Called by ``gpu_run.main`` with its helpers
+(timing, error, result recording), so the rows land in that run's JSON.
+"""
+
+from __future__ import annotations
+
+#: bf16 (block_M, block_N, block_K, num_stages, threads, trans_B); the first two also run with --quick
+BF16 = [(128, 128, 64, 3, 128, False), (128, 256, 64, 3, 256, False), (128, 128, 64, 4, 128, False),
+        (128, 256, 64, 4, 256, False), (128, 128, 64, 4, 256, False), (128, 128, 64, 3, 128, True),
+        (128, 256, 64, 3, 256, True)]
+#: fp8 e4m3 (block_M, block_N, block_K, num_stages, threads)
+FP8 = [(128, 128, 128, 3, 128), (128, 256, 128, 3, 256), (128, 128, 128, 4, 128), (128, 128, 128, 4, 256)]
+
+
+def bench_wgmma(quick, prepared, gpu_time, relnorm, bench_entry, fail, log):
+    import torch
+
+    from kernels import gemm as G
+    from kernels.fp8_gemm import fp8_matmul
+    from tilesim.backends.cuda import wgmma_layout as WL
+
+    M = N = K = 4096
+    flops = 2.0 * M * N * K
+    a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+    b = torch.randn(K, N, device="cuda").to(torch.bfloat16)
+    bt = b.t().contiguous()  # (N, K)
+    ref = a.double() @ b.double()
+    t_ref, _ = gpu_time(lambda: torch.matmul(a, b), reps=10)
+    err_t = relnorm(torch.matmul(a, b), ref)
+
+    def row(name, kernel, args, out_ref, t_r, ref_name, wg, extra):
+        kc, run, c = prepared(kernel, *args, tensor_cores=True, async_copy=True, wgmma=wg)
+        src = kc.get_kernel_source()
+        if wg and "_wgmma_" not in src:
+            raise RuntimeError("the gemm did not lower to wgmma: " + src.splitlines()[2][:300])
+        run()
+        torch.cuda.synchronize()
+        err = relnorm(c, out_ref)
+        if err > 1e-2:
+            return err
+        t, _ = gpu_time(run, reps=5)
+        bench_entry(name, [M, N, K], t, t_r, ref_name, err,
+                    {"tflops_ours": flops / t / 1e12, "tflops_ref": flops / t_r / 1e12, "wgmma": wg, **extra}, kc=kc)
+        return err
+
+    # the mma.sync lowering's best configuration of run 8, same process
+    try:
+        row("gemm_bf16_4096_mma_sync 128x128x32/128/s4", G.matmul(M, N, K, block_M=128, block_N=128, block_K=32,
+            num_stages=4, threads=128, dtype="bfloat16", out_dtype="float32"), (a, b), ref, t_ref,
+            "torch.matmul bf16", False, {"ref_err": err_t})
+    except Exception as ex:  # noqa: BLE001
+        fail(f"wgmma bench mma.sync row: {type(ex).__name__}: {ex}")
+    for bm, bn, bk, st, th, tb in BF16[:2] if quick else BF16:
+        v = dict(block_M=bm, block_N=bn, block_K=bk, num_stages=st, threads=th)
+        name = f"gemm_bf16_4096_wgmma {bm}x{bn}x{bk}/{th}/s{st}{'/NT' if tb else ''}"
+        try:
+            k = G.matmul(M, N, K, dtype="bfloat16", out_dtype="float32", trans_B=tb, **v)
+            args = (a, bt) if tb else (a, b)
+            extra = {"ref_err": err_t, "config": v, "trans_B": tb, "mn_lbo_is_region": WL.MN_LBO_IS_REGION}
+            err = row(name, k, args, ref, t_ref, "torch.matmul bf16", True, extra)
+            if err > 1e-2 and not tb:
+                log(f"{name}: rel. error {err:.3g} with MN_LBO_IS_REGION={WL.MN_LBO_IS_REGION}; trying the other")
+                WL.MN_LBO_IS_REGION = not WL.MN_LBO_IS_REGION
+                extra["mn_lbo_is_region"] = WL.MN_LBO_IS_REGION
+                err = row(name, G.matmul(M, N, K, dtype="bfloat16", out_dtype="float32", **v), args, ref, t_ref,
+                          "torch.matmul bf16", True, extra)
+            if err > 1e-2:
+                fail(f"{name}: wrong result, rel. error {err:.3g}")
+        except Exception as ex:  # noqa: BLE001
+            fail(f"wgmma bench {name}: {type(ex).__name__}: {ex}")
+
+    a8 = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
+    b8 = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn)
+    one = torch.ones((), device="cuda", dtype=torch.float32)
+
+    def ref8():
+        return torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+    r8 = a8.double() @ b8.double().t()
+    t8, _ = gpu_time(ref8, reps=10)
+    err8 = relnorm(ref8(), r8)
+    for bm, bn, bk, st, th in FP8[:2] if quick else FP8:
+        v = dict(block_M=bm, block_N=bn, block_K=bk, num_stages=st, threads=th)
+        name = f"gemm_fp8_e4m3_4096_wgmma {bm}x{bn}x{bk}/{th}/s{st}"
+        try:
+            err = row(name, fp8_matmul(M, N, K, **v), (a8, b8), r8, t8, "torch._scaled_mm e4m3 (unit scales, bf16 out)",
+                      True, {"ref_err": err8, "config": v, "out_dtype": "bfloat16"})
+            if err > 1e-2:
+                fail(f"{name}: wrong result, rel. error {err:.3g}")
+        except Exception as ex:  # noqa: BLE001
+            fail(f"wgmma bench {name}: {type(ex).__name__}: {ex}")
