@@ -133,13 +133,30 @@ def acc_hyps():
 
 
 # ------------------------------------------------------------------------------------------ kernels
-def kernel_source(a, b, n, ta, tb, nk) -> tuple[str, str]:
-    name = wgmma_name(a, b, n, bool(ta), bool(tb))
+def kernel_source(a, b, n, ta, tb, nk, mode="full") -> tuple[str, str]:
+    """``mode``: ``full``; ``harness`` (no wgmma instruction at all); ``fence`` (fence/commit/wait only);
+    ``dyn`` (dynamic shared memory); ``imm`` (scale-d an immediate instead of a predicate); ``const`` (the
+    128-byte-swizzle K-major offsets as literals, unrolled: no descriptor value comes from memory)."""
+    name = wgmma_name(a, b, n, bool(ta), bool(tb)) + ("_imm" if mode == "imm" else "")
     nr = n // 2
     stores = "\n".join(f"    out[tid * {nr} + {i}] = acc[{reg_slot(i, n)}]" for i in range(nr))
+    decl = ("cuda.shared.array(0, uint8, alignment=1024)" if mode == "dyn"
+            else f"cuda.shared.array({SMEM}, uint8, alignment=1024)")
+    call = {"harness": "pass", "fence": "pass"}.get(mode, f"{name}(da, db, acc, 0)")
+    sync = "" if mode == "harness" else "_wg_fence()"
+    done = "" if mode == "harness" else "_wg_commit()\n    _wg_wait0()"
+    if mode == "const":  # K-major 128-byte swizzle only: 32 bytes per step, every offset a literal, unrolled
+        body = "\n".join(f"    {name}((((base + uint64({32 * s})) & uint64(0x3FFFF)) >> uint64(4)) | uint64(hiA), "
+                         f"(((base + uint64({B_OFF + 32 * s})) & uint64(0x3FFFF)) >> uint64(4)) | uint64(hiB), acc, 0)"
+                         for s in range(nk))
+    else:
+        body = f"""    for s in range({nk}):
+        da = (((base + uint64(offA[s])) & uint64(0x3FFFF)) >> uint64(4)) | uint64(hiA)
+        db = (((base + uint64({B_OFF}) + uint64(offB[s])) & uint64(0x3FFFF)) >> uint64(4)) | uint64(hiB)
+        {call}"""
     src = f"""
 def probe(imgA, imgB, na, nb, offA, offB, hiA, hiB, out):
-    sm = cuda.shared.array({SMEM}, uint8, alignment=1024)
+    sm = {decl}
     tid = cuda.threadIdx.x
     for i in range(tid, na, 128):
         sm[i] = imgA[i]
@@ -151,13 +168,9 @@ def probe(imgA, imgB, na, nb, offA, offB, hiA, hiB, out):
     acc = cuda.local.array({nr}, float32)
     for i in range({nr}):
         acc[i] = float32(0.0)
-    _wg_fence()
-    for s in range({nk}):
-        da = (((base + uint64(offA[s])) & uint64(0x3FFFF)) >> uint64(4)) | uint64(hiA)
-        db = (((base + uint64({B_OFF}) + uint64(offB[s])) & uint64(0x3FFFF)) >> uint64(4)) | uint64(hiB)
-        {name}(da, db, acc, 0)
-    _wg_commit()
-    _wg_wait0()
+    {sync}
+{body}
+    {done}
 {stores}
 """
     return name, src
@@ -256,96 +269,132 @@ class _HostArray:
         return self.host.copy()
 
 
-def run_device(out_path: Path, model: bool = False):
-    if model:
-        cuda = None
-        res = {"device": "model (tilesim.backends.cuda.wgmma_sim)", "cc": [], "variants": [], "summary": {},
-               "rate": [], "errors": []}
-    else:
+#: the isolation ladder, run first (each step in its own process on the device): (name, mode, hypothesis pairs)
+LADDER = [("harness", "harness", [("sw128", "sw128")]), ("fence_only", "fence", [("sw128", "sw128")]),
+          ("one_sw128", "full", [("sw128", "sw128")]), ("one_sw128_dynamic_smem", "dyn", [("sw128", "sw128")]),
+          ("one_sw128_scale_d_immediate", "imm", [("sw128", "sw128")]),
+          ("one_sw128_literal_offsets", "const", [("sw128", "sw128")]),
+          ("one_interleave", "full", [("int_kfast_isa", "int_kfast_isa")])]
+
+
+def steps() -> list:
+    """Every probe step: the ladder (bf16 m64n64k16, A and B K-major, K = 64), each kernel, each rate test."""
+    out = [dict(kind="kernel", name=nm, a="bf16", b="bf16", n=64, ta=0, tb=0, K=64, mode=mode, pairs=pairs)
+           for nm, mode, pairs in LADDER]
+    out += [dict(kind="kernel", name=f"{a}.{b} n{n} ta{ta} tb{tb} K{K}", a=a, b=b, n=n, ta=ta, tb=tb, K=K, mode="full",
+                 pairs=None) for a, b, n, ta, tb, K in KERNELS]
+    out += [dict(kind="rate", name=f"rate {a} n{n} x{nwg}wg", a=a, b=b, n=n, nwg=nwg) for a, b, n, nwg in RATES]
+    return out
+
+
+def one_kernel(cuda, st: dict, model: bool = False) -> dict:
+    """Run one probe kernel over its hypothesis pairs: ``{"step", "matches", "rows", "compile_s"}``."""
+    a, b, n, ta, tb, K, mode = st["a"], st["b"], st["n"], st["ta"], st["tb"], st["K"], st["mode"]
+    rng = np.random.default_rng(0)
+    e, ha, hb = variants(a, b, n, ta, tb, K)
+    nk = K * e // 32
+    name, src = kernel_source(a, b, n, ta, tb, nk, mode)
+    t0 = time.time()
+    fn = _ModelDevice(a, b, n, ta, tb, nk) if model else cuda.jit(PROBE_SIG)(build(src, "probe", [name]))
+    ctime = time.time() - t0
+    A = rng.integers(-2, 3, size=(64, K)).astype(np.float32)
+    Bt = rng.integers(-2, 3, size=(n, K)).astype(np.float32)  # B^T: N x K
+    D = A.astype(np.float64) @ Bt.T.astype(np.float64)
+    abits, bbits = _bits(A, a), _bits(Bt, b)
+    out = _HostArray(128 * n // 2) if model else cuda.device_array(128 * n // 2, np.float32)
+    amaps = {an: tuple(np.array([[f(tid, i)[x] for i in range(n // 2)] for tid in range(128)]) for x in (0, 1))
+             for an, f in acc_hyps().items()}
+    pairs = st["pairs"] or [(x, y) for x in ha for y in hb]
+    matches, rows = [], []
+    for hA, hB in pairs:
+        vA, vB = ha[hA], hb[hB]
+        ia, ib = image(abits, vA[0], B_OFF), image(bbits, vB[0], SMEM - B_OFF)
+        offA = np.array([vA[1](s) for s in range(nk)], np.int32)
+        offB = np.array([vB[1](s) for s in range(nk)], np.int32)
+        hiA = np.uint64(WL.desc_hi(vA[2], vA[3], vA[4]))
+        hiB = np.uint64(WL.desc_hi(vB[2], vB[3], vB[4]))
+        print(f"launch {st['name']} {hA} x {hB}", file=sys.stderr, flush=True)
+        if mode == "dyn" and not model:
+            fn[1, 128, 0, SMEM](ia, ib, len(ia), len(ib), offA, offB, hiA, hiB, out)
+        else:
+            fn[1, 128](ia, ib, len(ia), len(ib), offA, offB, hiA, hiB, out)
+        raw = out.copy_to_host().reshape(128, n // 2)
+        row = {"A": hA, "B": hB}
+        for an, (rr, cc) in amaps.items():
+            got = np.zeros_like(D)
+            got[rr, cc] = raw
+            err = float(np.abs(got - D).max())
+            row[f"acc_{an}_maxerr"] = err
+            if err == 0.0:
+                row["match"] = an
+                matches.append([hA, hB, an])
+        if "match" not in row:
+            row["raw_head"] = raw[:2, :8].tolist()
+        rows.append(row)
+    return {"step": st["name"], "mode": mode, "compile_s": round(ctime, 2), "matches": matches, "rows": rows}
+
+
+def one_rate(cuda, st: dict) -> dict:
+    a, b, n, nwg = st["a"], st["b"], st["n"], st["nwg"]
+    e = 1 if a == "e4m3" else 2
+    nk, iters = 4, 2048
+    name, src = rate_source(a, b, n, nwg, nk, iters)
+    fn = cuda.jit(RATE_SIG)(build(src, "rate", [name]))
+    hi = np.uint64(WL.desc_hi(*WL.kmajor_lbo_sbo(128), WL.SWIZZLE_MODE[128]))
+    blocks = cuda.get_current_device().MULTIPROCESSOR_COUNT * 2
+    out = cuda.device_array(blocks * 128 * nwg, np.float32)
+    fn[blocks, 128 * nwg](hi, hi, out)
+    cuda.synchronize()
+    ts = []
+    for _ in range(5):
+        s0, s1 = cuda.event(), cuda.event()
+        s0.record()
+        fn[blocks, 128 * nwg](hi, hi, out)
+        s1.record()
+        s1.synchronize()
+        ts.append(cuda.event_elapsed_time(s0, s1) * 1e-3)
+    t = float(np.median(ts))
+    flop = blocks * nwg * iters * nk * 2 * 64 * n * (32 // e)
+    return {"step": st["name"], "blocks": blocks, "ms": t * 1e3, "tflops": flop / t / 1e12}
+
+
+def run_step(st: dict, model: bool = False) -> dict:
+    cuda = None
+    if not model:
         from tilesim.backends.cuda.caps import cuda_module
         cuda = cuda_module()
-        dev = cuda.get_current_device()
-        res = {"device": dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name),
-               "cc": list(dev.compute_capability), "variants": [], "summary": {}, "rate": [], "errors": []}
-    res["date"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    rng = np.random.default_rng(0)
+    return one_rate(cuda, st) if st["kind"] == "rate" else one_kernel(cuda, st, model)
 
-    def save():
+
+def run_device(out_path: Path, model: bool = False, isolate: bool = True) -> dict:
+    """Every step, each in its own process unless ``model`` or not ``isolate`` (a fault then costs one step)."""
+    res = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "steps": [], "faults": []}
+    if not model:
+        from tilesim.backends.cuda.caps import cuda_module
+        dev = cuda_module().get_current_device() if not isolate else None
+        res["device"] = str(dev.name) if dev is not None else "see the steps' processes"
+    for st in steps():
+        if model and st["kind"] == "rate":
+            continue
+        if model or not isolate:
+            try:
+                res["steps"].append(run_step(st, model))
+            except Exception as ex:  # noqa: BLE001
+                res["faults"].append({"step": st["name"], "error": f"{type(ex).__name__}: {ex}"[:1500]})
+        else:
+            try:
+                r = subprocess.run([sys.executable, os.path.abspath(__file__), "--step", json.dumps(st)],
+                                   capture_output=True, text=True, timeout=240)
+                line = [x for x in r.stdout.splitlines() if x.startswith("{")]
+                if r.returncode == 0 and line:
+                    res["steps"].append(json.loads(line[-1]))
+                else:
+                    res["faults"].append({"step": st["name"], "rc": r.returncode,
+                                          "last_launch": [x for x in r.stderr.splitlines() if x.startswith("launch")][-1:],
+                                          "stderr": r.stderr[-1200:]})
+            except subprocess.TimeoutExpired:
+                res["faults"].append({"step": st["name"], "error": "timeout"})
         out_path.write_text(json.dumps(res, indent=1))
-
-    for a, b, n, ta, tb, K in KERNELS:
-        key = f"{a}.{b} n{n} ta{ta} tb{tb} K{K}"
-        try:
-            e, ha, hb = variants(a, b, n, ta, tb, K)
-            nk = K * e // 32
-            name, src = kernel_source(a, b, n, ta, tb, nk)
-            t0 = time.time()
-            fn = _ModelDevice(a, b, n, ta, tb, nk) if model else cuda.jit(PROBE_SIG)(build(src, "probe", [name]))
-            ctime = time.time() - t0
-            A = rng.integers(-2, 3, size=(64, K)).astype(np.float32)
-            Bt = rng.integers(-2, 3, size=(n, K)).astype(np.float32)  # B^T: N x K
-            D = A.astype(np.float64) @ Bt.T.astype(np.float64)
-            abits, bbits = _bits(A, a), _bits(Bt, b)
-            out = _HostArray(128 * n // 2) if model else cuda.device_array(128 * n // 2, np.float32)
-            matches = []
-            amaps = {an: tuple(np.array([[f(tid, i)[x] for i in range(n // 2)] for tid in range(128)])
-                               for x in (0, 1)) for an, f in acc_hyps().items()}
-            imgs_a = {h: image(abits, v[0], B_OFF) for h, v in ha.items()}
-            imgs_b = {h: image(bbits, v[0], SMEM - B_OFF) for h, v in hb.items()}
-            for hA, vA in ha.items():
-                for hB, vB in hb.items():
-                    offA = np.array([vA[1](s) for s in range(nk)], np.int32)
-                    offB = np.array([vB[1](s) for s in range(nk)], np.int32)
-                    hiA = np.uint64(WL.desc_hi(vA[2], vA[3], vA[4]))
-                    hiB = np.uint64(WL.desc_hi(vB[2], vB[3], vB[4]))
-                    fn[1, 128](imgs_a[hA], imgs_b[hB], len(imgs_a[hA]), len(imgs_b[hB]), offA, offB, hiA, hiB, out)
-                    raw = out.copy_to_host().reshape(128, n // 2)
-                    row = {"kernel": key, "A": hA, "B": hB}
-                    for an, (rr, cc) in amaps.items():
-                        got = np.zeros_like(D)
-                        got[rr, cc] = raw
-                        err = float(np.abs(got - D).max())
-                        row[f"acc_{an}_maxerr"] = err
-                        if err == 0.0:
-                            row["match"] = an
-                            matches.append([hA, hB, an])
-                    if "match" not in row:
-                        row["raw_head"] = raw[:2, :8].tolist()
-                    res["variants"].append(row)
-            res["summary"][key] = {"compile_s": round(ctime, 2), "matches": matches}
-        except Exception as ex:  # noqa: BLE001 - recorded, next kernel
-            res["errors"].append(f"{key}: {type(ex).__name__}: {ex}"[:2000])
-        save()
-
-    if model:
-        return res
-    nsm = dev.MULTIPROCESSOR_COUNT
-    for a, b, n, nwg in RATES:
-        key = f"{a} n{n} x{nwg}wg"
-        try:
-            e = 1 if a == "e4m3" else 2
-            nk, iters = 4, 2048
-            name, src = rate_source(a, b, n, nwg, nk, iters)
-            fn = cuda.jit(RATE_SIG)(build(src, "rate", [name]))
-            hi = np.uint64(WL.desc_hi(*WL.kmajor_lbo_sbo(128), WL.SWIZZLE_MODE[128]))
-            blocks = nsm * 2
-            out = cuda.device_array(blocks * 128 * nwg, np.float32)
-            fn[blocks, 128 * nwg](hi, hi, out)
-            cuda.synchronize()
-            ts = []
-            for _ in range(5):
-                s0, s1 = cuda.event(), cuda.event()
-                s0.record()
-                fn[blocks, 128 * nwg](hi, hi, out)
-                s1.record()
-                s1.synchronize()
-                ts.append(cuda.event_elapsed_time(s0, s1) * 1e-3)
-            t = float(np.median(ts))
-            flop = blocks * nwg * iters * nk * 2 * 64 * n * (32 // e)
-            res["rate"].append({"what": key, "blocks": blocks, "ms": t * 1e3, "tflops": flop / t / 1e12})
-        except Exception as ex:  # noqa: BLE001
-            res["errors"].append(f"rate {key}: {type(ex).__name__}: {ex}"[:2000])
-        save()
     return res
 
 
@@ -394,19 +443,25 @@ def main(argv=None):
     ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "wgmma_probe.json"))
     ap.add_argument("--ptx-only", metavar="DIR")
     ap.add_argument("--model", action="store_true", help="run the correctness part against the NumPy model (no GPU)")
+    ap.add_argument("--step", help="(internal) run one step given as JSON and print its result")
+    ap.add_argument("--in-process", action="store_true", help="do not isolate the steps in subprocesses")
     a = ap.parse_args(argv)
+    if a.step:
+        print(json.dumps(run_step(json.loads(a.step))), flush=True)
+        return 0
     if a.ptx_only:
         rows = ptx_only(Path(a.ptx_only))
         bad = [k for k, v in rows.items() if v["ptxas_rc"] or not (v.get("hgmma") or v.get("qgmma"))]
         print("all assemble with HGMMA/QGMMA" if not bad else f"problems: {bad}")
         return 1 if bad else 0
-    res = run_device(Path(a.out), model=a.model)
-    for k, v in res["summary"].items():
-        print(f"{k:32s} {len(v['matches']):3d} matches: {v['matches'][:12]}")
-    for r in res["rate"]:
-        print(f"rate {r['what']:20s} {r['ms']:8.3f} ms {r['tflops']:7.1f} TFLOP/s")
-    for e in res["errors"]:
-        print("ERROR", e)
+    res = run_device(Path(a.out), model=a.model, isolate=not a.in_process)
+    for r in res["steps"]:
+        if "matches" in r:
+            print(f"{r['step']:36s} {len(r['matches']):3d} matches: {r['matches'][:10]}")
+        else:
+            print(f"{r['step']:36s} {r['ms']:8.3f} ms {r['tflops']:7.1f} TFLOP/s")
+    for f in res["faults"]:
+        print("FAULT", json.dumps(f)[:600])
     return 0
 
 

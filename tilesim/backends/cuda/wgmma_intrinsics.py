@@ -24,6 +24,8 @@ back; with constant slot indices NVVM keeps the local array in registers (checke
 
 from __future__ import annotations
 
+import os
+
 from ...optional import require
 from .caps import numba_types
 
@@ -52,11 +54,14 @@ def reg_slot(i: int, n: int) -> int:
 
 
 def _parse(name: str):
-    _, _, a, b, n, t = name.split("_")
-    return a, b, int(n[1:]), t[0] == "1", t[1] == "1"
+    """(a, b, n, trans_a, trans_b, imm) of a ``_wgmma_*`` name (``_imm``: scale-d written as an immediate, the
+    probe's variant)."""
+    parts = name.split("_")
+    _, _, a, b, n, t = parts[:6]
+    return a, b, int(n[1:]), t[0] == "1", t[1] == "1", parts[6:] == ["imm"]
 
 
-def _make_wgmma(a: str, b: str, n: int, ta: bool, tb: bool):
+def _make_wgmma(a: str, b: str, n: int, ta: bool, tb: bool, imm: bool = False):
     ir = require("llvmlite.ir", "the CUDA backend")
     types = numba_types()
     intrinsic = require("numba.cuda.extending", "the CUDA backend").intrinsic
@@ -70,7 +75,10 @@ def _make_wgmma(a: str, b: str, n: int, ta: bool, tb: bool):
     nr = n // 2
     k = 32 if fp8 else 16
     regs = ", ".join(f"${i}" for i in range(nr))
-    tail = "p, 1, 1;" if fp8 else f"p, 1, 1, {int(ta)}, {int(tb)};"
+    # scale-d: a predicate set from a register (as CUTLASS writes it) or, with TILESIM_WGMMA_SCALE_D=imm (or a
+    # ``_imm`` name, the probe's variant), the immediate 1
+    sd = "1" if imm or os.environ.get("TILESIM_WGMMA_SCALE_D", "") == "imm" else "p"
+    tail = f"{sd}, 1, 1;" if fp8 else f"{sd}, 1, 1, {int(ta)}, {int(tb)};"
     text = ("{ .reg .pred p; setp.ne.b32 p, $" + str(nr + 2) + ", 0; "
             f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{a}.{b} {{{regs}}}, ${nr}, ${nr + 1}, {tail} }}")
     cons = ",".join(["=f"] * nr + ["l", "l", "r"] + [str(i) for i in range(nr)])

@@ -149,7 +149,7 @@ def sim_wgmma_namespace() -> dict:
         return int(me.threadIdx.x) % 128
 
     def make(name):
-        a, b, n, ta, tb = _parse(name)
+        a, b, n, ta, tb, _imm = _parse(name)
 
         def run(da, db, acc, o0, tid):
             with lock:
