@@ -145,6 +145,22 @@ def kernel_source(a, b, n, ta, tb, nk, mode="full") -> tuple[str, str]:
     call = {"harness": "pass", "fence": "pass"}.get(mode, f"{name}(da, db, acc, 0)")
     sync = "" if mode == "harness" else "_wg_fence()"
     done = "" if mode == "harness" else "_wg_commit()\n    _wg_wait0()"
+    if mode == "cpp":  # the C++ reference (cpp_source): registers stored by the C++ side through out_addr
+        src = f"""
+def probe(imgA, imgB, na, nb, offA, offB, hiA, hiB, out, out_addr):
+    sm = cuda.shared.array({SMEM}, uint8, alignment=1024)
+    tid = cuda.threadIdx.x
+    for i in range(tid, na, 128):
+        sm[i] = imgA[i]
+    for i in range(tid, nb, 128):
+        sm[{B_OFF} + i] = imgB[i]
+    _fence_async_smem()
+    cuda.syncthreads()
+    base = uint64(_smem_u32(sm, 0))
+    wg_cpp(((base & uint64(0x3FFFF)) >> uint64(4)) | uint64(hiA),
+           (((base + uint64({B_OFF})) & uint64(0x3FFFF)) >> uint64(4)) | uint64(hiB), out_addr)
+"""
+        return "wg_cpp", src
     if mode == "const":  # K-major 128-byte swizzle only: 32 bytes per step, every offset a literal, unrolled
         body = "\n".join(f"    {name}((((base + uint64({32 * s})) & uint64(0x3FFFF)) >> uint64(4)) | uint64(hiA), "
                          f"(((base + uint64({B_OFF + 32 * s})) & uint64(0x3FFFF)) >> uint64(4)) | uint64(hiB), acc, 0)"
@@ -207,17 +223,49 @@ def rate(hiA, hiB, out):
     return name, src
 
 
-def build(src: str, fname: str, wg_names):
+def build(src: str, fname: str, wg_names, cpp: str | None = None):
     from numba import float32, uint8, uint64
 
     from tilesim.backends.cuda.caps import cuda_module
     cuda = cuda_module()
-    ns = wgmma_namespace(wg_names)
+    ns = wgmma_namespace([x for x in wg_names if x.startswith("_wgmma_")])
+    if cpp is not None:
+        ns["wg_cpp"] = cuda.declare_device("wg_cpp", "int32(uint64, uint64, uint64)", link=cuda.CUSource(cpp))
     ns.update(cuda=cuda, uint8=uint8, uint64=uint64, float32=float32)
     exec(compile(src, f"<wgmma_probe {fname}>", "exec"), ns)
     return ns[fname]
 
 
+def cpp_source(n: int, nk: int) -> str:
+    """CUDA C++ (linked through NVRTC, ``cuda.CUSource``) doing what the ``const`` kernel does — ``nk`` bf16
+    ``m64n<n>k16`` steps on K-major 128-byte-swizzled operands, the start moving 32 bytes a step — written as
+    C++ inline assembly: the ladder's reference for numba's ``InlineAsm`` path."""
+    nr = n // 2
+    regs = ", ".join(f"%{i}" for i in range(nr))
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(nr))
+    return f"""
+extern "C" __device__ int wg_cpp(int* ret, unsigned long long da, unsigned long long db, unsigned long long out) {{
+  float d[{nr}];
+  for (int i = 0; i < {nr}; ++i) d[i] = 0.f;
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+  for (int s = 0; s < {nk}; ++s) {{
+    unsigned long long a = da + 2ull * s, b = db + 2ull * s;
+    asm volatile("{{ wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{{regs}}}, %{nr}, %{nr + 1}, 1, 1, 1, 0, 0; }}"
+                 : {outs} : "l"(a), "l"(b));
+  }}
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  float* o = reinterpret_cast<float*>(out);
+  int t = threadIdx.x;
+  for (int i = 0; i < {nr}; ++i) o[t * {nr} + i] = d[i];
+  *ret = 0;
+  return 0;
+}}
+"""
+
+
+PROBE_CPP_SIG = ("void(uint8[::1], uint8[::1], int64, int64, int32[::1], int32[::1], uint64, uint64, float32[::1], "
+                 "uint64)")
 PROBE_SIG = "void(uint8[::1], uint8[::1], int64, int64, int32[::1], int32[::1], uint64, uint64, float32[::1])"
 RATE_SIG = "void(uint64, uint64, float32[::1])"
 
@@ -274,6 +322,7 @@ LADDER = [("harness", "harness", [("sw128", "sw128")]), ("fence_only", "fence", 
           ("one_sw128", "full", [("sw128", "sw128")]), ("one_sw128_dynamic_smem", "dyn", [("sw128", "sw128")]),
           ("one_sw128_scale_d_immediate", "imm", [("sw128", "sw128")]),
           ("one_sw128_literal_offsets", "const", [("sw128", "sw128")]),
+          ("one_sw128_cuda_cpp", "cpp", [("sw128", "sw128")]),
           ("one_interleave", "full", [("int_kfast_isa", "int_kfast_isa")])]
 
 
@@ -295,7 +344,12 @@ def one_kernel(cuda, st: dict, model: bool = False) -> dict:
     nk = K * e // 32
     name, src = kernel_source(a, b, n, ta, tb, nk, mode)
     t0 = time.time()
-    fn = _ModelDevice(a, b, n, ta, tb, nk) if model else cuda.jit(PROBE_SIG)(build(src, "probe", [name]))
+    if model:
+        fn = _ModelDevice(a, b, n, ta, tb, nk)
+    elif mode == "cpp":
+        fn = cuda.jit(PROBE_CPP_SIG)(build(src, "probe", [], cpp_source(n, nk)))
+    else:
+        fn = cuda.jit(PROBE_SIG)(build(src, "probe", [name]))
     ctime = time.time() - t0
     A = rng.integers(-2, 3, size=(64, K)).astype(np.float32)
     Bt = rng.integers(-2, 3, size=(n, K)).astype(np.float32)  # B^T: N x K
@@ -316,6 +370,8 @@ def one_kernel(cuda, st: dict, model: bool = False) -> dict:
         print(f"launch {st['name']} {hA} x {hB}", file=sys.stderr, flush=True)
         if mode == "dyn" and not model:
             fn[1, 128, 0, SMEM](ia, ib, len(ia), len(ib), offA, offB, hiA, hiB, out)
+        elif mode == "cpp" and not model:
+            fn[1, 128](ia, ib, len(ia), len(ib), offA, offB, hiA, hiB, out, np.uint64(out.device_ctypes_pointer.value))
         else:
             fn[1, 128](ia, ib, len(ia), len(ib), offA, offB, hiA, hiB, out)
         raw = out.copy_to_host().reshape(128, n // 2)
