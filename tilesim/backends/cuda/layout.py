@@ -598,12 +598,17 @@ def _place_once(launch, nt, frags, forced, accumulator=None):
     return pl
 
 
+#: False: every fragment operand of a gemm goes through shared memory, as before register operands
+#: (``benchmarks/gpu_run.py --only tc`` times flash attention both ways in one process)
+REGISTER_A = True
+
+
 def _register_a_candidate(g: N.Gemm, frags) -> bool:
     """Whether fragment operand ``A`` of gemm ``g`` may stay in registers on tensor cores: a whole 2-D fp16/bf16
     fragment (not transposed) multiplied with a B of its dtype into a float32 register accumulator. The
     accumulator function then decides (``reg_a=True``: all warps along M, K a multiple of 16)."""
     a = g.a.buffer
-    return (not g.trans_a and a.ndim == 2 and is_full_region(g.a) and a.dtype in ("float16", "bfloat16")
+    return (REGISTER_A and not g.trans_a and a.ndim == 2 and is_full_region(g.a) and a.dtype in ("float16", "bfloat16")
             and g.b.buffer.dtype == a.dtype and g.c.buffer.uid in frags and g.c.buffer.dtype == "float32")
 
 
