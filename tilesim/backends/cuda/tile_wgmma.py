@@ -164,7 +164,10 @@ def wgmma_planner(launch: N.Launch, records: dict):
     if launch.thread_vars:
         bad = None
 
-    def accumulator(g, M, Nn, nthreads, in_shared, full_row=False):
+    def accumulator(g, M, Nn, nthreads, in_shared, full_row=False, reg_a=False):
+        if reg_a:  # operand A kept in registers (mma.sync only): not a wgmma candidate
+            records.pop(id(g), None)
+            return ML.tensor_core_accumulator(g, M, Nn, nthreads, in_shared, full_row, reg_a=True)
         plan = plan_wgmma(g, M, Nn, nthreads, bad, gemm_uses) if bad is not None else "per-thread code"
         if isinstance(plan, WgmmaPlan) and ML.mma_shape_ok(M, Nn, plan.K, nthreads, g.a.buffer.dtype,
                                                             g.b.buffer.dtype, "float32", (nthreads // 32, 1)) is None \
