@@ -12,11 +12,10 @@ once and the row records which one was right (``mn_lbo_is_region``). Called by `
 from __future__ import annotations
 
 #: bf16 (block_M, block_N, block_K, num_stages, threads, trans_B); the first two also run with --quick
-BF16 = [(128, 128, 64, 3, 128, False), (128, 256, 64, 3, 256, False), (128, 128, 64, 4, 128, False),
-        (128, 256, 64, 4, 256, False), (128, 128, 64, 4, 256, False), (128, 128, 64, 3, 128, True),
-        (128, 256, 64, 3, 256, True)]
+BF16 = [(128, 128, 64, 4, 256, False), (128, 128, 64, 3, 128, False), (128, 256, 64, 3, 256, False),
+        (128, 128, 64, 3, 256, False), (128, 128, 64, 4, 256, True), (128, 256, 64, 3, 256, True)]
 #: fp8 e4m3 (block_M, block_N, block_K, num_stages, threads)
-FP8 = [(128, 128, 128, 3, 128), (128, 256, 128, 3, 256), (128, 128, 128, 4, 128), (128, 128, 128, 4, 256)]
+FP8 = [(128, 128, 128, 3, 128), (128, 128, 128, 4, 256), (128, 256, 128, 3, 256), (128, 128, 128, 3, 256)]
 
 
 def bench_wgmma(quick, prepared, gpu_time, relnorm, bench_entry, fail, log):
