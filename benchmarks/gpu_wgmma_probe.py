@@ -326,13 +326,19 @@ LADDER = [("harness", "harness", [("sw128", "sw128")]), ("fence_only", "fence", 
           ("one_interleave", "full", [("int_kfast_isa", "int_kfast_isa")])]
 
 
-def steps() -> list:
+#: ``--quick``: the kernels and rates kept (indices into KERNELS / RATES)
+QUICK_KERNELS, QUICK_RATES = (0, 3, 4, 7), (1, 3)
+
+
+def steps(quick: bool = False) -> list:
     """Every probe step: the ladder (bf16 m64n64k16, A and B K-major, K = 64), each kernel, each rate test."""
+    kern = [KERNELS[i] for i in QUICK_KERNELS] if quick else KERNELS
+    rates = [RATES[i] for i in QUICK_RATES] if quick else RATES
     out = [dict(kind="kernel", name=nm, a="bf16", b="bf16", n=64, ta=0, tb=0, K=64, mode=mode, pairs=pairs)
            for nm, mode, pairs in LADDER]
     out += [dict(kind="kernel", name=f"{a}.{b} n{n} ta{ta} tb{tb} K{K}", a=a, b=b, n=n, ta=ta, tb=tb, K=K, mode="full",
-                 pairs=None) for a, b, n, ta, tb, K in KERNELS]
-    out += [dict(kind="rate", name=f"rate {a} n{n} x{nwg}wg", a=a, b=b, n=n, nwg=nwg) for a, b, n, nwg in RATES]
+                 pairs=None) for a, b, n, ta, tb, K in kern]
+    out += [dict(kind="rate", name=f"rate {a} n{n} x{nwg}wg", a=a, b=b, n=n, nwg=nwg) for a, b, n, nwg in rates]
     return out
 
 
@@ -422,14 +428,14 @@ def run_step(st: dict, model: bool = False) -> dict:
     return one_rate(cuda, st) if st["kind"] == "rate" else one_kernel(cuda, st, model)
 
 
-def run_device(out_path: Path, model: bool = False, isolate: bool = True) -> dict:
+def run_device(out_path: Path, model: bool = False, isolate: bool = True, quick: bool = False) -> dict:
     """Every step, each in its own process unless ``model`` or not ``isolate`` (a fault then costs one step)."""
     res = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "steps": [], "faults": []}
     if not model:
         from tilesim.backends.cuda.caps import cuda_module
         dev = cuda_module().get_current_device() if not isolate else None
         res["device"] = str(dev.name) if dev is not None else "see the steps' processes"
-    for st in steps():
+    for st in steps(quick):
         if model and st["kind"] == "rate":
             continue
         if model or not isolate:
@@ -501,6 +507,8 @@ def main(argv=None):
     ap.add_argument("--model", action="store_true", help="run the correctness part against the NumPy model (no GPU)")
     ap.add_argument("--step", help="(internal) run one step given as JSON and print its result")
     ap.add_argument("--in-process", action="store_true", help="do not isolate the steps in subprocesses")
+    ap.add_argument("--quick", action="store_true", help="the ladder, 4 kernels (K-major, N-major B, M-major A, e4m3), "
+                                                         "2 rate tests")
     a = ap.parse_args(argv)
     if a.step:
         print(json.dumps(run_step(json.loads(a.step))), flush=True)
@@ -510,7 +518,7 @@ def main(argv=None):
         bad = [k for k, v in rows.items() if v["ptxas_rc"] or not (v.get("hgmma") or v.get("qgmma"))]
         print("all assemble with HGMMA/QGMMA" if not bad else f"problems: {bad}")
         return 1 if bad else 0
-    res = run_device(Path(a.out), model=a.model, isolate=not a.in_process)
+    res = run_device(Path(a.out), model=a.model, isolate=not a.in_process, quick=a.quick)
     for r in res["steps"]:
         if "matches" in r:
             print(f"{r['step']:36s} {len(r['matches']):3d} matches: {r['matches'][:10]}")
