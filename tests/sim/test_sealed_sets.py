@@ -47,6 +47,21 @@ def test_fifth_set_is_large_mixed_and_new():
     assert {"moe_routing", "decode_attention", "dsa_indexer", "dsa_topk", "dsa_attention", "gemm_256t"} <= kinds
 
 
+def test_sixth_set_is_large_mixed_and_new():
+    sixth = V.config_set("sixth")
+    assert len(sixth) >= 45
+    assert len({c["kind"] for c in sixth}) >= 12
+    assert len({c["id"] for c in sixth}) == len(sixth)
+    earlier_sets = ("main", "fresh", "third", "fourth", "fifth")
+    earlier = {_key(c) for name in earlier_sets for c in V.config_set(name)}
+    assert not [c["id"] for c in sixth if _key(c) in earlier]
+    ids = {c["id"] for name in earlier_sets for c in V.config_set(name)}
+    assert not ids & {c["id"] for c in sixth}
+    kinds = {c["kind"] for c in sixth}
+    assert {"row_norm", "elementwise", "cast", "transpose", "skinny_gemm", "split_k", "decode_attention",
+            "gemm_256t", "flash_attention", "moe_routing", "dsa_indexer", "dsa_topk", "dsa_attention"} <= kinds
+
+
 @settings(max_examples=30, deadline=None)
 @given(n=st.integers(1, 12), total=st.integers(0, 60))
 def test_shards_partition_the_configurations(n, total):
