@@ -24,7 +24,7 @@ from ..ir.traverse import loads_in, regions, walk_stmts
 from .analyzer import Analyzer
 from .banks import conflict_bytes
 from .expr_rules import _Acc
-from .node_helpers import _core, _root, _scope, _size, single_stage
+from .node_helpers import _core, _root, _scope, _size, guarded_copy, single_stage
 from .program import GAccess, Op
 from .rule_tables import COST_RULES, ELEMENT_RULES
 
@@ -196,7 +196,7 @@ def _element_op(a: Analyzer, s, acc: _Acc, E: float, label: str) -> Op:
     if has_load:
         kind = "load"
         if p.async_copy and a.pipelined_depth and writes_shared and not has_store and not single_stage(a) and \
-                all(_scope(b) == "shared" for b in writes):
+                not guarded_copy(a) and not p.parallel_copies_sync and all(_scope(b) == "shared" for b in writes):
             kind = "async"
     elif has_store:
         kind = "store" if not acc.alu and not acc.sfu else "compute"
@@ -236,6 +236,7 @@ def _element_op(a: Analyzer, s, acc: _Acc, E: float, label: str) -> Op:
     if gtotal:
         op.work["global"] = gtotal
         op.latency = "global" if has_load else ""
+        op.gather = bool(has_load and acc.gather and p.gather_index_latency)
     if has_load:  # the loop's loads per thread are issued together (unrolled), as in a tile copy
         a.sync_load_bytes = max(a.sync_load_bytes, float(np.max(gload)) / max(1, a.threads))
     if writes_shared and p.sync_per_shared_write:

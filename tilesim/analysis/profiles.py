@@ -174,6 +174,22 @@ class LoweringProfile:
             copy engine and no producer warpgroup (TileLang 0.1.15's generated source of the DSA indexer at
             ``num_stages=1``: vector loads and stores by all 128 threads, ``__launch_bounds__(128, 1)``).
             Off: asynchronous copies in any pipelined loop.
+        parallel_copies_sync: a ``T.Parallel`` loop that loads global memory into shared memory is synchronous
+            (the block's threads load into registers and store) even inside a ``T.Pipelined`` loop: TileLang
+            0.1.15 makes only ``T.copy`` asynchronous (TMA, with a producer warpgroup); none of the 55 generated
+            sources of the fifth sealed set holds a ``cp.async``, and the paged-decode, MLA-decode and DSA sparse
+            kernels, whose pipelined loops load through ``T.Parallel`` (gathered through a block table or an index
+            list), run at ``__launch_bounds__(threads, 1)`` with no ``setmaxnreg`` (docs/simulator.md §3j).
+        guarded_copies_sync: a copy inside a ``T.Pipelined`` loop under an ``if`` that is not taken in every block
+            and iteration (evaluated over the blocks and sampled iterations; a hinted fraction counts as not
+            always) is synchronous, by the block's threads, and adds no producer warpgroup
+            (``node_helpers.guarded_copy``). Off: such copies are asynchronous as any other.
+        reduce_issue_all_threads: a cross-thread reduction's issue slots are those of every thread that shares
+            an output (``tile_rules._butterfly_slots``: ``outputs × P × (2·steps + steps through shared
+            memory)``), not one thread's. Off: ``outputs × 2 × steps``.
+        gather_index_latency: a synchronous ``T.Parallel`` load whose addresses read another global tensor (paged
+            KV through a block table, sparse attention through an index list) waits that index load's L2 latency
+            before its own (``Op.gather``, ``sim/engine``). Off: one memory latency.
     """
 
     name: str
@@ -224,6 +240,10 @@ class LoweringProfile:
     serial_block_launch: bool = False
     chain_latency: bool = False
     single_stage_sync: bool = False
+    parallel_copies_sync: bool = False
+    guarded_copies_sync: bool = False
+    reduce_issue_all_threads: bool = False
+    gather_index_latency: bool = False
     notes: tuple[str, ...] = field(default=())
 
     def matrix_dtype(self, dtype: str) -> str:
@@ -269,6 +289,10 @@ _PROFILES = {
         # 2026-12-02 (AJ, docs/simulator.md §3h): a core launches its blocks one at a time (the measured
         # block_launch_cycles is a rate); nothing fitted
         serial_block_launch=True,
+        # 2026-12-02 (AN, docs/simulator.md §3j): guarded_copies_sync + parallel_copies_sync make the producer
+        # decision match all 60 generated sources (tests/sim/test_lowering_facts.py); with gather_index_latency,
+        # reduce_issue_all_threads and chain_latency they were compared on the four unsealed sets and the split and
+        # left off: none lowered the mean p90 (their predictions for the sixth set are committed as variants)
         notes=("TileLang on Hopper: TMA copies + warp-specialised producer, wgmma for 16/8-bit operands",)),
     "numba": LoweringProfile(
         name="numba", gemm_unit="vector", gemm_operands="fma", async_copy=False, overlap=False,
