@@ -85,3 +85,18 @@ def test_fifth_predictions_are_committed_for_every_configuration():
     assert set(pred) == {c["id"] for c in V.config_set("fifth")}
     assert all(r.get("predicted_s") and not r.get("error") for r in pred.values())
     assert max(r["sim_wall_s"] for r in pred.values()) < 0.5  # issue 15: simulation <= 0.5 s per full-size kernel
+
+
+def test_sixth_predictions_are_committed_for_every_configuration():
+    meas = ROOT / "reports" / "measurements"
+    ids = {c["id"] for c in V.config_set("sixth")}
+    for name in ("tilelang_h200_sixth_predictions_2026-12-02.json",
+                 "tilelang_h200_sixth_predictions_variant_lowering_chain_2026-12-02.json",
+                 "tilelang_h200_sixth_predictions_variant_reduce_issue_2026-12-02.json"):
+        doc = json.loads((meas / name).read_text())
+        assert doc["dry_run"] is True
+        pred = {r["id"]: r for r in doc["results"]}
+        assert set(pred) == ids
+        assert all(r.get("predicted_s") and not r.get("error") for r in pred.values())
+        assert max(r["sim_wall_s"] for r in pred.values()) < 0.5
+        assert ("variant" in name) == bool(doc.get("profile_overrides"))
