@@ -59,11 +59,35 @@ def test_warp_specialisation_matches_every_source(built):
 
 def test_without_the_rules_gathers_and_guarded_copies_are_taken_for_tma(built):
     from tilesim.analysis import get_profile
-    prof = get_profile("tensorcore")
+    prof = dataclasses.replace(get_profile("tensorcore"), guarded_copies_sync=False, parallel_copies_sync=False)
     wrong = {i for i, (k, h) in built.items() if _warp_specialised(k, h, prof) != FACTS[i]["warp_specialised"]}
     assert {"p_paged_decode_gqa4_b16_8k_split2_n32_s2", "p_dsa_indexer_1kx8k_bm2_n128",
             "t_dsa_indexer_8k_bm2_n64", "p_dsa_sparse_prefill_256_bh32_bk64"} <= wrong
     assert "p_dsa_indexer_decode2_16k_bm2_n64" not in wrong  # one query block: the causal if always holds
+
+
+def test_the_rules_are_on_in_tensorcore():
+    from tilesim.analysis import get_profile
+    p = get_profile("tensorcore")
+    assert all(getattr(p, k) for k in LOWERING)
+    assert p.gather_index_latency and p.replicated_owner_loops and p.chain_latency
+
+
+def test_a_gather_after_a_replicated_index_fragment_runs_on_its_owner_threads(built):
+    """The DSA sparse prefill's KV gather: 16 of 256 threads in the generated source (4 lanes x 4 column warps of
+    the score accumulator under FullRow: ``if (((tid & 31) >> 2) * 2 + ((tid & 63) >> 5) == 0)``)."""
+    from tilesim.analysis import get_profile
+    prof = get_profile("tensorcore")
+    ops = _ops(*built["p_dsa_sparse_prefill_256_bh32_bk64"], prof)
+    kv = [o for o in ops if o.kind == "load" and {g.buffer.name for g in o.gaccess} == {"KV"}]
+    assert len(kv) == 2 and all(o.label.endswith("[16 threads]") for o in kv)
+    # 64 x 512 bf16 = 64 KiB over 16 threads, 256 bytes in flight each: 16 rounds; the 64 x 64 rope part: 2
+    assert sorted(o.load_rounds for o in kv) == [2.0, 16.0]
+    off = _ops(*built["p_dsa_sparse_prefill_256_bh32_bk64"], dataclasses.replace(prof, replicated_owner_loops=False))
+    assert all(o.load_rounds == 1.0 for o in off)
+    # no other configuration with a source has such a loop (its generated code has no owner guard in the hot loop)
+    for i in ("p_paged_decode_gqa4_b16_8k_split2_n32_s2", "p_mla_decode_b4_h128_64k_split16", "p_dsa_indexer_1kx8k_bm2_n128"):
+        assert all(o.load_rounds == 1.0 for o in _ops(*built[i], prof))
 
 
 def _ops(kern, hints, profile):

@@ -25,6 +25,7 @@ from .analyzer import Analyzer
 from .banks import conflict_bytes
 from .expr_rules import _Acc
 from .node_helpers import _core, _root, _scope, _size, guarded_copy, single_stage
+from .owner_rules import owner_threads
 from .program import GAccess, Op
 from .rule_tables import COST_RULES, ELEMENT_RULES
 
@@ -67,7 +68,17 @@ def _parallel(a: Analyzer, s: N.Parallel):
             a.space.pop()
     names = sorted({_root(b).name for b in acc.loads}) if acc.loads else []
     label = "T.Parallel" + (f" ({', '.join(names)})" if names else "")
-    return [_element_op(a, s, acc, E, label)]
+    op = _element_op(a, s, acc, E, label)
+    owners = owner_threads(a, s)
+    if owners and op.kind == "load":
+        # the loop runs on `owners` threads (TileLang's replicated index layout): each issues its share of the
+        # loads, `owner_load_bytes_in_flight` outstanding at a time, one memory latency per round
+        per_owner = float(np.max(op.work.get("global", 0.0))) / owners
+        op.load_rounds = max(1.0, float(np.ceil(per_owner / a.profile.owner_load_bytes_in_flight)))
+        # the outstanding loads sit in registers, which nvcc allocates for every thread of the block
+        a.owner_inflight_bytes = max(a.owner_inflight_bytes, min(per_owner, a.profile.owner_load_bytes_in_flight))
+        op.label += f" [{owners} threads]"
+    return [op]
 
 
 def _element_body(a: Analyzer, stmts, acc: _Acc, f: float = 1.0):

