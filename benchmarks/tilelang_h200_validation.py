@@ -172,11 +172,11 @@ def build(cfg: dict, backend: str, th, specs=None):
     return th.build(c, backend), th.sim_shapes(c), dict(cfg["params"])
 
 
-def predict(cfg: dict, th) -> dict:
+def predict(cfg: dict, th, profile="tensorcore") -> dict:
     from tilesim.sim import simulate
     kern, hints, _ = build(cfg, "tilesim", th)
     t0 = time.perf_counter()
-    rep = simulate(kern.prim_func, "h200_sxm_141gb", "tensorcore", name=cfg["id"], **hints)
+    rep = simulate(kern.prim_func, "h200_sxm_141gb", profile, name=cfg["id"], **hints)
     return {"predicted_s": rep.time_s, "predicted_bound": rep.bound,
             "predicted_registers": max((x.get("registers_at_launch") or x["registers_per_thread"] or 0) for x in rep.launches) or None,
             "predicted_register_demand": max((x.get("registers_demand") or 0) for x in rep.launches) or None,
@@ -203,11 +203,12 @@ def _check(spec, params, rt, torch, rng):
 
 
 def config_set(name: str) -> list:
-    """``main``: the 2026-12-01 set above; ``fresh``/``third``/``fourth``/``fifth``: the sealed 2026-12-02 sets
-    (tilelang_h200_fresh_configs.py ``FRESH``/``THIRD``/``FOURTH``/``FIFTH``)."""
+    """``main``: the 2026-12-01 set above; ``fresh``/``third``/``fourth``/``fifth``/``sixth``: the sealed 2026-12-02 sets
+    (tilelang_h200_fresh_configs.py ``FRESH``/``THIRD``/``FOURTH``/``FIFTH``/``SIXTH``)."""
     if name == "main":
         return CONFIGS
-    return {"fresh": _SETS.FRESH, "third": _SETS.THIRD, "fourth": _SETS.FOURTH, "fifth": _SETS.FIFTH}[name]
+    return {"fresh": _SETS.FRESH, "third": _SETS.THIRD, "fourth": _SETS.FOURTH, "fifth": _SETS.FIFTH,
+            "sixth": _SETS.SIXTH}[name]
 
 
 def shard(cfgs: list, spec: str | None) -> list:
@@ -221,7 +222,7 @@ def shard(cfgs: list, spec: str | None) -> list:
 
 
 def run(out_path: str, dry: bool, only=None, cset: str = "main", compile_only: bool = False,
-        part: str | None = None) -> dict:
+        part: str | None = None, profile_set=()) -> dict:
     """Build (and unless ``dry`` time) the configurations of set ``cset`` (or the ``only`` ids). ``compile_only``:
     build each kernel and run its small-shape check, no timing — several such processes side by side fill
     TileLang's disk cache of compiled kernels so that one timing process afterwards compiles almost nothing."""
@@ -231,6 +232,19 @@ def run(out_path: str, dry: bool, only=None, cset: str = "main", compile_only: b
            "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "timing": "tilelang.profiler.do_bench median (ms), L2 flushed; 20/80% quantiles",
            "kinds": sorted({c["kind"] for c in cfgs}), "results": []}
+    profile = "tensorcore"
+    if profile_set:  # a pre-registered variant of the model: tensorcore with these fields overridden
+        import dataclasses
+
+        from tilesim.analysis import get_profile
+        base = get_profile("tensorcore")
+        kv = dict(x.split("=", 1) for x in profile_set)
+        bad = sorted(k for k in kv if not hasattr(base, k))
+        if bad:
+            raise SystemExit(f"--profile-set: the tensorcore profile has no field {bad}")
+        profile = dataclasses.replace(base, **{k: (v.lower() in ("1", "true", "yes")) if isinstance(getattr(base, k), bool)
+                                               else type(getattr(base, k))(v) for k, v in kv.items()})
+        doc["profile_overrides"] = kv
     torch = specs = None
     if not dry:
         import torch
@@ -248,7 +262,7 @@ def run(out_path: str, dry: bool, only=None, cset: str = "main", compile_only: b
         t0 = time.time()
         try:
             if dry:
-                rec.update(predict(cfg, th))
+                rec.update(predict(cfg, th, profile))
                 kern, hints, params = build(cfg, "tilesim", th)
                 rec["full_params"] = {k: v for k, v in params.items() if isinstance(v, (int, float, str, bool))}
             else:
@@ -372,12 +386,14 @@ def main(argv=None):
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--compile-only", action="store_true", help="build and check, no timing (fills TileLang's cache)")
-    ap.add_argument("--set", default="main", choices=("main", "fresh", "third", "fourth", "fifth"),
+    ap.add_argument("--set", default="main", choices=("main", "fresh", "third", "fourth", "fifth", "sixth"),
                     help="which configuration set")
     ap.add_argument("--shard", metavar="K/N", help="only every N-th configuration from the K-th (parallel passes)")
     ap.add_argument("--compare", nargs="+", metavar="MEAS.json", help="measurement files (no GPU)")
     ap.add_argument("--predictions", nargs="+", metavar="PRED.json", help="--dry-run outputs for --compare")
     ap.add_argument("--json", help="with --compare: write rows and summaries here")
+    ap.add_argument("--profile-set", nargs="*", default=[], metavar="FIELD=VALUE",
+                    help="with --dry-run: predict with the tensorcore profile's fields overridden (a variant)")
     a = ap.parse_args(argv)
     if a.compare:
         if not a.predictions:
@@ -397,7 +413,9 @@ def main(argv=None):
         import tilesim
         sys.modules.setdefault("tilelang", tilesim)
         sys.modules.setdefault("tilelang.language", tilesim.language)
-    doc = run(a.out, a.dry_run, a.only, a.set, a.compile_only, a.shard)
+    if a.profile_set and not a.dry_run:
+        ap.error("--profile-set is for --dry-run predictions")
+    doc = run(a.out, a.dry_run, a.only, a.set, a.compile_only, a.shard, a.profile_set)
     bad = [r["id"] for r in doc["results"] if r.get("error")]
     print(f"wrote {a.out}: {len(doc['results'])} configs, {len(doc['kinds'])} kinds, errors: {bad}")
     return 1 if bad else 0

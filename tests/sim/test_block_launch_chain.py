@@ -103,7 +103,7 @@ def _chain_floor(rounds, block_T, E, threads):
 def test_chain_bound_holds_the_serial_reductions_at_physical_latency(rounds, block_T, threads):
     kern = row_max_rounds(block_T * 100 + 3, 256, block_T, threads, rounds)  # 101 blocks: one wave
     on = simulate_kernel(kern, H200, dataclasses.replace(TC, chain_latency=True)).time_s
-    off = simulate_kernel(kern, H200, TC).time_s
+    off = simulate_kernel(kern, H200, dataclasses.replace(TC, chain_latency=False)).time_s
     assert on >= off * (1 - 1e-9)
     assert on >= _chain_floor(rounds, block_T, 256, threads)
 
@@ -111,7 +111,7 @@ def test_chain_bound_holds_the_serial_reductions_at_physical_latency(rounds, blo
 def test_chain_bound_exceeds_the_fitted_step_on_a_latency_bound_launch():
     kern = row_max_rounds(16 * 100, 256, 16, 256, 64)
     on = simulate_kernel(kern, H200, dataclasses.replace(TC, chain_latency=True)).time_s
-    off = simulate_kernel(kern, H200, TC).time_s
+    off = simulate_kernel(kern, H200, dataclasses.replace(TC, chain_latency=False)).time_s
     assert on > 1.5 * off  # the fitted 10-cycle step hides what one block alone waits for
 
 

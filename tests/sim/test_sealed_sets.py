@@ -47,6 +47,21 @@ def test_fifth_set_is_large_mixed_and_new():
     assert {"moe_routing", "decode_attention", "dsa_indexer", "dsa_topk", "dsa_attention", "gemm_256t"} <= kinds
 
 
+def test_sixth_set_is_large_mixed_and_new():
+    sixth = V.config_set("sixth")
+    assert len(sixth) >= 45
+    assert len({c["kind"] for c in sixth}) >= 12
+    assert len({c["id"] for c in sixth}) == len(sixth)
+    earlier_sets = ("main", "fresh", "third", "fourth", "fifth")
+    earlier = {_key(c) for name in earlier_sets for c in V.config_set(name)}
+    assert not [c["id"] for c in sixth if _key(c) in earlier]
+    ids = {c["id"] for name in earlier_sets for c in V.config_set(name)}
+    assert not ids & {c["id"] for c in sixth}
+    kinds = {c["kind"] for c in sixth}
+    assert {"row_norm", "elementwise", "cast", "transpose", "skinny_gemm", "split_k", "decode_attention",
+            "gemm_256t", "flash_attention", "moe_routing", "dsa_indexer", "dsa_topk", "dsa_attention"} <= kinds
+
+
 @settings(max_examples=30, deadline=None)
 @given(n=st.integers(1, 12), total=st.integers(0, 60))
 def test_shards_partition_the_configurations(n, total):
@@ -70,3 +85,19 @@ def test_fifth_predictions_are_committed_for_every_configuration():
     assert set(pred) == {c["id"] for c in V.config_set("fifth")}
     assert all(r.get("predicted_s") and not r.get("error") for r in pred.values())
     assert max(r["sim_wall_s"] for r in pred.values()) < 0.5  # issue 15: simulation <= 0.5 s per full-size kernel
+
+
+def test_sixth_predictions_are_committed_for_every_configuration():
+    meas = ROOT / "reports" / "measurements"
+    ids = {c["id"] for c in V.config_set("sixth")}
+    for name in ("tilelang_h200_sixth_predictions_final_2026-12-02T1250Z.json",  # the final model (§3j)
+                 "tilelang_h200_sixth_predictions_2026-12-02.json",  # the model of §3h, committed first
+                 "tilelang_h200_sixth_predictions_variant_lowering_chain_2026-12-02.json",
+                 "tilelang_h200_sixth_predictions_variant_reduce_issue_2026-12-02.json"):
+        doc = json.loads((meas / name).read_text())
+        assert doc["dry_run"] is True
+        pred = {r["id"]: r for r in doc["results"]}
+        assert set(pred) == ids
+        assert all(r.get("predicted_s") and not r.get("error") for r in pred.values())
+        assert max(r["sim_wall_s"] for r in pred.values()) < 0.5
+        assert ("variant" in name) == bool(doc.get("profile_overrides"))

@@ -76,6 +76,11 @@ class Analyzer:
         self.sync_load_bytes = 0.0  # largest per-thread bytes of one synchronous global -> on-chip copy  # ids of Reduce nodes whose cross-thread part follows their loop
         self.pipelined_depth = 0
         self.pipe_stages = 0
+        #: ``if`` statements inside a pipelined loop whose condition is not taken in every block and iteration
+        #: (profile ``guarded_copies_sync``: copies under them are synchronous loads)
+        self.guarded_depth = 0
+        #: bytes an owner thread of a replicated-owner load loop keeps in registers (``owner_rules``; 0: none)
+        self.owner_inflight_bytes = 0.0
         self.side_of: dict[int, str] = {}
         self.shared_written_by_threads: set[int] = set()
         self.async_dst: set[int] = set()

@@ -151,6 +151,15 @@ def _if(a: Analyzer, s: N.If):
         key = f"if:{s.loc.line}" if s.loc else "if"
         f = float(a.hints.get(key, 1.0))
         a.notes.append(f"if{_label(s.loc)}: taken fraction {f:g} ({'hint' if key in a.hints else 'assumed'})")
-    then = _weighted(a.body(s.then), f)
-    orelse = _weighted(a.body(s.orelse), 1.0 - f) if s.orelse else []
+        f_exact = False
+    else:
+        f_exact = True
+    # a branch inside a pipelined loop that is not always taken (or whose fraction is only a hint) guards its copies
+    guard = bool(a.pipelined_depth) and not (f_exact and float(np.min(f)) >= 1.0 - 1e-9)
+    a.guarded_depth += guard
+    try:
+        then = _weighted(a.body(s.then), f)
+        orelse = _weighted(a.body(s.orelse), 1.0 - f) if s.orelse else []
+    finally:
+        a.guarded_depth -= guard
     return then + orelse

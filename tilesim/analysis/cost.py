@@ -143,6 +143,8 @@ def analyze(pf: N.PrimFunc, hw, profile="tensorcore", **shapes) -> list[LaunchPr
                     gbufs[p.uid] = (p, n * _size(p.dtype))
             swz = s.annotation("swizzle")
             peak = peak_live_bytes(a, s) if prof.register_estimate == "liveness" else None
+            if peak is not None and a.owner_inflight_bytes:  # a replicated-owner loop's loads in flight
+                peak = peak + a.owner_inflight_bytes * a.threads
             prog = LaunchProgram(launch=s, grid=a.grid, threads=a.threads, body=body, shared_bytes=shared,
                                  fragment_bytes=frag, local_bytes=local, side_of_buffer=side, swizzle=swz,
                                  has_async_copies=bool(a.async_dst), warp_specialized=a.pipelined_async,

@@ -17,12 +17,13 @@ from ..ir import nodes as N
 from .node_helpers import _root, _scope, _size
 from .profiles import MATH_COST, PRECISE_MATH_COST
 from .rule_tables import EXPR_RULES
+from .symbolic import free_vars
 
 
 class _Acc:
     """Per-element cost of element-level code (``T.Parallel`` bodies)."""
 
-    __slots__ = ("alu", "flops", "sfu", "smem", "gload", "gstore", "loads")
+    __slots__ = ("alu", "flops", "sfu", "smem", "gload", "gstore", "loads", "gather")
 
     def __init__(self):
         self.alu: dict[str, float] = {}
@@ -32,6 +33,8 @@ class _Acc:
         self.gload: dict[int, list] = {}  # buffer uid -> [buffer, bytes/elem, deps, data_dep]
         self.gstore: dict[int, list] = {}
         self.loads = set()
+        #: a global load's index reads global memory (a gather through a block table or an index list)
+        self.gather = False
 
     def add_alu(self, dtype, n, flops=0.0):
         key = "float32" if not dt.is_float(dtype) or dtype in dt.FP8 else dtype
@@ -48,6 +51,7 @@ class _Acc:
         out.gload = {k: [v[0], v[1] * f, v[2], v[3]] for k, v in self.gload.items()}
         out.gstore = {k: [v[0], v[1] * f, v[2], v[3]] for k, v in self.gstore.items()}
         out.loads = set(self.loads)
+        out.gather = self.gather
         return out
 
     def merge(self, o: _Acc):
@@ -67,6 +71,7 @@ class _Acc:
                 else:
                     dst[k] = list(v)
         self.loads |= o.loads
+        self.gather = self.gather or o.gather
 
 
 @EXPR_RULES.register(N.Const, N.Var)
@@ -163,6 +168,11 @@ def _e_load(a, e, acc: _Acc):
     size = _size(e.buffer.dtype)
     if sc == "global":
         deps, data = a.block_deps(list(e.indices))
+        if data and not acc.gather:
+            idx_loads: list = []
+            for ix in e.indices:
+                free_vars(ix, a.lets, set(), idx_loads)
+            acc.gather = any(_scope(b) == "global" for b in idx_loads)
         r = _root(e.buffer)
         cur = acc.gload.get(r.uid)
         if cur:

@@ -66,3 +66,12 @@ def single_stage(a) -> bool:
     does not pipeline it, so its global → shared copies are synchronous loads by the block's threads (no
     copy engine, no producer warpgroup)."""
     return bool(a.profile.single_stage_sync and a.pipelined_depth and a.pipe_stages <= 1)
+
+
+def guarded_copy(a) -> bool:
+    """Inside a ``T.Pipelined`` loop, under an ``if`` that is not taken in every block and iteration, with the
+    profile's ``guarded_copies_sync``: TileLang 0.1.15 neither pipelines nor warp-specialises such a copy, so it
+    is a synchronous load by the block's threads (the DSA indexer: its key-tile copy under the causal ``if``
+    compiles to thread loads at ``__launch_bounds__(128, 1)``; at one query block the condition always holds
+    and the same copy is a TMA load with a producer warpgroup)."""
+    return bool(a.profile.guarded_copies_sync and a.pipelined_depth and a.guarded_depth)

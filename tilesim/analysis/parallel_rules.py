@@ -24,7 +24,8 @@ from ..ir.traverse import loads_in, regions, walk_stmts
 from .analyzer import Analyzer
 from .banks import conflict_bytes
 from .expr_rules import _Acc
-from .node_helpers import _core, _root, _scope, _size, single_stage
+from .node_helpers import _core, _root, _scope, _size, guarded_copy, single_stage
+from .owner_rules import owner_threads
 from .program import GAccess, Op
 from .rule_tables import COST_RULES, ELEMENT_RULES
 
@@ -67,7 +68,17 @@ def _parallel(a: Analyzer, s: N.Parallel):
             a.space.pop()
     names = sorted({_root(b).name for b in acc.loads}) if acc.loads else []
     label = "T.Parallel" + (f" ({', '.join(names)})" if names else "")
-    return [_element_op(a, s, acc, E, label)]
+    op = _element_op(a, s, acc, E, label)
+    owners = owner_threads(a, s)
+    if owners and op.kind == "load":
+        # the loop runs on `owners` threads (TileLang's replicated index layout): each issues its share of the
+        # loads, `owner_load_bytes_in_flight` outstanding at a time, one memory latency per round
+        per_owner = float(np.max(op.work.get("global", 0.0))) / owners
+        op.load_rounds = max(1.0, float(np.ceil(per_owner / a.profile.owner_load_bytes_in_flight)))
+        # the outstanding loads sit in registers, which nvcc allocates for every thread of the block
+        a.owner_inflight_bytes = max(a.owner_inflight_bytes, min(per_owner, a.profile.owner_load_bytes_in_flight))
+        op.label += f" [{owners} threads]"
+    return [op]
 
 
 def _element_body(a: Analyzer, stmts, acc: _Acc, f: float = 1.0):
@@ -196,7 +207,7 @@ def _element_op(a: Analyzer, s, acc: _Acc, E: float, label: str) -> Op:
     if has_load:
         kind = "load"
         if p.async_copy and a.pipelined_depth and writes_shared and not has_store and not single_stage(a) and \
-                all(_scope(b) == "shared" for b in writes):
+                not guarded_copy(a) and not p.parallel_copies_sync and all(_scope(b) == "shared" for b in writes):
             kind = "async"
     elif has_store:
         kind = "store" if not acc.alu and not acc.sfu else "compute"
@@ -236,6 +247,7 @@ def _element_op(a: Analyzer, s, acc: _Acc, E: float, label: str) -> Op:
     if gtotal:
         op.work["global"] = gtotal
         op.latency = "global" if has_load else ""
+        op.gather = bool(has_load and acc.gather and p.gather_index_latency)
     if has_load:  # the loop's loads per thread are issued together (unrolled), as in a tile copy
         a.sync_load_bytes = max(a.sync_load_bytes, float(np.max(gload)) / max(1, a.threads))
     if writes_shared and p.sync_per_shared_write:

@@ -62,6 +62,12 @@ class Op:
     #: the same chain with physical step latencies (profile ``chain_latency``; None: ``latency_cycles``), used
     #: only for the per-block critical-path bound of the simulator (docs/simulator.md §3h)
     chain_cycles: float | None = None
+    #: a synchronous load whose addresses come from another global load (a gather through a block table or an
+    #: index list): it first waits that index load (profile ``gather_index_latency``)
+    gather: bool = False
+    #: dependent latency rounds of a synchronous load issued by few threads (profile ``replicated_owner_loops``:
+    #: each owner thread keeps ``owner_load_bytes_in_flight`` bytes outstanding; 1 = one latency)
+    load_rounds: float = 1.0
     weight: object = 1.0
     #: filled by the simulator's reuse model: DRAM bytes per execution
     dram: object = 0.0

@@ -18,7 +18,7 @@ from ..errors import KernelTypeError
 from ..ir import nodes as N
 from ..ir.traverse import walk_stmts
 from .analyzer import Analyzer
-from .node_helpers import _core, _elems, _root, _scope, _size, _static, _vec_dtype, single_stage
+from .node_helpers import _core, _elems, _root, _scope, _size, _static, _vec_dtype, guarded_copy, single_stage
 from .rule_tables import COST_RULES
 
 
@@ -33,7 +33,7 @@ def _copy(a: Analyzer, s: N.Copy):
         gbytes = inb * _size(src.dtype)
         tile = n * _size(dst.dtype)
         side = a.side_for("copy", dst=dst.buffer)
-        asyn = p.async_copy and ds == "shared" and not single_stage(a)
+        asyn = p.async_copy and ds == "shared" and not single_stage(a) and not guarded_copy(a)
         op = a.new_op("async" if asyn else "load", s, side, (src.buffer,), (dst.buffer,),
                       f"copy {src.buffer.name}→{dst.buffer.name}")
         op.work["global"] = gbytes
@@ -270,6 +270,16 @@ def _smem_latency(a: Analyzer) -> float:
     return 0.0
 
 
+def _butterfly_slots(a: Analyzer, outputs: float, P: float, steps: float, smem_steps: float) -> float:
+    """Issue slots (thread instructions) of TileLang's butterfly ``AllReduce`` for ``outputs`` values shared by
+    ``P`` threads each. Profile ``reduce_issue_all_threads``: every one of the ``P`` threads runs every step — a
+    shuffle and the op, or a store, a load and the op for a step through shared memory (``tl::AllReduce``'s
+    ``run``); otherwise a shuffle and an op per output and step (one thread's share, the older count)."""
+    if a.profile.reduce_issue_all_threads:
+        return outputs * P * (2.0 * steps + smem_steps)
+    return outputs * 2.0 * steps
+
+
 def reduce_cross(a: Analyzer, s: N.Reduce) -> tuple[float, float, float, float | None]:
     """The cross-thread part of a register reduction: (issue slots, barriers, latency cycles, physical
     latency cycles or None: :func:`_chain`).
@@ -293,16 +303,16 @@ def reduce_cross(a: Analyzer, s: N.Reduce) -> tuple[float, float, float, float |
         P, smem_steps = _mma_reduce_threads(a, s, int(_static(ext)) if ext is not None else int(row))
         seq = max(1.0, Ed * P / a.threads)
         steps = math.log2(P) if P > 1 else 0.0
-        return (Ed * 2.0 * steps, seq * 2.0 * smem_steps, seq * steps * a.profile.reduce_step_cycles,
-                _chain(a, seq, steps, smem_steps))
+        return (_butterfly_slots(a, Ed, P, steps, smem_steps), seq * 2.0 * smem_steps,
+                seq * steps * a.profile.reduce_step_cycles, _chain(a, seq, steps, smem_steps))
     if a.profile.reduce_layout == "flat" and row and s.src.buffer.uid not in _gemm_outputs(a):
         v = max(1.0, a.vec_bytes / _size(s.src.dtype))
         P = float(min(a.threads, max(1, 2 ** int(math.log2(max(1.0, float(row) / v))))))
         seq = max(1.0, Ed * P / a.threads)  # rows one thread reduces, one after another
         steps = math.log2(P) if P > 1 else 0.0
         smem_steps = math.log2(P / ws) if P > ws else 0.0
-        return (Ed * 2.0 * steps, seq * 2.0 * smem_steps, seq * steps * a.profile.reduce_step_cycles,
-                _chain(a, seq, steps, smem_steps))
+        return (_butterfly_slots(a, Ed, P, steps, smem_steps), seq * 2.0 * smem_steps,
+                seq * steps * a.profile.reduce_step_cycles, _chain(a, seq, steps, smem_steps))
     per_row = max(1.0, a.threads / Ed)
     steps = math.log2(min(ws, per_row)) if per_row > 1 else 0.0
     slots = Ed * 2.0 * steps

@@ -122,6 +122,11 @@ class BlockModel:
                     # pass over a row, scales many blocks read) waits for L2, the rest for DRAM
                     miss = np.clip(np.divide(d, np.maximum(g, 1e-30)), 0.0, 1.0)
                     lat = m.l2_lat_s + (m.dram_lat_s - m.l2_lat_s) * miss
+                if op.kind != "async" and op.load_rounds > 1.0:
+                    lat = lat * op.load_rounds  # few threads load: their outstanding bytes return round by round
+                if op.gather and op.kind != "async":
+                    # the addresses come from an index load (a small, reused table: an L2 hit) issued first
+                    lat = lat + m.l2_lat_s
         rt = op.work.get("roundtrip")
         rtt = 0.0
         if rt is not None:
