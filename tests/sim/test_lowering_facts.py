@@ -66,18 +66,25 @@ def test_without_the_rules_gathers_and_guarded_copies_are_taken_for_tma(built):
     assert "p_dsa_indexer_decode2_16k_bm2_n64" not in wrong  # one query block: the causal if always holds
 
 
-def test_the_rules_are_on_in_tensorcore():
+def _source_rules():
+    """``tensorcore`` with the rules read from the generated sources on (the sixth set's variant predictions)."""
+    from tilesim.analysis import get_profile
+    return dataclasses.replace(get_profile("tensorcore"), **LOWERING, gather_index_latency=True,
+                               replicated_owner_loops=True, chain_latency=True)
+
+
+def test_the_rules_wait_for_the_sixth_set():
+    """Off in ``tensorcore`` until a held-out set decides (tilesim/analysis/profiles.py says why)."""
     from tilesim.analysis import get_profile
     p = get_profile("tensorcore")
-    assert all(getattr(p, k) for k in LOWERING)
-    assert p.gather_index_latency and p.replicated_owner_loops and p.chain_latency
+    assert not any(getattr(p, k) for k in LOWERING)
+    assert not (p.gather_index_latency or p.replicated_owner_loops or p.chain_latency)
 
 
 def test_a_gather_after_a_replicated_index_fragment_runs_on_its_owner_threads(built):
     """The DSA sparse prefill's KV gather: 16 of 256 threads in the generated source (4 lanes x 4 column warps of
     the score accumulator under FullRow: ``if (((tid & 31) >> 2) * 2 + ((tid & 63) >> 5) == 0)``)."""
-    from tilesim.analysis import get_profile
-    prof = get_profile("tensorcore")
+    prof = _source_rules()
     ops = _ops(*built["p_dsa_sparse_prefill_256_bh32_bk64"], prof)
     kv = [o for o in ops if o.kind == "load" and {g.buffer.name for g in o.gaccess} == {"KV"}]
     assert len(kv) == 2 and all(o.label.endswith("[16 threads]") for o in kv)
