@@ -293,8 +293,12 @@ def predict(out_path):
             "registers_per_thread"), blocks_per_sm=rep.blocks_per_core, bound=getattr(rep, "bound", "")))
         print(f"{c['name']:55s} {rep.time_s * 1e3:9.4f} ms  regs {rows[-1]['registers_per_thread']}  "
               f"blk {rep.blocks_per_core}  {rows[-1]['bound']}")
+    from tilesim.analysis.profiles import get_profile
+    prof = get_profile("numba_tc")
+    fields = ("warp_cpi", "mma_register_overhead_per_thread", "cp_async_chunk_instr", "ldsm_extra_instr",
+              "mma_fp8_extra_instr", "mma_fp8_chain_instr", "loop_iter_instr")
     doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "profile": "numba_tc", "hw": "h200_sxm_141gb", "command": "python benchmarks/numba_tc_holdout.py --predict "
+           "profile": "numba_tc", "profile_values": {f: getattr(prof, f) for f in fields}, "hw": "h200_sxm_141gb", "command": "python benchmarks/numba_tc_holdout.py --predict "
            + os.path.relpath(out_path, ROOT), "rows": rows}
     with open(out_path, "w") as f:
         json.dump(doc, f, indent=1)

@@ -195,7 +195,8 @@ def _element_op(a: Analyzer, s, acc: _Acc, E: float, label: str) -> Op:
     kind = "compute"
     if has_load:
         kind = "load"
-        if p.async_copy and a.pipelined_depth and writes_shared and not has_store and not single_stage(a) and \
+        if p.async_copy and not p.cp_async and a.pipelined_depth and writes_shared and not has_store and \
+                not single_stage(a) and \
                 all(_scope(b) == "shared" for b in writes):
             kind = "async"
     elif has_store:

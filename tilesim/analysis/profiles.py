@@ -174,6 +174,33 @@ class LoweringProfile:
             copy engine and no producer warpgroup (TileLang 0.1.15's generated source of the DSA indexer at
             ``num_stages=1``: vector loads and stores by all 128 threads, ``__launch_bounds__(128, 1)``).
             Off: asynchronous copies in any pipelined loop.
+        cp_async: asynchronous copies are ``cp.async`` issued by the block's threads (the Numba backend,
+            docs/cuda-backend.md "cp.async pipelining"): only ``T.copy`` global → shared inside a ``T.Pipelined``
+            loop of ≥ 2 stages is asynchronous (with ``single_stage_sync``), its latency is a global load's (L2
+            or DRAM by the reuse model, no TMA data path), each thread issues ``cp_async_chunk_instr`` warp
+            instructions per 16-byte chunk (an op on the threads' timeline), and launches without asynchronous
+            copies keep the synchronous Little's-law bound. Off: TMA-style copies (``tensorcore``).
+        cp_async_chunk_instr: instructions a thread issues per 16-byte ``cp.async`` chunk (address arithmetic,
+            edge predicate, the ``LDGSTS``), counted in the sm_90 SASS (docs/simulator.md §6c).
+        mma_sync_issue: a ``T.gemm`` on the matrix unit is a stream of warp instructions (``mma.sync`` + ``ldmatrix``
+            on TileLang's warp grid, ``tilesim.warp_partition``; all warps along M when the grid does not fit),
+            costed as issue slots of the core's schedulers (32 lane slots per warp instruction, the ``vector`` rate)
+            and as a per-warp dependent chain of ``warp_cpi`` cycles per instruction (``Op.latency_cycles``); the
+            matrix FLOPs still occupy the matrix unit. Off: FLOPs on the matrix unit only.
+        warp_cpi: cycles one warp takes per instruction of the ``mma.sync`` main loop when nothing else issues
+            (dependent HMMA/ldmatrix/address chains; fitted, docs/simulator.md §6c).
+        ldsm_extra_instr: address instructions per ``ldmatrix`` (SASS count).
+        mma_fp8_extra_instr: extra instructions per HMMA of an fp8 ``mma.sync.m16n8k32``, which ptxas emulates on
+            sm_90 with two f16 HMMAs, ``F2FP`` unpacks and ``FADD`` instructions (SASS count: 8 ``F2FP`` + 4 ``FADD``
+            per ``m16n8k32``): all take issue slots; ``mma_fp8_chain_instr`` of them (the ``FADD`` instructions, which wait for
+            the HMMA results) are also on the warp's dependent chain, the unpacks are not.
+        mma_fp8_chain_instr: the part of ``mma_fp8_extra_instr`` on the dependent chain (per HMMA).
+        loop_iter_instr: instructions per warp and iteration of a pipelined loop holding a gemm (stage index
+            selection, the wait and barrier; SASS count).
+        mma_operand_registers: the liveness register estimate adds, at each ``mma.sync`` gemm, two k steps' A and B
+            fragments per thread (4 registers per m16 tile and 2 per n8 tile of the warp) and
+            ``mma_register_overhead_per_thread`` (``ldmatrix`` lane addresses, ``cp.async`` chunk offsets, unrolled
+            index arithmetic; fitted to the driver's counts).
     """
 
     name: str
@@ -224,6 +251,16 @@ class LoweringProfile:
     serial_block_launch: bool = False
     chain_latency: bool = False
     single_stage_sync: bool = False
+    cp_async: bool = False
+    cp_async_chunk_instr: float = 0.0
+    mma_sync_issue: bool = False
+    warp_cpi: float = 0.0
+    ldsm_extra_instr: float = 0.0
+    mma_fp8_extra_instr: float = 0.0
+    mma_fp8_chain_instr: float = 0.0
+    loop_iter_instr: float = 0.0
+    mma_operand_registers: bool = False
+    mma_register_overhead_per_thread: int = 0
     notes: tuple[str, ...] = field(default=())
 
     def matrix_dtype(self, dtype: str) -> str:
@@ -232,6 +269,10 @@ class LoweringProfile:
                 return b
         return dtype
 
+
+#: ``numba_tc``'s fitted values (docs/simulator.md §6c: ``python benchmarks/numba_tc_profile_check.py --fit``)
+TC_WARP_CPI = 8.0
+TC_REGISTER_OVERHEAD = 28
 
 _PROFILES = {
     "tensorcore": LoweringProfile(
@@ -301,13 +342,19 @@ _PROFILES = {
         sync_per_pipelined_iteration=1,
         notes=("IPU: DMA into NRAM/WRAM, matrix and vector units of one core",)),
 }
-# the Numba backend's default since 2026-12-01: fp16/bf16 gemms on mma.sync + ldmatrix with every warp along M and
-# each warp reading all of B (re-reads counted by "warps"), every other gemm and all else as "numba"; nothing
-# fitted for it (docs/simulator.md, the numba profile section)
+# the Numba backend's default lowering (tensor cores since 2026-12-01, cp.async pipelines and TileLang's warp grid
+# since 2026-12-02): fp16/bf16/fp8 gemms as mma.sync + ldmatrix instruction streams of each warp, every other gemm
+# and all else as "numba". The instruction counts are the sm_90 SASS of the generated main loops; warp_cpi and the
+# register overhead are fitted on the TRAIN rows of benchmarks/numba_tc_holdout.py (docs/simulator.md §6c)
 _PROFILES["numba_tc"] = replace(
     _PROFILES["numba"], name="numba_tc", gemm_unit="matrix", gemm_operands="warps", matrix_dtype_map=(),
-    matrix_dtypes=("float16", "bfloat16"), gemm_policy="FullRow",
-    notes=_PROFILES["numba"].notes[:1] + ("fp16/bf16 gemm on mma.sync tensor cores (the backend's default)",))
+    matrix_dtypes=("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"), gemm_policy="",
+    async_copy=True, overlap=True, single_stage_sync=True, cp_async=True, cp_async_chunk_instr=48.0,
+    mma_sync_issue=True, ldsm_extra_instr=4.0, mma_fp8_extra_instr=6.0, mma_fp8_chain_instr=2.0,
+    loop_iter_instr=90.0,
+    mma_operand_registers=True, warp_cpi=TC_WARP_CPI, mma_register_overhead_per_thread=TC_REGISTER_OVERHEAD,
+    notes=_PROFILES["numba"].notes[:1] + ("fp16/bf16/fp8 gemm on mma.sync tensor cores, cp.async pipelines "
+                                          "(the backend's default, TILESIM_CUDA_WGMMA=0)",))
 PROFILES = MappingProxyType(_PROFILES)
 
 

@@ -119,7 +119,7 @@ class Machine:
                 bif = min(bif, p.sync_load_bytes_in_flight_per_thread)
             return min(self.dram_bw, bif * resident_threads * cores / lat)
         bif = p.sync_load_bytes_in_flight_per_thread
-        if bif is None or p.async_copy or self.dram_lat_s <= 0:
+        if bif is None or (p.async_copy and (async_copies or not p.cp_async)) or self.dram_lat_s <= 0:
             return self.dram_bw
         if load_bytes_per_thread > 0:
             bif = min(bif, load_bytes_per_thread)
