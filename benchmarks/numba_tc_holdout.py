@@ -185,7 +185,7 @@ def _inputs(c, torch):
     raise KeyError(kind)
 
 
-def run_gpu(out_path, only=None, budget_s=230.0):
+def run_gpu(out_path, only=None, budget_s=215.0):
     import torch
 
     from benchmarks.gpu_run import environment, gpu_time, prepared, relnorm, resources
