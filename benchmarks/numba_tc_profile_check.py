@@ -9,7 +9,7 @@ Contract
   simulated, ``sim/meas``, the model's registers per thread and blocks per SM beside the driver's; then the median
   |error| and the worst row.
 * ``--fit``: first the register overhead of mma.sync gemms (``mma_register_overhead_per_thread``, 0..120 by 4) to the driver's register
-  counts of the TRAIN tensor-core rows (median |difference|), then ``warp_cpi`` (1.0..8.0 by 0.25) to the TRAIN
+  counts of the TRAIN tensor-core rows (median |difference|), then ``warp_cpi`` (1.0..12.0 by 0.25) to the TRAIN
   times (mean |log(sim/meas)|); prints the values to put in ``tilesim/analysis/profiles.py`` (``TC_WARP_CPI``,
   ``TC_REGISTER_OVERHEAD``). Nothing else is fitted: every other ``numba_tc`` value is a SASS count or ``numba``'s.
 
@@ -107,7 +107,7 @@ def fit(rows, prof):
     def loss(cpi):
         p = dataclasses.replace(prof, warp_cpi=cpi)
         return sum(abs(math.log(rep.time_s / meas)) for _, meas, rep, _ in simulate_rows(rows, p))
-    cpi = min((x / 4 for x in range(4, 33)), key=loss)
+    cpi = min((x / 4 for x in range(4, 49)), key=loss)
     print(f"fitted on TRAIN: mma_register_overhead_per_thread={ov} (median |regs - driver| {reg_err(ov):.0f}), "
           f"warp_cpi={cpi}")
     return dataclasses.replace(prof, warp_cpi=cpi)

@@ -17,8 +17,9 @@ Profiles
                 asynchronous copies and no overlap; shared memory past 48 KiB through one dynamic allocation, up to
                 sm_90's 227 KiB opt-in limit (the backend's ``caps.DYNAMIC_SMEM_LIMIT``). Models the CUDA-core
                 gemm (``tensor_cores=False``); the backend's default tensor-core gemm is not profiled yet.
-``numba_tc``    the Numba backend as it lowers by default since 2026-12-01: as ``numba``, but fp16/bf16 ``T.gemm``
-                on the tensor cores (``mma.sync`` + ``ldmatrix``, every warp along M, each warp reading all of B).
+``numba_tc``    the Numba backend as it lowers by default (mma.sync path, ``TILESIM_CUDA_WGMMA=0``): as ``numba``, but
+                fp16/bf16/fp8 ``T.gemm`` as ``mma.sync`` + ``ldmatrix`` warp instruction streams on TileLang's warp
+                grid, pipelined ``T.copy`` as ``cp.async`` issued by the threads (docs/simulator.md §6c).
 ``ascend``      Ascend 910B (AIC + 2 AIV): ``T.gemm`` on the cube core (operands L1 → L0A/L0B through
                 MTE1), every other op on the vector cores; a tile produced on one side and consumed on
                 the other makes a round trip through global memory (L2), as the hardware requires.
