@@ -308,7 +308,7 @@ def predict(out_path):
 def compare(measured, predictions):
     meas = {r["name"]: r for r in json.load(open(measured))["bench"]}
     pred = {r["name"]: r for r in json.load(open(predictions))["rows"]}
-    errs = []
+    errs, ratios = [], []
     print(f"{'config':55s} {'measured':>10s} {'predicted':>10s} {'sim/meas':>8s} {'regs p/m':>9s} {'blk p/m':>7s}")
     for name, p in pred.items():
         m = meas.get(name)
@@ -317,14 +317,15 @@ def compare(measured, predictions):
             continue
         q = p["sim_s"] / m["ours_median_s"]
         errs.append(abs(q - 1))
+        ratios.append(q)
         r0 = (m.get("resources") or [{}])[0]
         print(f"{name:55s} {m['ours_median_s'] * 1e3:8.4f}ms {p['sim_s'] * 1e3:8.4f}ms {q:8.2f} "
               f"{p['registers_per_thread']:.0f}/{r0.get('regs_per_thread')!s:>3s} "
               f"{p['blocks_per_sm']}/{r0.get('blocks_per_sm')}")
     if errs:
-        worst = max(max(1 + e, 1 / max(1e-9, 1 - e)) if e < 1 else 1 + e for e in errs)
+        worst = max(max(q, 1 / q) for q in ratios)
         print(f"HELD-OUT: {len(errs)} rows, median |error| {100 * statistics.median(errs):.1f}%, "
-              f"worst {100 * max(errs):.1f}% ({worst:.2f}x)")
+              f"worst |error| {100 * max(errs):.1f}%, worst factor {worst:.2f}x")
     return errs
 
 
