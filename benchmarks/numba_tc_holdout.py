@@ -105,6 +105,41 @@ CONFIGS = [
 ]
 
 
+#: the second HELD-OUT set (fixed 2026-12-02 12:45 UTC, after the first set was measured, before any prediction for
+#: it): the second fit (docs/simulator.md §6c) trains on TRAIN and the first set; these rows test it. None of them
+#: is in any earlier file.
+CONFIGS_2 = [
+    _g("gemm_bf16 3072^3 128x128x32/128/s3", 3072, 3072, 3072, 128, 128, 32, 3, 128, out="float32"),
+    _g("gemm_bf16 6144x4096x1024 128x256x32/256/s3", 6144, 4096, 1024, 128, 256, 32, 3, 256),
+    _g("gemm_bf16 4096x4096x1024 64x128x32/128/s3", 4096, 4096, 1024, 64, 128, 32, 3, 128),
+    _g("gemm_bf16 lone 1024x1024x8192 128x128x32/128/s4", 1024, 1024, 8192, 128, 128, 32, 4, 128, out="float32"),
+    _g("gemm_bf16 skinny 256x4096x4096 64x64x64/128/s3", 256, 4096, 4096, 64, 64, 64, 3, 128),
+    _g("gemm_bf16 4096x2048x4096 128x128x64/256/s3", 4096, 2048, 4096, 128, 128, 64, 3, 256),
+    _g("gemm_bf16 ragged 2000x2000x1000 64x64x32/128/s2", 2000, 2000, 1000, 64, 64, 32, 2, 128),
+    _g("gemm_fp16 2048x8192x2048 128x128x32/128/s1", 2048, 8192, 2048, 128, 128, 32, 1, 128, dtype=FP16, out=FP16),
+    _g("gemm_bf16 skinny 32x8192x4096 32x128x64/128/s3", 32, 8192, 4096, 32, 128, 64, 3, 128),
+    _f8("gemm_fp8 4096x4096x2048 128x128x64/128/s3", 4096, 4096, 2048, 128, 128, 64, 3, 128),
+    _f8("gemm_fp8 1024x8192x4096 128x256x64/256/s3", 1024, 8192, 4096, 128, 256, 64, 3, 256),
+    _f8("gemm_fp8 4096^3 64x128x128/128/s3", 4096, 4096, 4096, 64, 128, 128, 3, 128),
+    _fa("fa_bf16 causal (2,1024,32,128) 128x64/t256/s2", 2, 1024, 32, 128, True, 128, 64, 256, 2),
+    _fa("fa_bf16 full (4,2048,8,128) 64x64/t128/s2", 4, 2048, 8, 128, False, 64, 64, 128, 2),
+    _fa("fa_bf16 causal (1,8192,8,64) 64x64/t128/s2", 1, 8192, 8, 64, True, 64, 64, 128, 2),
+    _fa("fa_bf16 full (2,4096,16,64) 64x32/t128/s2", 2, 4096, 16, 64, False, 64, 32, 128, 2),
+    _fa("fa_bf16 causal (8,512,16,128) 64x64/t128/s1", 8, 512, 16, 128, True, 64, 64, 128, 1),
+    dict(name="softmax_bf16 (8192,4096) bm1/bnrow/t256", kind="softmax", shape=[8192, 4096],
+         config=dict(block_M=1, block_N=None, threads=256)),
+    dict(name="rmsnorm_bf16 (32768,2048) bm1/bnrow/t256", kind="rmsnorm", shape=[32768, 2048],
+         config=dict(block_M=1, block_N=None, threads=256)),
+    dict(name="rmsnorm_bf16 (2048,32768) bm1/t512 chunked bn2048", kind="rmsnorm", shape=[2048, 32768],
+         config=dict(block_M=1, block_N=2048, threads=512)),
+    dict(name="fp8_cast_per_token (8192,4096) bm32/t128", kind="fp8_cast", shape=[8192, 4096],
+         config=dict(block_M=32, threads=128)),
+    dict(name="softmax_plain fp32 (8192,4096) bm1/t128", kind="softmax_plain", shape=[8192, 4096],
+         config=dict(block_M=1, threads=128)),
+]
+SETS = {"1": CONFIGS, "2": CONFIGS_2}
+
+
 def build(c):
     """The library kernel of config ``c`` (a ``tilelang.jit`` kernel; runs anywhere)."""
     cfg = dict(c["config"])
@@ -185,7 +220,7 @@ def _inputs(c, torch):
     raise KeyError(kind)
 
 
-def run_gpu(out_path, only=None, budget_s=215.0):
+def run_gpu(out_path, only=None, budget_s=215.0, configs=None):
     import torch
 
     from benchmarks.gpu_run import environment, gpu_time, prepared, relnorm, resources
@@ -200,7 +235,7 @@ def run_gpu(out_path, only=None, budget_s=215.0):
             json.dump(res, f, indent=1, default=str)
 
     save()
-    for c in CONFIGS:
+    for c in configs or CONFIGS:
         if only and not any(o in c["name"] for o in only):
             continue
         if time.time() - t0 > budget_s:
@@ -240,7 +275,7 @@ def run_gpu(out_path, only=None, budget_s=215.0):
 
 
 # ------------------------------------------------------------------------------------------------ CPU side
-def ptxas_rows(out_path=None, names=None):
+def ptxas_rows(out_path=None, names=None, configs=None):
     """Each config's kernels compiled here as the device compiles them (cc 9.0, tensor cores and cp.async on),
     assembled by Triton's ``ptxas -arch=sm_90 -v`` and disassembled by its ``cuobjdump``: registers, spills and
     the SASS counts of HMMA / LDSM / LDGSTS / BAR (the lowering's real counts before any GPU run)."""
@@ -252,7 +287,7 @@ def ptxas_rows(out_path=None, names=None):
     from tilesim.backends.cuda.runtime import CudaProgram
 
     rows = []
-    for c in CONFIGS:
+    for c in configs or CONFIGS:
         if names and not any(n in c["name"] for n in names):
             continue
         prog = CudaProgram(build(c).prim_func, sim=False, tensor_cores=True, async_copy=True)
@@ -280,14 +315,14 @@ def ptxas_rows(out_path=None, names=None):
     return rows
 
 
-def predict(out_path):
+def predict(out_path, configs=None, set_name="1"):
     import warnings
 
     from tilesim.sim import simulate
 
     warnings.simplefilter("ignore")
     rows = []
-    for c in CONFIGS:
+    for c in configs or CONFIGS:
         rep = simulate(build(c).prim_func, "h200_sxm_141gb", "numba_tc")
         rows.append(dict(name=c["name"], sim_s=rep.time_s, registers_per_thread=rep.launches[0].get(
             "registers_per_thread"), blocks_per_sm=rep.blocks_per_core, bound=getattr(rep, "bound", "")))
@@ -295,10 +330,11 @@ def predict(out_path):
               f"blk {rep.blocks_per_core}  {rows[-1]['bound']}")
     from tilesim.analysis.profiles import get_profile
     prof = get_profile("numba_tc")
-    fields = ("warp_cpi", "mma_register_overhead_per_thread", "cp_async_chunk_instr", "ldsm_extra_instr",
+    fields = ("warp_cpi", "warp_issue_cycles", "mma_phase_locked", "mma_register_overhead_per_thread", "cp_async_chunk_instr", "ldsm_extra_instr",
               "mma_fp8_extra_instr", "mma_fp8_chain_instr", "loop_iter_instr")
     doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "profile": "numba_tc", "profile_values": {f: getattr(prof, f) for f in fields}, "hw": "h200_sxm_141gb", "command": "python benchmarks/numba_tc_holdout.py --predict "
+           "profile": "numba_tc", "profile_values": {f: getattr(prof, f) for f in fields}, "hw": "h200_sxm_141gb",
+           "held_out_set": set_name, "command": "python benchmarks/numba_tc_holdout.py --predict "
            + os.path.relpath(out_path, ROOT), "rows": rows}
     with open(out_path, "w") as f:
         json.dump(doc, f, indent=1)
@@ -332,6 +368,7 @@ def compare(measured, predictions):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--list", action="store_true", help="print the held-out configs and the TRAIN rows")
+    ap.add_argument("--set", default="1", choices=sorted(SETS), help="which held-out set (default 1)")
     ap.add_argument("--out", help="run on the GPU and write the JSON here")
     ap.add_argument("--only", nargs="*", help="substrings of config names")
     ap.add_argument("--predict", help="simulate every config with numba_tc and write the predictions here")
@@ -340,26 +377,28 @@ def main(argv=None):
     ap.add_argument("--predictions", default=os.path.join(
         ROOT, "reports", "measurements", "numba_tc_holdout_predictions_2026-12-02.json"))
     a = ap.parse_args(argv)
+    configs = SETS[a.set]
     if a.list:
         train, held = split_rows()
-        print(f"HELD-OUT ({len(held)}):")
-        for c in CONFIGS:
+        held = [c["name"] for c in configs]
+        print(f"HELD-OUT set {a.set} ({len(held)}):")
+        for c in configs:
             print(f"  {c['name']:55s} {c['kind']:13s} {c['shape']} {c['config']}")
         print(f"TRAIN ({len(train)}):")
         for n in sorted(train):
             print(f"  {n}")
         return 0
     if a.ptxas is not None:
-        ptxas_rows(a.ptxas or None, a.only)
+        ptxas_rows(a.ptxas or None, a.only, configs)
         return 0
     if a.predict:
-        predict(a.predict)
+        predict(a.predict, configs, a.set)
         return 0
     if a.compare:
         compare(a.compare, a.predictions)
         return 0
     if a.out:
-        run_gpu(a.out, a.only)
+        run_gpu(a.out, a.only, configs=configs)
         return 0
     ap.error("give --list, --predict, --compare or --out")
 
