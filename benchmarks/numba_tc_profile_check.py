@@ -70,6 +70,17 @@ def train_rows():
     return out
 
 
+def holdout1_rows():
+    """The first HELD-OUT set, measured on the H200 (2026-12-02 12:22 UTC): TRAIN rows of the second fit."""
+    from benchmarks import numba_tc_holdout as H
+    meas = {r["name"]: r for r in json.load(open(os.path.join(ROOT, "reports", "measurements", HOLDOUT1)))["bench"]}
+    return [(f"{HOLDOUT1}:{c['name']}", H.build(c), meas[c["name"]]["ours_median_s"], meas[c["name"]]["resources"][0],
+             False) for c in H.CONFIGS]
+
+
+HOLDOUT1 = "numba_tc_holdout_h200_20261202T1225Z.json"
+
+
 def simulate_rows(rows, prof):
     from tilesim.sim import simulate
     out = []
@@ -95,7 +106,7 @@ def report(sims, title="TRAIN"):
 
 
 def fit(rows, prof):
-    tc = [r for r in rows if "_tc" in r[0]]
+    tc = [r for r in rows if "_tc" in r[0] or (HOLDOUT1 in r[0] and r[3].get("regs_per_thread", 0) > 100)]
 
     def reg_err(ov):
         p = dataclasses.replace(prof, mma_register_overhead_per_thread=ov)
@@ -104,26 +115,38 @@ def fit(rows, prof):
     ov = min(range(0, 121, 4), key=lambda v: (reg_err(v), v))
     prof = dataclasses.replace(prof, mma_register_overhead_per_thread=ov)
 
-    def loss(cpi):
-        p = dataclasses.replace(prof, warp_cpi=cpi)
+    def loss(cpi, issue):
+        p = dataclasses.replace(prof, warp_cpi=cpi, warp_issue_cycles=issue)
         return sum(abs(math.log(rep.time_s / meas)) for _, meas, rep, _ in simulate_rows(rows, p))
-    cpi = min((x / 4 for x in range(4, 49)), key=loss)
+    if prof.warp_issue_cycles:  # the second fit: per-warp chain and per-instruction scheduler time
+        grid = [(c0 / 4, c1 / 4) for c0 in range(4, 33) for c1 in range(1, 13) if c1 <= c0]
+    else:
+        grid = [(c0 / 4, 0.0) for c0 in range(4, 49)]
+    cpi, issue = min(grid, key=lambda g: loss(*g))
     print(f"fitted on TRAIN: mma_register_overhead_per_thread={ov} (median |regs - driver| {reg_err(ov):.0f}), "
-          f"warp_cpi={cpi}")
-    return dataclasses.replace(prof, warp_cpi=cpi)
+          f"warp_cpi={cpi}, warp_issue_cycles={issue}")
+    return dataclasses.replace(prof, warp_cpi=cpi, warp_issue_cycles=issue)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fit", action="store_true")
+    ap.add_argument("--train", default="2", choices=("1", "2"),
+                    help="1: the first fit's TRAIN (run 9 + 5 memory-bound rows) with the first model (warp_cpi only); "
+                         "2 (default): TRAIN + the first HELD-OUT set, the second model (docs/simulator.md §6c)")
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     from tilesim.analysis.profiles import get_profile
     prof = get_profile("numba_tc")
     rows = train_rows()
+    if a.train == "1":
+        prof = dataclasses.replace(prof, warp_cpi=8.0, warp_issue_cycles=0.0, mma_phase_locked=False,
+                                   mma_register_overhead_per_thread=28)
+    else:
+        rows += holdout1_rows()
     if a.fit:
         prof = fit(rows, prof)
-    report(simulate_rows(rows, prof))
+    report(simulate_rows(rows, prof), "TRAIN" if a.train == "1" else "TRAIN (run 9 + memory rows + HELD-OUT set 1)")
     return 0
 
 

@@ -127,10 +127,19 @@ def test_split_is_disjoint_and_holdout_is_new():
         earlier |= {key(r["shape"], r.get("config")) for r in json.load(open(f)).get("bench", []) if "shape" in r}
     assert len(earlier) > 30
     assert not earlier & {key(c["shape"], c["config"], c.get("trans_B", False)) for c in H.CONFIGS}
+    # the second set is new against everything before it, the first set included
+    first = {key(c["shape"], c["config"], c.get("trans_B", False)) for c in H.CONFIGS}
+    second = [key(c["shape"], c["config"], c.get("trans_B", False)) for c in H.CONFIGS_2]
+    assert len(H.CONFIGS_2) >= 20 and len(set(second)) == len(second)
+    assert not (earlier | first) & set(second)
+    assert not {c["name"] for c in H.CONFIGS} & {c["name"] for c in H.CONFIGS_2}
 
 
 def test_harness_list_runs_on_cpu():
     r = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "numba_tc_holdout.py"), "--list"],
                        capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert r.returncode == 0, r.stderr
-    assert "HELD-OUT (26)" in r.stdout and "TRAIN (20)" in r.stdout
+    assert "HELD-OUT set 1 (26)" in r.stdout and "TRAIN (20)" in r.stdout
+    r2 = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "numba_tc_holdout.py"), "--list", "--set", "2"],
+                        capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r2.returncode == 0 and "HELD-OUT set 2 (22)" in r2.stdout

@@ -100,7 +100,7 @@ def _scale_element_slots(body, factor):
     for n in body:
         if isinstance(n, Loop):
             _scale_element_slots(n.body, factor)
-        elif not n.label.startswith(("gemm", CP_ASYNC_ISSUE)):
+        elif not n.label.startswith(("gemm", CP_ASYNC_ISSUE)) and "issue" not in n.work:  # SASS-counted streams
             for k in [k for k in n.work if k.startswith("vector:")]:
                 n.work[k] *= factor
 

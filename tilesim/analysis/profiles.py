@@ -259,6 +259,9 @@ class LoweringProfile:
     ldsm_extra_instr: float = 0.0
     mma_fp8_extra_instr: float = 0.0
     mma_fp8_chain_instr: float = 0.0
+    mma_sync_rate_fraction: float = 1.0
+    warp_issue_cycles: float = 0.0
+    mma_phase_locked: bool = False
     loop_iter_instr: float = 0.0
     mma_operand_registers: bool = False
     mma_register_overhead_per_thread: int = 0
@@ -272,7 +275,8 @@ class LoweringProfile:
 
 
 #: ``numba_tc``'s fitted values (docs/simulator.md §6c: ``python benchmarks/numba_tc_profile_check.py --fit``)
-TC_WARP_CPI = 8.0
+TC_WARP_CPI = 3.0
+TC_WARP_ISSUE = 0.75
 TC_REGISTER_OVERHEAD = 28
 
 _PROFILES = {
@@ -352,7 +356,7 @@ _PROFILES["numba_tc"] = replace(
     matrix_dtypes=("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"), gemm_policy="",
     async_copy=True, overlap=True, single_stage_sync=True, cp_async=True, cp_async_chunk_instr=48.0,
     mma_sync_issue=True, ldsm_extra_instr=4.0, mma_fp8_extra_instr=6.0, mma_fp8_chain_instr=2.0,
-    loop_iter_instr=90.0,
+    loop_iter_instr=90.0, warp_issue_cycles=TC_WARP_ISSUE, mma_phase_locked=True,
     mma_operand_registers=True, warp_cpi=TC_WARP_CPI, mma_register_overhead_per_thread=TC_REGISTER_OVERHEAD,
     notes=_PROFILES["numba"].notes[:1] + ("fp16/bf16/fp8 gemm on mma.sync tensor cores, cp.async pipelines "
                                           "(the backend's default, TILESIM_CUDA_WGMMA=0)",))

@@ -48,6 +48,8 @@ def _copy(a: Analyzer, s: N.Copy):
             op.work["smem"] = tile
             if not asyn:
                 op.work["vector:float32"] = 2.0 * n  # a load and a store per element, by the threads
+                if p.cp_async and p.warp_issue_cycles:  # the same 16-byte chunk code as cp.async, loads and stores
+                    _chunk_stream(a, op, tile)
                 if p.sync_per_shared_write:
                     op.syncs = 1.0
             else:
@@ -118,8 +120,21 @@ def _cp_async_issue(a: Analyzer, s: N.Copy, side: str, tile_bytes: float) -> lis
     if per_thread <= 0:
         return []
     op = a.new_op("compute", s, side, (), (), f"{CP_ASYNC_ISSUE} {s.dst.buffer.name}")
-    op.work["vector:float32"] = per_thread * a.threads
+    if p.warp_issue_cycles:
+        _chunk_stream(a, op, tile_bytes)
+    else:
+        op.work["vector:float32"] = per_thread * a.threads
     return [op]
+
+
+def _chunk_stream(a: Analyzer, op, tile_bytes: float) -> None:
+    """A tile copy's per-thread 16-byte chunk code as a warp instruction stream (``cp_async_chunk_instr`` per chunk):
+    ``warp_issue_cycles`` of scheduler time per instruction (``issue`` work, phase-locked across co-resident blocks)
+    and ``warp_cpi - warp_issue_cycles`` more per instruction on the warp's own chain."""
+    p = a.profile
+    per_thread = math.ceil(tile_bytes / 16.0 / max(1, a.threads)) * p.cp_async_chunk_instr
+    op.work["vector:float32"] = op.work["issue"] = per_thread * a.threads * p.warp_issue_cycles
+    op.latency_cycles = op.latency_cycles + per_thread * max(0.0, p.warp_cpi - p.warp_issue_cycles)
 
 
 def _issue_cycles(a: Analyzer, lane_slots: float) -> float:
@@ -132,6 +147,18 @@ def _issue_cycles(a: Analyzer, lane_slots: float) -> float:
         return 0.0
     eff = min(1.0, max(1e-3, a.hw.efficiency("vector", "float32", default=1.0) or 1.0))
     return lane_slots / (fpc / a.profile.vector_flops_per_slot * eff)
+
+
+def _matrix_cycles(a: Analyzer, unit, mdt: str, flops: float) -> float:
+    """Core cycles the matrix unit takes for ``flops`` at the file's rate and efficiency (the block alone)."""
+    from ..sim.machine import hw_dtype
+    key = hw_dtype(mdt)
+    fpc = unit.flops_per_cycle.get(key) if unit is not None else None
+    if not fpc:
+        return 0.0
+    eff = min(1.0, max(1e-3, a.hw.efficiency("matrix", key, default=1.0) or 1.0))
+    core = _core(a.hw, a.profile.matrix_core)
+    return flops / (fpc * eff) * a.hw.unit_clock_hz(core) / a.hw.unit_clock_hz(core, unit)
 
 
 def mma_warp_grid(M: int, N: int, warps: int, policy) -> tuple[int, int]:
@@ -230,9 +257,21 @@ def _gemm(a: Analyzer, s: N.Gemm):
         chain = hmma * (1.0 + (p.mma_fp8_chain_instr if fp8 else 0.0)) + ldsm * (1.0 + p.ldsm_extra_instr) + \
             (p.loop_iter_instr if a.pipelined_depth else 0.0)
         extra = hmma * (p.mma_fp8_extra_instr - p.mma_fp8_chain_instr) if fp8 else 0.0
-        op.work["vector:float32"] = (chain + extra) * warps * a.warp_size
-        # one warp's chain or the block's issue, whichever is longer: the block op lasts latency + its issue time
-        op.latency_cycles = max(0.0, chain * p.warp_cpi - _issue_cycles(a, op.work["vector:float32"]))
+        if p.warp_issue_cycles:
+            # additive contention: each instruction holds its scheduler warp_issue_cycles (issue slots), and a
+            # warp's own chain adds warp_cpi - warp_issue_cycles per instruction (with phase_locked_issue the
+            # co-resident blocks' issue adds to the chain: a warp's step = instr x (cpi + issue x (warps - 1)))
+            op.work["vector:float32"] = (chain * p.warp_issue_cycles + extra) * warps * a.warp_size
+            op.work["issue"] = op.work["vector:float32"]
+            op.latency_cycles = max(0.0, chain * (p.warp_cpi - p.warp_issue_cycles))
+        else:
+            op.work["vector:float32"] = (chain + extra) * warps * a.warp_size
+            busy = _issue_cycles(a, op.work["vector:float32"])
+            if p.mma_sync_rate_fraction < 1.0:  # the HMMA pipe of mma.sync at a fraction of the matrix rate
+                op.work[f"matrix:{mdt}"] = flops / p.mma_sync_rate_fraction
+                busy = max(busy, _matrix_cycles(a, unit, mdt, op.work[f"matrix:{mdt}"]))
+            # one warp's chain or the block's busiest unit, whichever is longer: the op lasts latency + that time
+            op.latency_cycles = max(0.0, chain * p.warp_cpi - busy)
         smem = wn * A_bytes + wm * B_bytes
     elif mode == "warps":
         wm, wn = _partition(policy, warps, max(1, M // p.mma_shape[0]), max(1, N_ // p.mma_shape[1]))

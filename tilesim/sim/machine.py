@@ -176,6 +176,8 @@ class Machine:
                 return INF
             eff = _clip(hw.efficiency("vector", key if u.flops_per_cycle.get(key) else "float32", default=1.0))
             return fpc / p.vector_flops_per_slot * hw.unit_clock_hz(self.vcore, u) * eff * self.vec_per_block
+        if kind == "issue":  # warp-instruction issue of mma.sync streams: the schedulers' lane slots, as vector
+            return self.rate("vector:float32")
         if kind == "sfu":
             u = self._unit(self.vcore, "sfu")
             if u is None:
