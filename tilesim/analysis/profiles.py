@@ -190,6 +190,14 @@ class LoweringProfile:
             matrix FLOPs still occupy the matrix unit. Off: FLOPs on the matrix unit only.
         warp_cpi: cycles one warp takes per instruction of the ``mma.sync`` main loop when nothing else issues
             (dependent HMMA/ldmatrix/address chains; fitted, docs/simulator.md §6c).
+        warp_issue_cycles: when set (the second model), every instruction of those streams — the gemm's and the
+            16-byte chunk code of its tile copies, ``cp.async`` or synchronous — holds its scheduler this many
+            cycles (``issue`` work, 32 lane slots per cycle and warp) and adds ``warp_cpi - warp_issue_cycles`` to
+            its warp's own chain; 0: the first model (``warp_cpi`` chain against the block's one-per-cycle issue).
+        mma_phase_locked: co-resident blocks' ``issue`` work takes turns at the schedulers: a block's time in the
+            wave quantisation is its critical path plus the other ``k - 1`` blocks' ``issue`` time
+            (``sim/device.simulate_launch``), so a warp's K step is ``instructions × (warp_cpi + warp_issue_cycles ×
+            (warps per scheduler − 1))``: one warp per scheduler is latency-bound, many are issue-bound.
         ldsm_extra_instr: address instructions per ``ldmatrix`` (SASS count).
         mma_fp8_extra_instr: extra instructions per HMMA of an fp8 ``mma.sync.m16n8k32``, which ptxas emulates on
             sm_90 with two f16 HMMAs, ``F2FP`` unpacks and ``FADD`` instructions (SASS count: 8 ``F2FP`` + 4 ``FADD``
@@ -259,7 +267,6 @@ class LoweringProfile:
     ldsm_extra_instr: float = 0.0
     mma_fp8_extra_instr: float = 0.0
     mma_fp8_chain_instr: float = 0.0
-    mma_sync_rate_fraction: float = 1.0
     warp_issue_cycles: float = 0.0
     mma_phase_locked: bool = False
     loop_iter_instr: float = 0.0

@@ -149,18 +149,6 @@ def _issue_cycles(a: Analyzer, lane_slots: float) -> float:
     return lane_slots / (fpc / a.profile.vector_flops_per_slot * eff)
 
 
-def _matrix_cycles(a: Analyzer, unit, mdt: str, flops: float) -> float:
-    """Core cycles the matrix unit takes for ``flops`` at the file's rate and efficiency (the block alone)."""
-    from ..sim.machine import hw_dtype
-    key = hw_dtype(mdt)
-    fpc = unit.flops_per_cycle.get(key) if unit is not None else None
-    if not fpc:
-        return 0.0
-    eff = min(1.0, max(1e-3, a.hw.efficiency("matrix", key, default=1.0) or 1.0))
-    core = _core(a.hw, a.profile.matrix_core)
-    return flops / (fpc * eff) * a.hw.unit_clock_hz(core) / a.hw.unit_clock_hz(core, unit)
-
-
 def mma_warp_grid(M: int, N: int, warps: int, policy) -> tuple[int, int]:
     """``(WM, WN)`` of an ``mma.sync`` gemm as the Numba backend places it: TileLang's partition for the policy
     when every warp gets whole m16 tiles and pairs of n8 tiles, else all warps along M."""
@@ -265,13 +253,9 @@ def _gemm(a: Analyzer, s: N.Gemm):
             op.work["issue"] = op.work["vector:float32"]
             op.latency_cycles = max(0.0, chain * (p.warp_cpi - p.warp_issue_cycles))
         else:
+            # the first model: one warp's chain or the block's issue, whichever is longer
             op.work["vector:float32"] = (chain + extra) * warps * a.warp_size
-            busy = _issue_cycles(a, op.work["vector:float32"])
-            if p.mma_sync_rate_fraction < 1.0:  # the HMMA pipe of mma.sync at a fraction of the matrix rate
-                op.work[f"matrix:{mdt}"] = flops / p.mma_sync_rate_fraction
-                busy = max(busy, _matrix_cycles(a, unit, mdt, op.work[f"matrix:{mdt}"]))
-            # one warp's chain or the block's busiest unit, whichever is longer: the op lasts latency + that time
-            op.latency_cycles = max(0.0, chain * p.warp_cpi - busy)
+            op.latency_cycles = max(0.0, chain * p.warp_cpi - _issue_cycles(a, op.work["vector:float32"]))
         smem = wn * A_bytes + wm * B_bytes
     elif mode == "warps":
         wm, wn = _partition(policy, warps, max(1, M // p.mma_shape[0]), max(1, N_ // p.mma_shape[1]))
