@@ -380,7 +380,14 @@ def bench_tensor_cores(quick):
     if not quick:
         fa_variants += [dict(block_M=128, block_N=64, threads=256, num_stages=1),
                         dict(block_M=128, block_N=64, threads=256, num_stages=2)]
+    from tilesim.backends.cuda import layout as LY
+
+    # "/smemP": P through shared memory (its register path off), the lowering before 2026-12-02 12:30
+    fa_variants += [dict(v, smem_p=True) for v in fa_variants if v["num_stages"] == 2]
     for v in fa_variants:
+        v = dict(v)
+        smem_p = v.pop("smem_p", False)
+        LY.REGISTER_A = not smem_p
         try:
             kern = A.flash_attention_fwd(B, H, S, D, is_causal=True, dtype="bfloat16", **v)
             kc, run, (o, lse) = prepared(kern, q, k_, v_, tensor_cores=True)
@@ -388,13 +395,15 @@ def bench_tensor_cores(quick):
             torch.cuda.synchronize()
             err = relnorm(o, ref)
             t, _ = gpu_time(run, reps=3, rounds=5)
-            bench_entry(f"flash_attn_fwd_bf16_causal_tc {v['block_M']}x{v['block_N']}/t{v['threads']}/s{v['num_stages']}",
+            bench_entry(f"flash_attn_fwd_bf16_causal_tc {v['block_M']}x{v['block_N']}/t{v['threads']}/s{v['num_stages']}"
+                        + ("/smemP" if smem_p else ""),
                         [B, S, H, D], t, t_ref, "F.scaled_dot_product_attention", err,
                         {"tflops_ours": fa_flops / t / 1e12, "tflops_ref": fa_flops / t_ref / 1e12, "config": v},
                         kc=kc)
         except Exception as ex:  # noqa: BLE001
             RESULTS["errors"].append(f"tc attention {v}: {type(ex).__name__}: {ex}"[:2000])
             log("tc attention variant failed", v, repr(ex)[:500])
+    LY.REGISTER_A = True
 
 
 def _warp_grid_ab(a, b, ref, t_ref, flops, quick):

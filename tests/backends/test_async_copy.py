@@ -163,6 +163,16 @@ def test_stage_copies_that_do_not_fit_fall_back_with_a_note():
     assert _src(_mm(bm=128, bn=128, bk=256, stages=3), async_copy=False).count("_cp_") == 0
 
 
+def test_static_shapes_issue_whole_tiles_without_per_chunk_bounds():
+    from kernels.gemm import matmul
+
+    src = _src(matmul(4096, 4096, 4096, block_M=128, block_N=128, block_K=32, num_stages=3, dtype="bfloat16",
+                      out_dtype="float32"), tensor_cores=True, async_copy=True)
+    # per copy (A, B) and issue point (prologue, loop): one unpredicated and one zero-filling chunk form
+    assert src.count(", 16)\n") == 2 * 2 and src.count("_cp_async16(") == 2 * 2 * 2
+    assert ", 16)\n" not in _src(_mm(), tensor_cores=True, async_copy=True)  # dynamic shapes: per chunk only
+
+
 # ------------------------------------------------------------------------------------ machine code
 def test_sm90_machine_code_has_ldgsts_and_one_barrier(tmp_path):
     from tilesim.backends.cuda.runtime import CudaProgram
@@ -230,6 +240,14 @@ for stages in (2, 3):
     A = rng.standard_normal((40, 50)).astype(np.float16)
     B = rng.standard_normal((50, 24)).astype(np.float16)
     run(f"matmul_s{{stages}}_NN_K50", k, [A, B])
+# static shapes: interior tiles take the unpredicated chunks, edge tiles the zero-filling ones, in one kernel
+from kernels.gemm import matmul as static_matmul
+for tb in (False, True):
+    A = rng.standard_normal((72, 56)).astype(np.float16)
+    B = rng.standard_normal((40, 56) if tb else (56, 40)).astype(np.float16)
+    k = static_matmul(72, 40, 56, block_M=32, block_N=16, block_K=16, num_stages=2, threads=64, dtype="float16",
+                      out_dtype="float32", trans_B=tb)
+    run(f"matmul_static_{{'NT' if tb else 'NN'}}", k, [A, B])
 for causal in (True, False):
     k = flash_attention(1, 2, 40, 16, is_causal=causal, block_M=16, block_N=16, num_stages=2, threads=32)
     q, kk, v = (rng.standard_normal((1, 40, 2, 16)).astype(np.float16) for _ in range(3))
@@ -253,7 +271,7 @@ def test_whole_kernels_in_the_simulator_with_modelled_async_copies():
     import json
 
     rows = {row["name"]: row for row in (json.loads(line) for line in r.stdout.splitlines() if line.startswith("{"))}
-    assert len(rows) == 9 + 10 + 2 + 1, r.stdout
+    assert len(rows) == 9 + 10 + 2 + 2 + 1, r.stdout
     for name, row in rows.items():
         if name.startswith("weak_wait"):
             assert not row["bitwise"] and row["err"] > 1e-3, row  # the model catches a missing wait

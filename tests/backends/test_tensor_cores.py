@@ -157,7 +157,10 @@ def test_whole_kernels_in_the_simulator_with_modelled_warp_instructions():
     rows = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
     assert len(rows) == 7, r.stdout
     for row in rows:
-        assert row["err"] < 1e-5, row
+        # attention rounds P to the operand dtype after an exp2 that NumPy computes per element here and
+        # vectorised in the interpreter: the two may differ by one fp32 ulp on some CPUs (SIMD dispatch), which
+        # flips a rare bf16/fp16 rounding of P, ~1e-5 of the output each; a wrong fragment layout is O(1)
+        assert row["err"] < (1e-4 if row["name"].startswith("flash_attention") else 1e-5), row
 
 
 # ------------------------------------------------------------------------------------ on a GPU

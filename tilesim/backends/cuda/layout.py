@@ -370,7 +370,7 @@ def place_buffers(launch: N.Launch, gemm_rows_hint=None, accumulator=None) -> Pl
     pl = _place_fixpoint(launch, nt, frags, accumulator)
     why = _split_unserved(launch, pl) if pl.mma else None
     if why is not None:
-        pl = _place_fixpoint(launch, nt, frags, lambda *a: accumulator(*a, full_row=True))
+        pl = _place_fixpoint(launch, nt, frags, lambda *a, **kw: accumulator(*a, full_row=True, **kw))
         pl.notes.append(f"tensor-core gemm warps all along M (FullRow): {why}")
     return pl
 
@@ -437,6 +437,7 @@ def _place_once(launch, nt, frags, forced, accumulator=None):
     # 1. static demotions and FR requirements
     parallels: list[N.Parallel] = []
     reduces, copies, gemms = [], [], []
+    reg_a: dict[int, list] = {}  # uid -> the gemms reading that fragment as operand A (register operand candidates)
 
     # T.Parallel bodies are not entered: their accesses are classified with the loop
     for s in walk_stmts(launch.body, enter=lambda s: not isinstance(s, N.Parallel)):
@@ -464,7 +465,10 @@ def _place_once(launch, nt, frags, forced, accumulator=None):
             gemms.append(s)
             for r in (s.a, s.b):
                 if r.buffer.uid in frags:
-                    demote(r.buffer, "an operand A/B of T.gemm (read by every thread)")
+                    if r is s.a and accumulator is not None and _register_a_candidate(s, frags):
+                        reg_a.setdefault(r.buffer.uid, []).append(s)  # decided with the accumulators (step 2)
+                    else:
+                        demote(r.buffer, "an operand A/B of T.gemm (read by every thread)")
         if isinstance(s, (N.Copy, N.Reduce, N.Cumsum, N.Fill, N.Atomic, N.Gemm)):
             regions = (s.c,) if isinstance(s, N.Gemm) else regions_of(s)  # gemm A/B: demoted above
             for r in regions:
@@ -500,8 +504,17 @@ def _place_once(launch, nt, frags, forced, accumulator=None):
             continue
         m, n = _mat_shape(g.c)
         lay = None
+        a = g.a.buffer
+        in_regs = a.uid in reg_a and assign.get(a.uid) is not SHARED and len(reg_a[a.uid]) == 1
         if accumulator is not None and c.ndim == 2:
-            lay = accumulator(g, m, n, nt, lambda b: b.scope in ("shared", "shared.dyn") or assign.get(b.uid) is SHARED)
+            in_shared = lambda b: b.scope in ("shared", "shared.dyn") or assign.get(b.uid) is SHARED  # noqa: E731
+            lay = accumulator(g, m, n, nt, in_shared, reg_a=in_regs) if in_regs else accumulator(g, m, n, nt, in_shared)
+        if a.uid in reg_a:
+            if lay is not None and in_regs:
+                # A stays in registers as the C fragment of an m16 x K tile on the same warps (tile_mma.py)
+                require(a, a_register_layout(lay, int(a.shape[1])), "register operand A of a tensor-core gemm")
+            else:
+                demote(a, "an operand A/B of T.gemm (read by every thread)")
         if lay is not None:
             pl.mma.add(id(g))
         else:
@@ -583,6 +596,27 @@ def _place_once(launch, nt, frags, forced, accumulator=None):
         lay, _ = loop_layout(p)
         pl.loop_layouts[id(p)] = lay
     return pl
+
+
+#: False: every fragment operand of a gemm goes through shared memory, as before register operands
+#: (``benchmarks/gpu_run.py --only tc`` times flash attention both ways in one process)
+REGISTER_A = True
+
+
+def _register_a_candidate(g: N.Gemm, frags) -> bool:
+    """Whether fragment operand ``A`` of gemm ``g`` may stay in registers on tensor cores: a whole 2-D fp16/bf16
+    fragment (not transposed) multiplied with a B of its dtype into a float32 register accumulator. The
+    accumulator function then decides (``reg_a=True``: all warps along M, K a multiple of 16)."""
+    a = g.a.buffer
+    return (REGISTER_A and not g.trans_a and a.ndim == 2 and is_full_region(g.a) and a.dtype in ("float16", "bfloat16")
+            and g.b.buffer.dtype == a.dtype and g.c.buffer.uid in frags and g.c.buffer.dtype == "float32")
+
+
+def a_register_layout(acc: Layout, K: int) -> Layout:
+    """The layout of a register operand ``A`` (``M x K``) of a tensor-core gemm with accumulator layout ``acc``
+    (warps all along M): the accumulator layout of an ``M x K`` tile on the same warps, so the C fragments of
+    n8 tiles ``2s``, ``2s + 1`` are the A fragment of k16 step ``s`` (:mod:`.tile_mma`)."""
+    return Layout((acc.shape[0], K), (acc.tcount[0], 4), acc.tstride, acc.nthreads, (1, 2))
 
 
 def _preferred_vec(copies, frags) -> tuple[int, int]:

@@ -10,6 +10,9 @@
   {f16,bf16}.{f16,bf16}.f32``; returns the four fp32 accumulators ``(d0, d1, d2, d3)``.
 * ``_mma_<a>_<b>(a0..a3, b0, b1, c0..c3)`` for ``a, b`` in ``e4m3, e5m2``: ``mma.sync.aligned.m16n8k32.row.col.
   f32.<a>.<b>.f32`` (four fp8 per register; sm_89 and later), the same registers and result.
+* ``_pack_bf16x2(lo, hi)`` / ``_pack_f16x2(lo, hi)``: ``cvt.rn.{bf16x2,f16x2}.f32`` — two fp32 values rounded to
+  nearest even and packed into one ``uint32``, ``lo`` in the low half (the b16 pair of an A fragment register
+  built from register values: a gemm whose operand A is a register fragment, :mod:`.tile_mma`).
 
 Fragment layouts are those of the PTX ISA (see :mod:`.mma_layout`). The simulator has no warp-level
 matrix instructions: its build of the same names is :func:`.mma_sim.sim_mma_namespace`.
@@ -85,7 +88,26 @@ def mma_namespace() -> dict:
 
         return mma
 
-    _NS = {"_ldsm4": _ldsm(False), "_ldsm4t": _ldsm(True), "_mma_f16": _mma("f16"), "_mma_bf16": _mma("bf16")}
+    def _pack(kind: str):
+        text = f"cvt.rn.{kind}x2.f32 $0, $2, $1;"  # PTX: the first source goes to the upper half
+
+        @intrinsic
+        def pack(typingctx, lo, hi):
+            if not (isinstance(lo, types.Float) and isinstance(hi, types.Float)):
+                return None
+            sig = types.uint32(lo, hi)
+
+            def codegen(context, builder, sig, args):
+                vals = [context.cast(builder, v, t, types.float32) for v, t in zip(args, sig.args)]
+                asm = ir.InlineAsm(ir.FunctionType(i32, [f32, f32]), text, "=r,f,f")
+                return builder.call(asm, vals)
+
+            return sig, codegen
+
+        return pack
+
+    _NS = {"_pack_bf16x2": _pack("bf16"), "_pack_f16x2": _pack("f16"),
+           "_ldsm4": _ldsm(False), "_ldsm4t": _ldsm(True), "_mma_f16": _mma("f16"), "_mma_bf16": _mma("bf16")}
     for a in ("e4m3", "e5m2"):
         for b in ("e4m3", "e5m2"):
             _NS[f"_mma_{a}_{b}"] = _mma(a, b, "m16n8k32")

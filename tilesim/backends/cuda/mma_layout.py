@@ -274,14 +274,21 @@ def operand_problem(r: N.Region, in_shared) -> str | None:
 
 
 def tensor_core_accumulator(g: N.Gemm, M: int, N_: int, nthreads: int, in_shared,
-                            full_row: bool = False) -> Layout | None:
+                            full_row: bool = False, reg_a: bool = False) -> Layout | None:
     """The accumulator layout when gemm ``g`` (C tile ``M x N_``) can run on tensor cores, else None: on
     the grid of the gemm's warp policy, or all warps along M with ``full_row`` (the placement asks for it
-    when a consumer of the accumulator needs whole rows in one warp)."""
+    when a consumer of the accumulator needs whole rows in one warp). ``reg_a``: operand A is a register
+    fragment (the placement's candidate): every warp then needs whole rows of A, so the warps go all along M
+    and A's K must be a multiple of 16 (its k16 steps are pairs of n8 tiles of its own C-fragment layout)."""
     ka = g.a.extents[-2] if g.trans_a else g.a.extents[-1]
-    grid = (max(1, nthreads // 32), 1) if full_row else warp_grid(M, N_, nthreads, g.policy)
+    grid = (max(1, nthreads // 32), 1) if (full_row or reg_a) else warp_grid(M, N_, nthreads, g.policy)
     why = mma_shape_ok(M, N_, int(ka), nthreads, g.a.buffer.dtype, g.b.buffer.dtype, g.c.buffer.dtype, grid)
-    why = why or operand_problem(g.a, in_shared) or operand_problem(g.b, in_shared)
+    if reg_a:
+        why = why or (None if int(ka) % (2 * MMA_N) == 0 and g.a.buffer.dtype in ("float16", "bfloat16")
+                      else "a register operand A needs 16-bit values and K a multiple of 16")
+    else:
+        why = why or operand_problem(g.a, in_shared)
+    why = why or operand_problem(g.b, in_shared)
     if why is not None:
         return None
     return mma_layout(M, N_, nthreads, grid)

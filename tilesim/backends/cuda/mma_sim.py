@@ -18,7 +18,8 @@ The hardware model (independent of the lowering's choices in :mod:`.mma_layout`)
   operand gives the IEEE float64 result of the same sum (NaN/Inf propagate).
 
 :func:`sim_mma_namespace` builds ``_ldsm4``/``_ldsm4t``/``_mma_f16``/``_mma_bf16``/``_mma_<a>_<b>`` (fp8;
-``_ldsm4`` then reads a ``uint8`` array at a byte index) for the simulator,
+``_ldsm4`` then reads a ``uint8`` array at a byte index) and ``_pack_bf16x2``/``_pack_f16x2`` (two fp32 values
+rounded to nearest even, packed low half first; per thread, no exchange) for the simulator,
 where every GPU thread is a Python thread: each call posts its operands to a per-block mailbox, waits
 at a block barrier, reads its warp's 32 posts, computes its own lane's result with the model, and waits
 again. So every thread of the block must make the same calls (tile-level gemm code does); the values
@@ -219,7 +220,16 @@ def sim_mma_namespace() -> dict:
 
         return fn
 
-    ns = {"_ldsm4": ldsm(False), "_ldsm4t": ldsm(True), "_mma_f16": mma("f16"), "_mma_bf16": mma("bf16")}
+    def pack(np_type):
+        def fn(lo, hi):
+            with np.errstate(over="ignore"):  # past the range: inf, as cvt.rn writes it
+                bits = np.array([lo, hi], dtype=np.float32).astype(np_type).view(np.uint16)
+            return np.uint32(_pack(bits[0], bits[1]))
+
+        return fn
+
+    ns = {"_pack_bf16x2": pack(ml_dtypes.bfloat16), "_pack_f16x2": pack(np.float16),
+          "_ldsm4": ldsm(False), "_ldsm4t": ldsm(True), "_mma_f16": mma("f16"), "_mma_bf16": mma("bf16")}
     for ka in ("e4m3", "e5m2"):
         for kb in ("e4m3", "e5m2"):
             ns[f"_mma_{ka}_{kb}"] = mma8(ka, kb)

@@ -17,7 +17,9 @@ the K loop.
 
 from __future__ import annotations
 
+from ...errors import InternalError
 from . import mma_layout as ML
+from .layout import a_register_layout
 from .mma_layout import Code
 
 
@@ -31,6 +33,9 @@ class MmaLowering:
     """``T.gemm`` on tensor cores (see the module docstring)."""
 
     def gemm_mma(self, s, lay, C: str):
+        if self.where(s.a.buffer) == "reg":
+            self._gemm_mma_reg_a(s, lay, C)
+            return
         M, Nn = lay.shape
         wgm, wgn = ML.grid_of(lay)
         MT, NT = ML.tiles(M, Nn, (wgm, wgn))
@@ -93,11 +98,52 @@ class MmaLowering:
                         offs = [ML.b_frag8_coord(0, q, 0, wgn, i, h) for h in range(4)]
                         self.emit(f"{fb[q][i]} = {packed(b_arr, bt, [n * b_cs + k * b_ks for n, k in offs])}")
             else:
-                ldb = "_ldsm4" if s.trans_b else "_ldsm4t"
-                for q2 in range(NT // 2):
-                    regs = fb[2 * q2] + fb[2 * q2 + 1]
-                    self.emit(f"{', '.join(regs)} = {ldb}({b_arr}, {b_off[q2]} + {_c(b_ks) * Code(kk)})")
+                self._mma_b_ldsm(s.trans_b, b_arr, b_off, _c(b_ks) * Code(kk), fb)
+            self._mma_issue(mma, fa, fb, C, S1)
+
+    def _mma_b_ldsm(self, trans_b: bool, b_arr: str, b_off: list, k_off, fb: list):
+        """``ldmatrix.x4`` of the warp's n8 tiles of B, two per instruction, at K offset ``k_off``."""
+        ldb = "_ldsm4" if trans_b else "_ldsm4t"
+        for q2 in range(len(fb) // 2):
+            regs = fb[2 * q2] + fb[2 * q2 + 1]
+            self.emit(f"{', '.join(regs)} = {ldb}({b_arr}, {b_off[q2]} + {k_off})")
+
+    def _mma_issue(self, mma: str, fa: list, fb: list, C: str, S1: int):
+        """One ``mma.sync`` per (m16, n8) tile pair of the warp, on the accumulator slots of :func:`~.mma_layout.c_slots`."""
+        for mi in range(len(fa)):
+            for q in range(len(fb)):
+                cs = ", ".join(f"{C}[{i}]" for i in ML.c_slots(mi, q, S1))
+                self.emit(f"{cs} = {mma}({', '.join(fa[mi] + fb[q])}, {cs})")
+
+    def _gemm_mma_reg_a(self, s, lay, C: str):
+        """``C += A @ B`` with A a register fragment (the placement keeps it there only on a warp grid all
+        along M, with :func:`~.layout.a_register_layout`): A's C-fragment slots of n8 tiles ``2j``, ``2j + 1``
+        are, packed two values per register (``cvt.rn.{bf16,f16}x2``), the A fragment of k16 step ``j`` — no
+        shared-memory round trip, no barrier. The K loop is unrolled (slot numbers are constants, so the
+        fragment stays in registers); B is read with ``ldmatrix`` as in :meth:`gemm_mma`."""
+        M, Nn = lay.shape
+        wgm, wgn = ML.grid_of(lay)
+        a = s.a.buffer
+        K = int(s.a.extents[-1])
+        alay = self.layout(a)
+        if wgn != 1 or alay != a_register_layout(lay, K) or K % 16:
+            raise InternalError(f"register operand {a.name} of a tensor-core gemm: layout {alay.describe()}")
+        MT, NT = ML.tiles(M, Nn, (wgm, 1))
+        S1, S1a, A = lay.slots[1], alay.slots[1], self.arr(a)
+        bbase, b_cs, b_ks, b_arr, b_dt = self._operand(s.b, s.trans_b, rows=False)
+        lane = Code(self.coord(32, 1))
+        b_off = []
+        for q2 in range(NT // 2):
+            n, k = ML.b_ldsm_coord(lane, q2, not s.trans_b, 0, 1)
+            b_off.append(self.hoist(str(_c(bbase) + n * _c(b_cs) + k * _c(b_ks))))
+        pack = "_pack_bf16x2" if a.dtype == "bfloat16" else "_pack_f16x2"
+        mma = ML.mma_intrinsic(a.dtype, b_dt)
+        for j in range(K // ML.MMA_K):
+            fa = [[self.fresh(f"_fa{mi}_") for _ in range(4)] for mi in range(MT)]
+            fb = [[self.fresh(f"_fb{q}_") for _ in range(2)] for q in range(NT)]
             for mi in range(MT):
-                for q in range(NT):
-                    cs = ", ".join(f"{C}[{i}]" for i in ML.c_slots(mi, q, S1))
-                    self.emit(f"{cs} = {mma}({', '.join(fa[mi] + fb[q])}, {cs})")
+                lo, hi = ML.c_slots(mi, 2 * j, S1a), ML.c_slots(mi, 2 * j + 1, S1a)
+                for reg, (x, y) in zip(fa[mi], ((lo[0], lo[1]), (lo[2], lo[3]), (hi[0], hi[1]), (hi[2], hi[3]))):
+                    self.emit(f"{reg} = {pack}({A}[{x}], {A}[{y}])")
+            self._mma_b_ldsm(s.trans_b, b_arr, b_off, _c(b_ks) * (ML.MMA_K * j), fb)
+            self._mma_issue(mma, fa, fb, C, S1)
