@@ -182,7 +182,12 @@ class LoweringProfile:
             instructions per 16-byte chunk (an op on the threads' timeline), and launches without asynchronous
             copies keep the synchronous Little's-law bound. Off: TMA-style copies (``tensorcore``).
         cp_async_chunk_instr: instructions a thread issues per 16-byte ``cp.async`` chunk (address arithmetic,
-            edge predicate, the ``LDGSTS``), counted in the sm_90 SASS (docs/simulator.md §6c).
+            edge predicate, the ``LDGSTS``), counted in the sm_90 SASS (docs/simulator.md §6c); also the chunk code
+            of synchronous tile copies in the second model.
+        cp_async_inside_chunk_instr: with static shapes, per chunk of a tile wholly inside the tensor (the backend
+            skips the per-chunk bounds since 2026-12-02 12:40; SASS count), weighted by the copy's in-bounds share,
+            plus ``cp_async_tile_check_instr`` per tile and thread (the one inside check). 0: every chunk costs
+            ``cp_async_chunk_instr`` (the lowering the fits' rows were timed on).
         mma_sync_issue: a ``T.gemm`` on the matrix unit is a stream of warp instructions (``mma.sync`` + ``ldmatrix``
             on TileLang's warp grid, ``tilesim.warp_partition``; all warps along M when the grid does not fit),
             costed as issue slots of the core's schedulers (32 lane slots per warp instruction, the ``vector`` rate)
@@ -262,6 +267,8 @@ class LoweringProfile:
     single_stage_sync: bool = False
     cp_async: bool = False
     cp_async_chunk_instr: float = 0.0
+    cp_async_inside_chunk_instr: float = 0.0
+    cp_async_tile_check_instr: float = 0.0
     mma_sync_issue: bool = False
     warp_cpi: float = 0.0
     ldsm_extra_instr: float = 0.0
@@ -362,6 +369,7 @@ _PROFILES["numba_tc"] = replace(
     _PROFILES["numba"], name="numba_tc", gemm_unit="matrix", gemm_operands="warps", matrix_dtype_map=(),
     matrix_dtypes=("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"), gemm_policy="",
     async_copy=True, overlap=True, single_stage_sync=True, cp_async=True, cp_async_chunk_instr=48.0,
+    cp_async_inside_chunk_instr=18.0, cp_async_tile_check_instr=22.0,
     mma_sync_issue=True, ldsm_extra_instr=4.0, mma_fp8_extra_instr=6.0, mma_fp8_chain_instr=2.0,
     loop_iter_instr=90.0, warp_issue_cycles=TC_WARP_ISSUE, mma_phase_locked=True,
     mma_operand_registers=True, warp_cpi=TC_WARP_CPI, mma_register_overhead_per_thread=TC_REGISTER_OVERHEAD,

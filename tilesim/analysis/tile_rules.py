@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..errors import KernelTypeError
 from ..ir import nodes as N
 from ..ir.traverse import walk_stmts
@@ -36,7 +38,9 @@ def _copy(a: Analyzer, s: N.Copy):
         asyn = p.async_copy and ds == "shared" and not single_stage(a) and (not p.cp_async or a.pipelined_depth > 0)
         op = a.new_op("async" if asyn else "load", s, side, (src.buffer,), (dst.buffer,),
                       f"copy {src.buffer.name}→{dst.buffer.name}")
-        issue = _cp_async_issue(a, s, side, tile) if asyn and p.cp_async else []
+        # share of the tile's chunks in tiles wholly inside the tensor (static shapes; block classes averaged)
+        inside = float(np.mean(inb)) / max(1.0, n) if src.buffer.static_shape() is not None else 0.0
+        issue = _cp_async_issue(a, s, side, tile, inside) if asyn and p.cp_async else []
         op.work["global"] = gbytes
         op.gaccess.append(a.gaccess(src, gbytes, False))
         op.latency = "global"
@@ -111,7 +115,7 @@ def _copy(a: Analyzer, s: N.Copy):
 CP_ASYNC_ISSUE = "cp.async issue"
 
 
-def _cp_async_issue(a: Analyzer, s: N.Copy, side: str, tile_bytes: float) -> list:
+def _cp_async_issue(a: Analyzer, s: N.Copy, side: str, tile_bytes: float, inside: float = 0.0) -> list:
     """The threads' side of a ``cp.async`` tile copy (profile ``cp_async``): ``cp_async_chunk_instr`` instructions
     per 16-byte chunk and thread, as issue slots only: the chunks' address arithmetic is independent, so it issues
     back to back (no dependent chain)."""
@@ -121,18 +125,25 @@ def _cp_async_issue(a: Analyzer, s: N.Copy, side: str, tile_bytes: float) -> lis
         return []
     op = a.new_op("compute", s, side, (), (), f"{CP_ASYNC_ISSUE} {s.dst.buffer.name}")
     if p.warp_issue_cycles:
-        _chunk_stream(a, op, tile_bytes)
+        per_chunk = p.cp_async_chunk_instr
+        extra = 0.0
+        if p.cp_async_inside_chunk_instr:  # static shapes: tiles wholly inside skip the per-chunk bounds
+            per_chunk = inside * p.cp_async_inside_chunk_instr + (1.0 - inside) * p.cp_async_chunk_instr
+            extra = p.cp_async_tile_check_instr
+        _chunk_stream(a, op, tile_bytes, per_chunk, extra)
     else:
         op.work["vector:float32"] = per_thread * a.threads
     return [op]
 
 
-def _chunk_stream(a: Analyzer, op, tile_bytes: float) -> None:
-    """A tile copy's per-thread 16-byte chunk code as a warp instruction stream (``cp_async_chunk_instr`` per chunk):
-    ``warp_issue_cycles`` of scheduler time per instruction (``issue`` work, phase-locked across co-resident blocks)
-    and ``warp_cpi - warp_issue_cycles`` more per instruction on the warp's own chain."""
+def _chunk_stream(a: Analyzer, op, tile_bytes: float, per_chunk: float | None = None, extra: float = 0.0) -> None:
+    """A tile copy's per-thread 16-byte chunk code as a warp instruction stream (``per_chunk`` instructions a chunk,
+    default ``cp_async_chunk_instr``, plus ``extra`` per tile): ``warp_issue_cycles`` of scheduler time per
+    instruction (``issue`` work, phase-locked across co-resident blocks) and ``warp_cpi - warp_issue_cycles`` more
+    per instruction on the warp's own chain."""
     p = a.profile
-    per_thread = math.ceil(tile_bytes / 16.0 / max(1, a.threads)) * p.cp_async_chunk_instr
+    per_chunk = p.cp_async_chunk_instr if per_chunk is None else per_chunk
+    per_thread = math.ceil(tile_bytes / 16.0 / max(1, a.threads)) * per_chunk + extra
     op.work["vector:float32"] = op.work["issue"] = per_thread * a.threads * p.warp_issue_cycles
     op.latency_cycles = op.latency_cycles + per_thread * max(0.0, p.warp_cpi - p.warp_issue_cycles)
 
