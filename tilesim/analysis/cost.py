@@ -49,6 +49,7 @@ from .profiles import get_profile
 from .program import LaunchProgram, Loop, compress
 from .rule_tables import COST_RULES, EXPR_RULES, rule  # noqa: F401  (re-exported)
 from .symbolic import DataDependent
+from .tile_rules import CP_ASYNC_ISSUE
 
 __all__ = ["COST_RULES", "EXPR_RULES", "analyze", "Analyzer", "resolve_shapes"]
 
@@ -99,7 +100,7 @@ def _scale_element_slots(body, factor):
     for n in body:
         if isinstance(n, Loop):
             _scale_element_slots(n.body, factor)
-        elif not n.label.startswith("gemm"):
+        elif not n.label.startswith(("gemm", CP_ASYNC_ISSUE)) and "issue" not in n.work:  # SASS-counted streams
             for k in [k for k in n.work if k.startswith("vector:")]:
                 n.work[k] *= factor
 

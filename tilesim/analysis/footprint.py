@@ -99,6 +99,34 @@ def _writes(stmts, uid) -> bool:
     return False
 
 
+def _on_matrix(p, st: N.Gemm) -> bool:
+    return p.gemm_unit == "matrix" and (not p.matrix_dtypes or st.a.dtype in p.matrix_dtypes)
+
+
+def _mma_operand_regs(a: Analyzer, st: N.Gemm) -> float:
+    """Registers per thread of two k steps' A and B fragments of an ``mma.sync`` gemm on its warp grid (the next
+    step's ``ldmatrix`` results arrive while the current step's HMMAs run)."""
+    from .tile_rules import mma_warp_grid
+    shp = [e for e in st.c.tile_shape() if isinstance(e, int)]
+    if len(shp) != 2:
+        return 0.0
+    M, N_ = shp
+    wm, wn = mma_warp_grid(M, N_, max(1, a.threads // a.warp_size), a.profile.gemm_policy or st.policy)
+    return 2.0 * (4.0 * max(1, M // (16 * wm)) + 2.0 * max(1, N_ // (8 * wn)))
+
+
+def _cp_async_address_regs(a: Analyzer) -> float:
+    """Registers per thread holding the 64-bit global addresses of a thread's ``cp.async`` chunks (one stage of every
+    asynchronous copy destination; 16 bytes a chunk), kept live across the main loop (profile ``cp_async``)."""
+    if not (a.profile.cp_async and a.profile.async_copy):
+        return 0.0
+    total = 0.0
+    for b in a.buffers.values():
+        if b.alias_of is None and b.uid in a.async_dst and b.static_shape():
+            total += float(np.prod(b.static_shape())) * _size(b.dtype)
+    return 2.0 * math.ceil(total / 16.0 / max(1, a.threads))
+
+
 def peak_live_bytes(a: Analyzer, launch: N.Launch) -> float:
     """Peak register-fragment bytes of one block (see the module docstring)."""
     sizes = {}
@@ -129,6 +157,9 @@ def peak_live_bytes(a: Analyzer, launch: N.Launch) -> float:
                 pinned |= set(referenced_buffers(st)) & sizes.keys()
 
     def extra(st) -> float:
+        if isinstance(st, N.Gemm) and a.profile.mma_operand_registers and _on_matrix(a.profile, st):
+            return a.threads * (_mma_operand_regs(a, st) + _cp_async_address_regs(a)
+                                + a.profile.mma_register_overhead_per_thread) * 4.0
         if isinstance(st, N.Gemm) and _scope(st.c.buffer) == "reg" and a.profile.gemm_operands == "fma":
             shp = [e for e in st.c.tile_shape() if isinstance(e, int)] or [1]
             m, n = ([1] + shp)[-2:]

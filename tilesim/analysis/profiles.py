@@ -17,8 +17,9 @@ Profiles
                 asynchronous copies and no overlap; shared memory past 48 KiB through one dynamic allocation, up to
                 sm_90's 227 KiB opt-in limit (the backend's ``caps.DYNAMIC_SMEM_LIMIT``). Models the CUDA-core
                 gemm (``tensor_cores=False``); the backend's default tensor-core gemm is not profiled yet.
-``numba_tc``    the Numba backend as it lowers by default since 2026-12-01: as ``numba``, but fp16/bf16 ``T.gemm``
-                on the tensor cores (``mma.sync`` + ``ldmatrix``, every warp along M, each warp reading all of B).
+``numba_tc``    the Numba backend as it lowers by default (mma.sync path, ``TILESIM_CUDA_WGMMA=0``): as ``numba``, but
+                fp16/bf16/fp8 ``T.gemm`` as ``mma.sync`` + ``ldmatrix`` warp instruction streams on TileLang's warp
+                grid, pipelined ``T.copy`` as ``cp.async`` issued by the threads (docs/simulator.md §6c).
 ``ascend``      Ascend 910B (AIC + 2 AIV): ``T.gemm`` on the cube core (operands L1 → L0A/L0B through
                 MTE1), every other op on the vector cores; a tile produced on one side and consumed on
                 the other makes a round trip through global memory (L2), as the hardware requires.
@@ -174,6 +175,7 @@ class LoweringProfile:
             copy engine and no producer warpgroup (TileLang 0.1.15's generated source of the DSA indexer at
             ``num_stages=1``: vector loads and stores by all 128 threads, ``__launch_bounds__(128, 1)``).
             Off: asynchronous copies in any pipelined loop.
+<<<<<<< HEAD
         parallel_copies_sync: a ``T.Parallel`` loop that loads global memory into shared memory is synchronous
             (the block's threads load into registers and store) even inside a ``T.Pipelined`` loop: TileLang
             0.1.15 makes only ``T.copy`` asynchronous (TMA, with a producer warpgroup); none of the 55 generated
@@ -195,6 +197,48 @@ class LoweringProfile:
             ``ceil(bytes per owner / owner_load_bytes_in_flight)`` memory latencies in sequence (``Op.load_rounds``).
         owner_load_bytes_in_flight: bytes one such owner thread keeps outstanding (16 loads of 16 bytes: the
             registers an unrolled 256-load loop can hold beside the fragments; not measured).
+=======
+        cp_async: asynchronous copies are ``cp.async`` issued by the block's threads (the Numba backend,
+            docs/cuda-backend.md "cp.async pipelining"): only ``T.copy`` global → shared inside a ``T.Pipelined``
+            loop of ≥ 2 stages is asynchronous (with ``single_stage_sync``), its latency is a global load's (L2
+            or DRAM by the reuse model, no TMA data path), each thread issues ``cp_async_chunk_instr`` warp
+            instructions per 16-byte chunk (an op on the threads' timeline), and launches without asynchronous
+            copies keep the synchronous Little's-law bound. Off: TMA-style copies (``tensorcore``).
+        cp_async_chunk_instr: instructions a thread issues per 16-byte ``cp.async`` chunk (address arithmetic,
+            edge predicate, the ``LDGSTS``), counted in the sm_90 SASS (docs/simulator.md §6c); also the chunk code
+            of synchronous tile copies in the second model.
+        cp_async_inside_chunk_instr: with static shapes, per chunk of a tile wholly inside the tensor (the backend
+            skips the per-chunk bounds since 2026-12-02 12:40; SASS count), weighted by the copy's in-bounds share,
+            plus ``cp_async_tile_check_instr`` per tile and thread (the one inside check). 0: every chunk costs
+            ``cp_async_chunk_instr`` (the lowering the fits' rows were timed on).
+        mma_sync_issue: a ``T.gemm`` on the matrix unit is a stream of warp instructions (``mma.sync`` + ``ldmatrix``
+            on TileLang's warp grid, ``tilesim.warp_partition``; all warps along M when the grid does not fit),
+            costed as issue slots of the core's schedulers (32 lane slots per warp instruction, the ``vector`` rate)
+            and as a per-warp dependent chain of ``warp_cpi`` cycles per instruction (``Op.latency_cycles``); the
+            matrix FLOPs still occupy the matrix unit. Off: FLOPs on the matrix unit only.
+        warp_cpi: cycles one warp takes per instruction of the ``mma.sync`` main loop when nothing else issues
+            (dependent HMMA/ldmatrix/address chains; fitted, docs/simulator.md §6c).
+        warp_issue_cycles: when set (the second model), every instruction of those streams — the gemm's and the
+            16-byte chunk code of its tile copies, ``cp.async`` or synchronous — holds its scheduler this many
+            cycles (``issue`` work, 32 lane slots per cycle and warp) and adds ``warp_cpi - warp_issue_cycles`` to
+            its warp's own chain; 0: the first model (``warp_cpi`` chain against the block's one-per-cycle issue).
+        mma_phase_locked: co-resident blocks' ``issue`` work takes turns at the schedulers: a block's time in the
+            wave quantisation is its critical path plus the other ``k - 1`` blocks' ``issue`` time
+            (``sim/device.simulate_launch``), so a warp's K step is ``instructions × (warp_cpi + warp_issue_cycles ×
+            (warps per scheduler − 1))``: one warp per scheduler is latency-bound, many are issue-bound.
+        ldsm_extra_instr: address instructions per ``ldmatrix`` (SASS count).
+        mma_fp8_extra_instr: extra instructions per HMMA of an fp8 ``mma.sync.m16n8k32``, which ptxas emulates on
+            sm_90 with two f16 HMMAs, ``F2FP`` unpacks and ``FADD`` instructions (SASS count: 8 ``F2FP`` + 4 ``FADD``
+            per ``m16n8k32``): all take issue slots; ``mma_fp8_chain_instr`` of them (the ``FADD`` instructions, which wait for
+            the HMMA results) are also on the warp's dependent chain, the unpacks are not.
+        mma_fp8_chain_instr: the part of ``mma_fp8_extra_instr`` on the dependent chain (per HMMA).
+        loop_iter_instr: instructions per warp and iteration of a pipelined loop holding a gemm (stage index
+            selection, the wait and barrier; SASS count).
+        mma_operand_registers: the liveness register estimate adds, at each ``mma.sync`` gemm, two k steps' A and B
+            fragments per thread (4 registers per m16 tile and 2 per n8 tile of the warp) and
+            ``mma_register_overhead_per_thread`` (``ldmatrix`` lane addresses, ``cp.async`` chunk offsets, unrolled
+            index arithmetic; fitted to the driver's counts).
+>>>>>>> wt-ao
     """
 
     name: str
@@ -245,12 +289,29 @@ class LoweringProfile:
     serial_block_launch: bool = False
     chain_latency: bool = False
     single_stage_sync: bool = False
+<<<<<<< HEAD
     parallel_copies_sync: bool = False
     guarded_copies_sync: bool = False
     reduce_issue_all_threads: bool = False
     gather_index_latency: bool = False
     replicated_owner_loops: bool = False
     owner_load_bytes_in_flight: float = 256.0
+=======
+    cp_async: bool = False
+    cp_async_chunk_instr: float = 0.0
+    cp_async_inside_chunk_instr: float = 0.0
+    cp_async_tile_check_instr: float = 0.0
+    mma_sync_issue: bool = False
+    warp_cpi: float = 0.0
+    ldsm_extra_instr: float = 0.0
+    mma_fp8_extra_instr: float = 0.0
+    mma_fp8_chain_instr: float = 0.0
+    warp_issue_cycles: float = 0.0
+    mma_phase_locked: bool = False
+    loop_iter_instr: float = 0.0
+    mma_operand_registers: bool = False
+    mma_register_overhead_per_thread: int = 0
+>>>>>>> wt-ao
     notes: tuple[str, ...] = field(default=())
 
     def matrix_dtype(self, dtype: str) -> str:
@@ -259,6 +320,11 @@ class LoweringProfile:
                 return b
         return dtype
 
+
+#: ``numba_tc``'s fitted values (docs/simulator.md §6c: ``python benchmarks/numba_tc_profile_check.py --fit``)
+TC_WARP_CPI = 3.0
+TC_WARP_ISSUE = 0.75
+TC_REGISTER_OVERHEAD = 28
 
 _PROFILES = {
     "tensorcore": LoweringProfile(
@@ -337,13 +403,20 @@ _PROFILES = {
         sync_per_pipelined_iteration=1,
         notes=("IPU: DMA into NRAM/WRAM, matrix and vector units of one core",)),
 }
-# the Numba backend's default since 2026-12-01: fp16/bf16 gemms on mma.sync + ldmatrix with every warp along M and
-# each warp reading all of B (re-reads counted by "warps"), every other gemm and all else as "numba"; nothing
-# fitted for it (docs/simulator.md, the numba profile section)
+# the Numba backend's default lowering (tensor cores since 2026-12-01, cp.async pipelines and TileLang's warp grid
+# since 2026-12-02): fp16/bf16/fp8 gemms as mma.sync + ldmatrix instruction streams of each warp, every other gemm
+# and all else as "numba". The instruction counts are the sm_90 SASS of the generated main loops; warp_cpi and the
+# register overhead are fitted on the TRAIN rows of benchmarks/numba_tc_holdout.py (docs/simulator.md §6c)
 _PROFILES["numba_tc"] = replace(
     _PROFILES["numba"], name="numba_tc", gemm_unit="matrix", gemm_operands="warps", matrix_dtype_map=(),
-    matrix_dtypes=("float16", "bfloat16"), gemm_policy="FullRow",
-    notes=_PROFILES["numba"].notes[:1] + ("fp16/bf16 gemm on mma.sync tensor cores (the backend's default)",))
+    matrix_dtypes=("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"), gemm_policy="",
+    async_copy=True, overlap=True, single_stage_sync=True, cp_async=True, cp_async_chunk_instr=48.0,
+    cp_async_inside_chunk_instr=18.0, cp_async_tile_check_instr=22.0,
+    mma_sync_issue=True, ldsm_extra_instr=4.0, mma_fp8_extra_instr=6.0, mma_fp8_chain_instr=2.0,
+    loop_iter_instr=90.0, warp_issue_cycles=TC_WARP_ISSUE, mma_phase_locked=True,
+    mma_operand_registers=True, warp_cpi=TC_WARP_CPI, mma_register_overhead_per_thread=TC_REGISTER_OVERHEAD,
+    notes=_PROFILES["numba"].notes[:1] + ("fp16/bf16/fp8 gemm on mma.sync tensor cores, cp.async pipelines "
+                                          "(the backend's default, TILESIM_CUDA_WGMMA=0)",))
 PROFILES = MappingProxyType(_PROFILES)
 
 

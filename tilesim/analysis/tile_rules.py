@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..errors import KernelTypeError
 from ..ir import nodes as N
 from ..ir.traverse import walk_stmts
@@ -33,9 +35,13 @@ def _copy(a: Analyzer, s: N.Copy):
         gbytes = inb * _size(src.dtype)
         tile = n * _size(dst.dtype)
         side = a.side_for("copy", dst=dst.buffer)
-        asyn = p.async_copy and ds == "shared" and not single_stage(a) and not guarded_copy(a)
+        asyn = (p.async_copy and ds == "shared" and not single_stage(a) and not guarded_copy(a)
+                and (not p.cp_async or a.pipelined_depth > 0))
         op = a.new_op("async" if asyn else "load", s, side, (src.buffer,), (dst.buffer,),
                       f"copy {src.buffer.name}→{dst.buffer.name}")
+        # share of the tile's chunks in tiles wholly inside the tensor (static shapes; block classes averaged)
+        inside = float(np.mean(inb)) / max(1.0, n) if src.buffer.static_shape() is not None else 0.0
+        issue = _cp_async_issue(a, s, side, tile, inside) if asyn and p.cp_async else []
         op.work["global"] = gbytes
         op.gaccess.append(a.gaccess(src, gbytes, False))
         op.latency = "global"
@@ -47,6 +53,8 @@ def _copy(a: Analyzer, s: N.Copy):
             op.work["smem"] = tile
             if not asyn:
                 op.work["vector:float32"] = 2.0 * n  # a load and a store per element, by the threads
+                if p.cp_async and p.warp_issue_cycles:  # the same 16-byte chunk code as cp.async, loads and stores
+                    _chunk_stream(a, op, tile)
                 if p.sync_per_shared_write:
                     op.syncs = 1.0
             else:
@@ -55,7 +63,7 @@ def _copy(a: Analyzer, s: N.Copy):
         else:
             op.work["vector:float32"] = tile / a.vec_bytes
         a.mark_written(op, (dst.buffer,))
-        return [op]
+        return issue + [op]
     if ds == "global":
         inb = a.in_bounds(dst)
         gbytes = inb * _size(dst.dtype)
@@ -102,6 +110,82 @@ def _copy(a: Analyzer, s: N.Copy):
         op.work["vector:float32"] = n if src.dtype != dst.dtype else n / 2.0
     a.mark_written(op, (dst.buffer,))
     return [op]
+
+
+#: label prefix of the threads' ``cp.async`` issue ops (not scaled by ``element_slot_factor``: counted in SASS)
+CP_ASYNC_ISSUE = "cp.async issue"
+
+
+def _cp_async_issue(a: Analyzer, s: N.Copy, side: str, tile_bytes: float, inside: float = 0.0) -> list:
+    """The threads' side of a ``cp.async`` tile copy (profile ``cp_async``): ``cp_async_chunk_instr`` instructions
+    per 16-byte chunk and thread, as issue slots only: the chunks' address arithmetic is independent, so it issues
+    back to back (no dependent chain)."""
+    p = a.profile
+    per_thread = math.ceil(tile_bytes / 16.0 / max(1, a.threads)) * p.cp_async_chunk_instr
+    if per_thread <= 0:
+        return []
+    op = a.new_op("compute", s, side, (), (), f"{CP_ASYNC_ISSUE} {s.dst.buffer.name}")
+    if p.warp_issue_cycles:
+        per_chunk = p.cp_async_chunk_instr
+        extra = 0.0
+        if p.cp_async_inside_chunk_instr:  # static shapes: tiles wholly inside skip the per-chunk bounds
+            per_chunk = inside * p.cp_async_inside_chunk_instr + (1.0 - inside) * p.cp_async_chunk_instr
+            extra = p.cp_async_tile_check_instr
+        _chunk_stream(a, op, tile_bytes, per_chunk, extra)
+    else:
+        op.work["vector:float32"] = per_thread * a.threads
+    return [op]
+
+
+def _chunk_stream(a: Analyzer, op, tile_bytes: float, per_chunk: float | None = None, extra: float = 0.0) -> None:
+    """A tile copy's per-thread 16-byte chunk code as a warp instruction stream (``per_chunk`` instructions a chunk,
+    default ``cp_async_chunk_instr``, plus ``extra`` per tile): ``warp_issue_cycles`` of scheduler time per
+    instruction (``issue`` work, phase-locked across co-resident blocks) and ``warp_cpi - warp_issue_cycles`` more
+    per instruction on the warp's own chain."""
+    p = a.profile
+    per_chunk = p.cp_async_chunk_instr if per_chunk is None else per_chunk
+    per_thread = math.ceil(tile_bytes / 16.0 / max(1, a.threads)) * per_chunk + extra
+    op.work["vector:float32"] = op.work["issue"] = per_thread * a.threads * p.warp_issue_cycles
+    op.latency_cycles = op.latency_cycles + per_thread * max(0.0, p.warp_cpi - p.warp_issue_cycles)
+
+
+def _issue_cycles(a: Analyzer, lane_slots: float) -> float:
+    """Core cycles the block's schedulers take to issue ``lane_slots`` (32 per warp instruction) at the vector
+    unit's calibrated rate, the block alone on its core (what the simulator charges for that work)."""
+    core = _core(a.hw, a.profile.vector_core or a.profile.matrix_core)
+    u = next((u for u in core.units if u.kind == "vector"), None)
+    fpc = (u.flops_per_cycle.get("float32") if u else None) or 0.0
+    if not fpc:
+        return 0.0
+    eff = min(1.0, max(1e-3, a.hw.efficiency("vector", "float32", default=1.0) or 1.0))
+    return lane_slots / (fpc / a.profile.vector_flops_per_slot * eff)
+
+
+def mma_warp_grid(M: int, N: int, warps: int, policy) -> tuple[int, int]:
+    """``(WM, WN)`` of an ``mma.sync`` gemm as the Numba backend places it: TileLang's partition for the policy
+    when every warp gets whole m16 tiles and pairs of n8 tiles, else all warps along M."""
+    from ..warp_partition import warp_partition
+    try:
+        g = warp_partition(M, N, warps, getattr(policy, "name", policy) or "Square") if M % 16 == 0 and N % 8 == 0 \
+            else None
+    except ValueError:
+        g = None
+    if g is not None and M % (16 * g[0]) == 0 and N % (16 * g[1]) == 0:
+        return g
+    return warps, 1
+
+
+def mma_sync_counts(M: int, N: int, K: int, warps: int, policy, in_dtype: str, a_shared: bool, b_shared: bool):
+    """Per warp: ``(HMMA, ldmatrix.x4, (WM, WN))`` of one ``mma.sync`` gemm ``M×N×K`` (fp8: ``m16n8k32`` = two HMMA,
+    one x4 per m16 tile of A and per two n8 tiles of B per k step of the instruction)."""
+    wm, wn = mma_warp_grid(M, N, warps, policy)
+    fp8 = in_dtype.startswith("float8")
+    ksteps = max(1, K // (32 if fp8 else 16))
+    m16 = max(1, M // (16 * wm))
+    n8 = max(1, N // (8 * wn))
+    hmma = m16 * n8 * ksteps * (2 if fp8 else 1)
+    ldsm = ksteps * ((m16 if a_shared else 0) + (math.ceil(n8 / 2) if b_shared else 0))
+    return hmma, ldsm, (wm, wn)
 
 
 def _partition(policy: str, units: int, m_units: int, n_units: int) -> tuple[int, int]:
@@ -167,6 +251,24 @@ def _gemm(a: Analyzer, s: N.Gemm):
         rows, cols = p.wgmma_rows, p.mma_shape[1]
         wm, wn = _partition(policy, wgs, max(1, M // rows), max(1, N_ // cols))
         smem = wn * A_bytes + max(1, math.ceil(M / rows)) * B_bytes
+    elif mode == "warps" and on_matrix and p.mma_sync_issue:
+        hmma, ldsm, (wm, wn) = mma_sync_counts(M, N_, K, warps, policy, in_dt, a_sh, b_sh)
+        fp8 = in_dt.startswith("float8")
+        chain = hmma * (1.0 + (p.mma_fp8_chain_instr if fp8 else 0.0)) + ldsm * (1.0 + p.ldsm_extra_instr) + \
+            (p.loop_iter_instr if a.pipelined_depth else 0.0)
+        extra = hmma * (p.mma_fp8_extra_instr - p.mma_fp8_chain_instr) if fp8 else 0.0
+        if p.warp_issue_cycles:
+            # additive contention: each instruction holds its scheduler warp_issue_cycles (issue slots), and a
+            # warp's own chain adds warp_cpi - warp_issue_cycles per instruction (with phase_locked_issue the
+            # co-resident blocks' issue adds to the chain: a warp's step = instr x (cpi + issue x (warps - 1)))
+            op.work["vector:float32"] = (chain * p.warp_issue_cycles + extra) * warps * a.warp_size
+            op.work["issue"] = op.work["vector:float32"]
+            op.latency_cycles = max(0.0, chain * (p.warp_cpi - p.warp_issue_cycles))
+        else:
+            # the first model: one warp's chain or the block's issue, whichever is longer
+            op.work["vector:float32"] = (chain + extra) * warps * a.warp_size
+            op.latency_cycles = max(0.0, chain * p.warp_cpi - _issue_cycles(a, op.work["vector:float32"]))
+        smem = wn * A_bytes + wm * B_bytes
     elif mode == "warps":
         wm, wn = _partition(policy, warps, max(1, M // p.mma_shape[0]), max(1, N_ // p.mma_shape[1]))
         smem = wn * A_bytes + wm * B_bytes

@@ -357,6 +357,10 @@ def simulate_launch(prog, machine, name: str, trace: bool = False) -> LaunchResu
         # identical blocks started together stay in phase: their memory waits coincide, and so do their
         # bursts of CUDA-core instructions, which then take turns at the schedulers (docs/simulator.md §3f)
         cp_k = cp_k + (ke - 1) * np.minimum(np.broadcast_to(bz["vector"], counts.shape), cp_k)
+    if machine.profile.mma_phase_locked and ke > 1 and "issue" in bz:
+        # the co-resident blocks' mma.sync/cp.async instruction streams take turns at the schedulers: each warp's
+        # step lengthens by the other blocks' issue (docs/simulator.md §6c)
+        cp_k = cp_k + (ke - 1) * np.minimum(np.broadcast_to(bz["issue"], counts.shape), cp_k)
     tq = np.maximum(cp_k, ke * core_busy)
     if machine.profile.chain_latency:
         # the per-block critical path with physical step latencies: co-resident blocks overlap their chains,

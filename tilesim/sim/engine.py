@@ -108,14 +108,18 @@ class BlockModel:
                 busy["path"] = busy.get("path", 0.0) + tp
             if op.latency == "global":
                 # blocks of one wave that share a tile miss together: a global read waits for DRAM
-                if op.kind == "async":
+                if op.kind == "async" and m.profile.cp_async:
+                    # cp.async: a global load issued by the threads, served by L2 or DRAM (no TMA path)
+                    miss = np.clip(np.divide(d, np.maximum(g, 1e-30)), 0.0, 1.0)
+                    lat = m.l2_lat_s + (m.dram_lat_s - m.l2_lat_s) * miss
+                elif op.kind == "async":
                     al = m.async_latency(op.side)
                     lat = al if al is not None else m.dram_lat_s
                     if m.profile.async_hit_latency and lat > m.dram_lat_s - m.l2_lat_s:
                         # the path's latency includes a DRAM access; bytes L2 serves save its difference
                         miss = np.clip(np.divide(d, np.maximum(g, 1e-30)), 0.0, 1.0)
                         lat = lat - (m.dram_lat_s - m.l2_lat_s) * (1.0 - miss)
-                elif m.profile.async_copy and not m.profile.sync_loads_little:
+                elif m.profile.async_copy and not m.profile.sync_loads_little and not m.profile.cp_async:
                     lat = m.dram_lat_s
                 else:
                     # synchronous loads: a load whose bytes the reuse model serves from L2 (a second

@@ -119,7 +119,7 @@ class Machine:
                 bif = min(bif, p.sync_load_bytes_in_flight_per_thread)
             return min(self.dram_bw, bif * resident_threads * cores / lat)
         bif = p.sync_load_bytes_in_flight_per_thread
-        if bif is None or p.async_copy or self.dram_lat_s <= 0:
+        if bif is None or (p.async_copy and (async_copies or not p.cp_async)) or self.dram_lat_s <= 0:
             return self.dram_bw
         if load_bytes_per_thread > 0:
             bif = min(bif, load_bytes_per_thread)
@@ -176,6 +176,8 @@ class Machine:
                 return INF
             eff = _clip(hw.efficiency("vector", key if u.flops_per_cycle.get(key) else "float32", default=1.0))
             return fpc / p.vector_flops_per_slot * hw.unit_clock_hz(self.vcore, u) * eff * self.vec_per_block
+        if kind == "issue":  # warp-instruction issue of mma.sync streams: the schedulers' lane slots, as vector
+            return self.rate("vector:float32")
         if kind == "sfu":
             u = self._unit(self.vcore, "sfu")
             if u is None:
