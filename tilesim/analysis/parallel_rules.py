@@ -206,14 +206,9 @@ def _element_op(a: Analyzer, s, acc: _Acc, E: float, label: str) -> Op:
     kind = "compute"
     if has_load:
         kind = "load"
-<<<<<<< HEAD
-        if p.async_copy and a.pipelined_depth and writes_shared and not has_store and not single_stage(a) and \
-                not guarded_copy(a) and not p.parallel_copies_sync and all(_scope(b) == "shared" for b in writes):
-=======
         if p.async_copy and not p.cp_async and a.pipelined_depth and writes_shared and not has_store and \
-                not single_stage(a) and \
+                not single_stage(a) and not guarded_copy(a) and not p.parallel_copies_sync and \
                 all(_scope(b) == "shared" for b in writes):
->>>>>>> wt-ao
             kind = "async"
     elif has_store:
         kind = "store" if not acc.alu and not acc.sfu else "compute"

@@ -175,7 +175,6 @@ class LoweringProfile:
             copy engine and no producer warpgroup (TileLang 0.1.15's generated source of the DSA indexer at
             ``num_stages=1``: vector loads and stores by all 128 threads, ``__launch_bounds__(128, 1)``).
             Off: asynchronous copies in any pipelined loop.
-<<<<<<< HEAD
         parallel_copies_sync: a ``T.Parallel`` loop that loads global memory into shared memory is synchronous
             (the block's threads load into registers and store) even inside a ``T.Pipelined`` loop: TileLang
             0.1.15 makes only ``T.copy`` asynchronous (TMA, with a producer warpgroup); none of the 55 generated
@@ -197,7 +196,6 @@ class LoweringProfile:
             ``ceil(bytes per owner / owner_load_bytes_in_flight)`` memory latencies in sequence (``Op.load_rounds``).
         owner_load_bytes_in_flight: bytes one such owner thread keeps outstanding (16 loads of 16 bytes: the
             registers an unrolled 256-load loop can hold beside the fragments; not measured).
-=======
         cp_async: asynchronous copies are ``cp.async`` issued by the block's threads (the Numba backend,
             docs/cuda-backend.md "cp.async pipelining"): only ``T.copy`` global → shared inside a ``T.Pipelined``
             loop of ≥ 2 stages is asynchronous (with ``single_stage_sync``), its latency is a global load's (L2
@@ -238,7 +236,6 @@ class LoweringProfile:
             fragments per thread (4 registers per m16 tile and 2 per n8 tile of the warp) and
             ``mma_register_overhead_per_thread`` (``ldmatrix`` lane addresses, ``cp.async`` chunk offsets, unrolled
             index arithmetic; fitted to the driver's counts).
->>>>>>> wt-ao
     """
 
     name: str
@@ -289,14 +286,12 @@ class LoweringProfile:
     serial_block_launch: bool = False
     chain_latency: bool = False
     single_stage_sync: bool = False
-<<<<<<< HEAD
     parallel_copies_sync: bool = False
     guarded_copies_sync: bool = False
     reduce_issue_all_threads: bool = False
     gather_index_latency: bool = False
     replicated_owner_loops: bool = False
     owner_load_bytes_in_flight: float = 256.0
-=======
     cp_async: bool = False
     cp_async_chunk_instr: float = 0.0
     cp_async_inside_chunk_instr: float = 0.0
@@ -311,7 +306,6 @@ class LoweringProfile:
     loop_iter_instr: float = 0.0
     mma_operand_registers: bool = False
     mma_register_overhead_per_thread: int = 0
->>>>>>> wt-ao
     notes: tuple[str, ...] = field(default=())
 
     def matrix_dtype(self, dtype: str) -> str:
