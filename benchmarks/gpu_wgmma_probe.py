@@ -393,6 +393,7 @@ def one_kernel(cuda, st: dict, model: bool = False) -> dict:
         if "match" not in row:
             row["raw_head"] = raw[:2, :8].tolist()
         rows.append(row)
+        print("ROW " + json.dumps({k: v for k, v in row.items() if k != "raw_head"}), flush=True)
     return {"step": st["name"], "mode": mode, "compile_s": round(ctime, 2), "matches": matches, "rows": rows}
 
 
@@ -452,6 +453,8 @@ def run_device(out_path: Path, model: bool = False, isolate: bool = True, quick:
                     res["steps"].append(json.loads(line[-1]))
                 else:
                     res["faults"].append({"step": st["name"], "rc": r.returncode,
+                                          "rows_before_fault": [json.loads(x[4:]) for x in r.stdout.splitlines()
+                                                                if x.startswith("ROW ")],
                                           "last_launch": [x for x in r.stderr.splitlines() if x.startswith("launch")][-1:],
                                           "stderr": r.stderr[-1200:]})
             except subprocess.TimeoutExpired:
