@@ -69,25 +69,32 @@ def cp_async_namespace() -> dict:
 
         return sig, codegen
 
-    def _bare(op: str):
-        @intrinsic
-        def fn(typingctx):
-            sig = types.void()
-
-            def codegen(context, builder, sig, args):
-                asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), op, "~{memory}", side_effect=True)
-                builder.call(asm, [])
-                return context.get_dummy_value()
-
-            return sig, codegen
-
-        return fn
-
-    ns = {"_cp_async16": cp16, "_cp_commit": _bare("cp.async.commit_group;")}
+    ns = {"_cp_async16": cp16, "_cp_commit": bare_asm("cp.async.commit_group;")}
     for n in range(MAX_WAIT + 1):
-        ns[f"_cp_wait{n}"] = _bare(f"cp.async.wait_group {n};")
+        ns[f"_cp_wait{n}"] = bare_asm(f"cp.async.wait_group {n};")
     _NS = ns
     return dict(ns)
+
+
+def bare_asm(op: str):
+    """A numba-cuda intrinsic ``f()`` emitting the operand-less PTX statement ``op`` (side-effecting, with a memory
+    clobber, so no load or store moves across it): the waits, commits and fences."""
+    ir = require("llvmlite.ir", "the CUDA backend")
+    types = numba_types()
+    intrinsic = require("numba.cuda.extending", "the CUDA backend").intrinsic
+
+    @intrinsic
+    def fn(typingctx):
+        sig = types.void()
+
+        def codegen(context, builder, sig, args):
+            asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), op, "~{memory}", side_effect=True)
+            builder.call(asm, [])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return fn
 
 
 def sim_cp_async_namespace() -> dict:

@@ -28,6 +28,7 @@ import os
 
 from ...optional import require
 from .caps import numba_types
+from .cp_async import bare_asm
 
 #: deepest ``wgmma.wait_group`` immediate generated
 MAX_WAIT = 4
@@ -113,25 +114,6 @@ def _make_wgmma(a: str, b: str, n: int, ta: bool, tb: bool, imm: bool = False):
     return wgmma
 
 
-def _bare(op: str):
-    ir = require("llvmlite.ir", "the CUDA backend")
-    types = numba_types()
-    intrinsic = require("numba.cuda.extending", "the CUDA backend").intrinsic
-
-    @intrinsic
-    def fn(typingctx):
-        sig = types.void()
-
-        def codegen(context, builder, sig, args):
-            asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), op, "~{memory}", side_effect=True)
-            builder.call(asm, [])
-            return context.get_dummy_value()
-
-        return sig, codegen
-
-    return fn
-
-
 def _smem_u32():
     ir = require("llvmlite.ir", "the CUDA backend")
     types = numba_types()
@@ -174,11 +156,11 @@ def wgmma_namespace(names=()) -> dict:
     global _NS
     if _NS is None:
         ns = _LazyNS()
-        ns["_wg_fence"] = _bare("wgmma.fence.sync.aligned;")
-        ns["_wg_commit"] = _bare("wgmma.commit_group.sync.aligned;")
+        ns["_wg_fence"] = bare_asm("wgmma.fence.sync.aligned;")
+        ns["_wg_commit"] = bare_asm("wgmma.commit_group.sync.aligned;")
         for n in range(MAX_WAIT + 1):
-            ns[f"_wg_wait{n}"] = _bare(f"wgmma.wait_group.sync.aligned {n};")
-        ns["_fence_async_smem"] = _bare("fence.proxy.async.shared::cta;")
+            ns[f"_wg_wait{n}"] = bare_asm(f"wgmma.wait_group.sync.aligned {n};")
+        ns["_fence_async_smem"] = bare_asm("fence.proxy.async.shared::cta;")
         ns["_smem_u32"] = _smem_u32()
         _NS = ns
     for n in names:
