@@ -212,22 +212,19 @@ class PipelineLowering:
         ostarts = self.region_starts(src)
         conds = self._tile_aligned(src, ostarts, ce)
         dims, _ = self.gdims(src.buffer)
-        if "False" not in conds and all(d.isdigit() for d in dims):
-            # static shapes: the whole tile inside the tensor (one check) issues every chunk without a bounds
-            # test (dynamic shapes keep only the per-chunk form: the extra path cost a 128x128 bf16 GEMM its
-            # last registers, 56 bytes of spills)
-            inb = [f"{o} >= 0 and {_add(o, e)} <= {d}" if e > 1 else f"{o} >= 0 and {o} < {d}"
-                   for o, e, d in zip(ostarts, src.extents, dims)]
-            self.emit(f"if {' and '.join(conds + inb)}:")
-            with self.indent():
-                self._chunks(c, ostarts, st, item, inside=True)
-            self.emit(f"elif {' and '.join(conds)}:")
-            with self.indent():
-                self._chunks(c, ostarts, st, item)
-            self.emit("else:")
-            self.push_indent()
-        elif "False" not in conds:
-            self.emit(f"if {' and '.join(conds)}:")
+        if "False" not in conds:
+            if all(d.isdigit() for d in dims):
+                # static shapes: the whole tile inside the tensor (one check) issues every chunk without a bounds
+                # test (dynamic shapes keep only the per-chunk form: the extra path cost a 128x128 bf16 GEMM its
+                # last registers, 56 bytes of spills)
+                inb = [f"{o} >= 0 and {_add(o, e)} <= {d}" if e > 1 else f"{o} >= 0 and {o} < {d}"
+                       for o, e, d in zip(ostarts, src.extents, dims)]
+                self.emit(f"if {' and '.join(conds + inb)}:")
+                with self.indent():
+                    self._chunks(c, ostarts, st, item, inside=True)
+                self.emit(f"elif {' and '.join(conds)}:")
+            else:
+                self.emit(f"if {' and '.join(conds)}:")
             with self.indent():
                 self._chunks(c, ostarts, st, item)
             self.emit("else:")

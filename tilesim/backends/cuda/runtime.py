@@ -112,8 +112,8 @@ class CudaProgram(_TargetProgram):
         wg = sorted(set(re.findall(r"\b_wgmma_\w+", k.source)))
         if wg:  # wgmma instructions are built per (types, N, majorness) on first use; one state per kernel (sim)
             full = sim_wgmma_namespace() if self.sim else wgmma_namespace(wg)
-            ns.update(dict(full))
-            ns.update({n: full[n] for n in wg})
+            ns.update(full)
+            ns.update({n: full[n] for n in wg})  # the simulator's namespace builds them on lookup
         code = compile(k.source, f"<tilesim-cuda {k.name}>", "exec")
         exec(code, ns)  # noqa: S102 - our own generated source
         return ns[k.name]

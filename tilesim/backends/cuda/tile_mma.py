@@ -64,10 +64,7 @@ class MmaLowering:
             n, k = ML.b_frag8_coord(lane, 0, wcol, wgn, 0, 0)
             b_off = self.hoist(str(_c(bbase) + n * _c(b_cs) + k * _c(b_ks)))
         else:
-            b_off = []
-            for q2 in range(NT // 2):
-                n, k = ML.b_ldsm_coord(lane, q2, not s.trans_b, wcol, wgn)
-                b_off.append(self.hoist(str(_c(bbase) + n * _c(b_cs) + k * epb * _c(b_ks))))
+            b_off = self._b_ldsm_offsets(lane, NT, s.trans_b, (bbase, b_cs, b_ks), epb, wcol, wgn)
         kk = self.fresh("_k")
         fa = [[self.fresh(f"_fa{mi}_") for _ in range(4)] for mi in range(MT)]
         fb = [[self.fresh(f"_fb{q}_") for _ in range(2)] for q in range(NT)]
@@ -101,6 +98,16 @@ class MmaLowering:
                 self._mma_b_ldsm(s.trans_b, b_arr, b_off, _c(b_ks) * Code(kk), fb)
             self._mma_issue(mma, fa, fb, C, S1)
 
+    def _b_ldsm_offsets(self, lane, NT: int, trans_b: bool, operand, epb: int, wcol, wgn: int) -> list:
+        """Hoisted per-lane ``ldmatrix`` row offsets into B at k = 0, one per pair of the warp's n8 tiles
+        (``operand`` = (base, N stride, K stride) from :meth:`~.tile_gemm.GemmLowering._operand`)."""
+        base, cs, ks = operand
+        out = []
+        for q2 in range(NT // 2):
+            n, k = ML.b_ldsm_coord(lane, q2, not trans_b, wcol, wgn)
+            out.append(self.hoist(str(_c(base) + n * _c(cs) + k * epb * _c(ks))))
+        return out
+
     def _mma_b_ldsm(self, trans_b: bool, b_arr: str, b_off: list, k_off, fb: list):
         """``ldmatrix.x4`` of the warp's n8 tiles of B, two per instruction, at K offset ``k_off``."""
         ldb = "_ldsm4" if trans_b else "_ldsm4t"
@@ -132,10 +139,7 @@ class MmaLowering:
         S1, S1a, A = lay.slots[1], alay.slots[1], self.arr(a)
         bbase, b_cs, b_ks, b_arr, b_dt = self._operand(s.b, s.trans_b, rows=False)
         lane = Code(self.coord(32, 1))
-        b_off = []
-        for q2 in range(NT // 2):
-            n, k = ML.b_ldsm_coord(lane, q2, not s.trans_b, 0, 1)
-            b_off.append(self.hoist(str(_c(bbase) + n * _c(b_cs) + k * _c(b_ks))))
+        b_off = self._b_ldsm_offsets(lane, NT, s.trans_b, (bbase, b_cs, b_ks), 1, 0, 1)
         pack = "_pack_bf16x2" if a.dtype == "bfloat16" else "_pack_f16x2"
         mma = ML.mma_intrinsic(a.dtype, b_dt)
         for j in range(K // ML.MMA_K):
