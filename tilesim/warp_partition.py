@@ -23,6 +23,8 @@ Contract
 * The caller checks ``M % 16 == 0`` and ``N % 8 == 0`` first (TileLang's "M must be divisible by 16" /
   "N must be divisible by 8" come before the search); for other values this returns ``None``.
 * ``ValueError`` for an unknown policy or ``warps < 1``.
+* :func:`mma_sync_grid`: the pair the Numba CUDA backend's ``mma.sync`` lowering uses (and the simulator's
+  ``numba_tc`` profile models): TileLang's where it gives every warp pairs of n8 tiles, else all warps along M.
 """
 
 from __future__ import annotations
@@ -77,3 +79,18 @@ def warp_partition(M: int, N: int, warps: int, policy="Square", wgmma: bool = Fa
         if score < best_score:
             best, best_score = (m, n), score
     return best
+
+
+def mma_sync_grid(M: int, N: int, warps: int, policy="Square") -> tuple[int, int]:
+    """``(m_warp, n_warp)`` of an ``mma.sync`` gemm in the Numba CUDA backend (and the simulator's ``numba_tc``
+    profile, which models it): :func:`warp_partition` for ``policy`` where every warp then owns whole m16 tiles
+    and *pairs* of n8 tiles (``ldmatrix.x4`` loads B's n8 tiles two at a time), else all warps along M."""
+    warps = max(1, warps)
+    try:
+        pol = getattr(policy, "name", policy) or "Square"
+        g = warp_partition(M, N, warps, pol) if M % 16 == 0 and N % 8 == 0 else None
+    except ValueError:
+        g = None
+    if g is not None and M % (16 * g[0]) == 0 and N % (16 * g[1]) == 0:
+        return g
+    return warps, 1

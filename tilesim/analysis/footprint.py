@@ -106,12 +106,12 @@ def _on_matrix(p, st: N.Gemm) -> bool:
 def _mma_operand_regs(a: Analyzer, st: N.Gemm) -> float:
     """Registers per thread of two k steps' A and B fragments of an ``mma.sync`` gemm on its warp grid (the next
     step's ``ldmatrix`` results arrive while the current step's HMMAs run)."""
-    from .tile_rules import mma_warp_grid
+    from ..warp_partition import mma_sync_grid
     shp = [e for e in st.c.tile_shape() if isinstance(e, int)]
     if len(shp) != 2:
         return 0.0
     M, N_ = shp
-    wm, wn = mma_warp_grid(M, N_, max(1, a.threads // a.warp_size), a.profile.gemm_policy or st.policy)
+    wm, wn = mma_sync_grid(M, N_, max(1, a.threads // a.warp_size), a.profile.gemm_policy or st.policy)
     return 2.0 * (4.0 * max(1, M // (16 * wm)) + 2.0 * max(1, N_ // (8 * wn)))
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import KernelTypeError
 from ..ir import nodes as N
 from ..ir.traverse import walk_stmts
+from ..warp_partition import mma_sync_grid
 from .analyzer import Analyzer
 from .node_helpers import _core, _elems, _root, _scope, _size, _static, _vec_dtype, guarded_copy, single_stage
 from .rule_tables import COST_RULES
@@ -161,24 +162,10 @@ def _issue_cycles(a: Analyzer, lane_slots: float) -> float:
     return lane_slots / (fpc / a.profile.vector_flops_per_slot * eff)
 
 
-def mma_warp_grid(M: int, N: int, warps: int, policy) -> tuple[int, int]:
-    """``(WM, WN)`` of an ``mma.sync`` gemm as the Numba backend places it: TileLang's partition for the policy
-    when every warp gets whole m16 tiles and pairs of n8 tiles, else all warps along M."""
-    from ..warp_partition import warp_partition
-    try:
-        g = warp_partition(M, N, warps, getattr(policy, "name", policy) or "Square") if M % 16 == 0 and N % 8 == 0 \
-            else None
-    except ValueError:
-        g = None
-    if g is not None and M % (16 * g[0]) == 0 and N % (16 * g[1]) == 0:
-        return g
-    return warps, 1
-
-
 def mma_sync_counts(M: int, N: int, K: int, warps: int, policy, in_dtype: str, a_shared: bool, b_shared: bool):
     """Per warp: ``(HMMA, ldmatrix.x4, (WM, WN))`` of one ``mma.sync`` gemm ``M×N×K`` (fp8: ``m16n8k32`` = two HMMA,
     one x4 per m16 tile of A and per two n8 tiles of B per k step of the instruction)."""
-    wm, wn = mma_warp_grid(M, N, warps, policy)
+    wm, wn = mma_sync_grid(M, N, warps, policy)
     fp8 = in_dtype.startswith("float8")
     ksteps = max(1, K // (32 if fp8 else 16))
     m16 = max(1, M // (16 * wm))

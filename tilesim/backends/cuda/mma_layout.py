@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from ... import dtypes as dt
 from ...ir import nodes as N
-from ...warp_partition import warp_partition
+from ...warp_partition import mma_sync_grid
 from .layout import Layout
 
 #: ``None``, or a policy name that replaces every gemm's ``GemmWarpPolicy`` (``"FullRow"``: the 4 x 1 grid
@@ -191,23 +191,10 @@ def is_mma_layout(lay: Layout) -> bool:
     return wm * wn * 32 == lay.nthreads and lay == mma_layout(lay.shape[0], lay.shape[1], lay.nthreads, (wm, wn))
 
 
-def _grid_fits(M: int, N: int, grid) -> bool:
-    wm, wn = grid
-    return M % (MMA_M * wm) == 0 and N % (2 * MMA_N * wn) == 0
-
-
 def warp_grid(M: int, N: int, nthreads: int, policy="Square") -> tuple[int, int]:
     """``(WM, WN)`` for a C tile ``M x N`` (see the module docstring): TileLang's pick for ``policy`` (or
     :data:`FORCE_POLICY`) when this lowering can run it, else all warps along M."""
-    nw = max(1, nthreads // 32)
-    pol = FORCE_POLICY or getattr(policy, "name", policy) or "Square"
-    try:
-        grid = warp_partition(M, N, nw, pol) if M % MMA_M == 0 and N % MMA_N == 0 else None
-    except ValueError:
-        grid = None
-    if grid is not None and _grid_fits(M, N, grid):
-        return grid
-    return nw, 1
+    return mma_sync_grid(M, N, max(1, nthreads // 32), FORCE_POLICY or policy)
 
 
 def mma_shape_ok(M: int, N: int, K: int, nthreads: int, a_dtype: str, b_dtype: str, c_dtype: str,
