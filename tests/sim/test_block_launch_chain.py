@@ -65,8 +65,8 @@ def test_launch_floor_and_monotone_in_blocks(rows, block_M, threads):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The per-block critical path with physical step latencies (profile ``chain_latency``, off in ``tensorcore``:
-# docs/simulator.md §3h says why) and single-stage pipelined loops as synchronous loads (``single_stage_sync``).
+# The per-block critical path with physical step latencies (profile ``chain_latency``, on in ``tensorcore`` since
+# the sixth set, docs/simulator.md §3h, §3k) and single-stage pipelined loops as synchronous loads (``single_stage_sync``).
 
 
 @tilesim.jit(out_idx=[1])

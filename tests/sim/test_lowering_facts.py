@@ -73,12 +73,13 @@ def _source_rules():
                                replicated_owner_loops=True, chain_latency=True)
 
 
-def test_the_rules_wait_for_the_sixth_set():
-    """Off in ``tensorcore`` until a held-out set decides (tilesim/analysis/profiles.py says why)."""
+def test_the_rules_are_on_in_tensorcore_since_the_sixth_set():
+    """On in ``tensorcore`` since the sixth sealed set decided (docs/simulator.md §3k; profiles.py says why)."""
     from tilesim.analysis import get_profile
     p = get_profile("tensorcore")
-    assert not any(getattr(p, k) for k in LOWERING)
-    assert not (p.gather_index_latency or p.replicated_owner_loops or p.chain_latency)
+    assert all(getattr(p, k) for k in LOWERING)
+    assert p.gather_index_latency and p.replicated_owner_loops and p.chain_latency
+    assert p == _source_rules()
 
 
 def test_a_gather_after_a_replicated_index_fragment_runs_on_its_owner_threads(built):

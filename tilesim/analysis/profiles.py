@@ -359,12 +359,13 @@ _PROFILES = {
         # 2026-12-02 (AN, docs/simulator.md §3j): lowering read from TileLang's generated sources — copies under a
         # guard or through T.Parallel are synchronous (the producer decision then matches all 60 sources), gathers
         # wait their index load, a T.Parallel laid out after a replicated index fragment runs on its owner threads
-        # (the DSA sparse prefill: 16 of 256) — and the per-block critical-path bound of §3h. Together (the profile
-        # options guarded_copies_sync, parallel_copies_sync, gather_index_latency, replicated_owner_loops,
-        # chain_latency) they lower the mean p90 of the development sets only slightly (37.7 -> 36.3 %), worsen the
-        # third set and TEST (32.4 -> 44.5, 19.7 -> 21.8 %) — the sets the rules were not read from — and the rule
-        # choosing them was picked after the comparisons. So they stay off here until the sixth sealed set (whose
-        # predictions for both forms are committed) decides; owner_load_bytes_in_flight (256) is not measured
+        # (the DSA sparse prefill: 16 of 256) — and the per-block critical-path bound of §3h. Off at the tenth
+        # session's merge (small development-set gain, a criterion picked after the comparisons); ON since the
+        # sixth sealed set, whose predictions for both forms were committed before it was timed, decided
+        # (docs/simulator.md §3k: median 9.0 -> 8.8 %, p90 47.8 -> 31.0 % on 51 held-out points);
+        # owner_load_bytes_in_flight (256) is not measured
+        guarded_copies_sync=True, parallel_copies_sync=True, gather_index_latency=True, replicated_owner_loops=True,
+        chain_latency=True,
         notes=("TileLang on Hopper: TMA copies + warp-specialised producer, wgmma for 16/8-bit operands",)),
     "numba": LoweringProfile(
         name="numba", gemm_unit="vector", gemm_operands="fma", async_copy=False, overlap=False,
