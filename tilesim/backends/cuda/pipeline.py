@@ -35,6 +35,11 @@ Lowering of a pipeline with ``n`` stages (``it`` = the iteration number, from 0)
   ``(it+n-1) % n = (it-1) % n`` and a commit; then the rest of the body, in which the destination names
   are views of stage ``it % n``; ``cp.async.wait_group 0`` and ``__syncthreads`` after the loop (so a
   pipeline inside an outer loop never refills a stage another thread still reads);
+* with a ``wgmma`` gemm kept in flight (:meth:`~.tile_wgmma.WgmmaLowering.inflight_gemm`, ``n >= 3``; its
+  docstring argues why it is race-free) ``n - 1`` becomes ``d = n - 2`` throughout: the prologue fills stages
+  ``0..d-1``, iteration ``it`` waits with ``cp.async.wait_group d-1`` and refills stage ``(it+d) % n = (it-2) %
+  n`` — the stage of iteration ``it-2``, whose ``wgmma`` group every warpgroup retired (``wait_group 1`` at the
+  end of iteration ``it-1``) before the barrier — and ``wgmma.wait_group 0`` follows the loop;
 * one asynchronous copy: when the whole tile's global rows are 16-byte aligned at run time (the global
   array's address, every outer stride and the tile's start), each thread issues 16-byte chunks
   ``_cp_async16(dst, ·, src, ·, bytes)``: when the whole tile is inside the tensor (one check per tile) every
@@ -66,6 +71,8 @@ class Pipeline:
     loop: N.For
     stages: int
     copies: list = field(default_factory=list)
+    #: the ``wgmma`` gemm of the body whose group stays in flight into the next iteration (None: none)
+    inflight: N.Gemm | None = None
 
 
 def _root(x):
@@ -106,6 +113,9 @@ class PipelineLowering:
                 for c in p.copies:
                     self.async_copies.add(id(c))
                     self.staged[c.dst.buffer.uid] = n
+                # a wgmma gemm kept in flight across iterations (tile_wgmma.py, "One group in flight"): the refill
+                # then goes two stages back, one stage fewer is loaded ahead
+                p.inflight = self.inflight_gemm(s, n, {c.dst.buffer.uid for c in p.copies})
 
     def _async_ok(self, loop: N.For, i: int, c: N.Copy, written: set, inner: set) -> bool:
         src, dst = c.src, c.dst
@@ -153,12 +163,13 @@ class PipelineLowering:
     def pipelined_loop(self, s: N.For):
         p = self.pipelines[id(s)]
         n = p.stages
+        d = self.loads_ahead(p)
         name = self.bind_loop(s.var)
         start = self.hoist(Rl.convert(self.expr(s.start), s.start.dtype, "int64"))
         stop = self.hoist(Rl.convert(self.expr(s.stop), s.stop.dtype, "int64"))
         step = int(s.step)
         pv = self.fresh("_p")
-        self.emit(f"for {pv} in range({n - 1}):  # cp.async pipeline prologue: stages 0..{n - 2}")
+        self.emit(f"for {pv} in range({d}):  # cp.async pipeline prologue: stages 0..{d - 1}")
         with self.indent():
             kp = self.hoist(_add(start, _mul(pv, step)))
             self.emit(f"if {kp} < {stop}:")
@@ -170,12 +181,12 @@ class PipelineLowering:
         with self.indent():
             it = self.fresh("_it")
             self.emit(f"{it} = {name} - {start}" if step == 1 else f"{it} = ({name} - {start}) // {step}")
-            self.emit(f"_cp_wait{n - 2}()")
+            self.emit(f"_cp_wait{d - 1}()")
             self.emit("cuda.syncthreads()")
-            kn = self.hoist(_add(name, (n - 1) * step))
+            kn = self.hoist(_add(name, d * step))
             self.emit(f"if {kn} < {stop}:")
             with self.indent():
-                self._issue(p, kn, f"({it} + {n - 1}) % {n}")
+                self._issue(p, kn, f"({it} + {d}) % {n}")
             self.emit("_cp_commit()")
             sc = self.fresh("_sc")
             self.emit(f"{sc} = {it} % {n}")
@@ -185,9 +196,17 @@ class PipelineLowering:
             self.body([x for x in s.body if id(x) not in self.async_copies])
             if self.nlines() == n0:
                 self.emit("pass")
+        if p.inflight is not None:
+            self.emit("_wg_wait0()")  # the last group retired before the accumulator is read or a stage refilled
         self.defer_end(s)
         self.emit("_cp_wait0()")
         self.emit("cuda.syncthreads()")  # no thread still reads a stage when the pipeline runs again (outer loop)
+
+    def loads_ahead(self, p: Pipeline) -> int:
+        """Iterations whose copies are in flight ahead of the one computing: ``n - 1``, or ``n - 2`` with a ``wgmma``
+        group in flight (its stage is still read while the next iteration refills, so the refill goes to the stage
+        of iteration ``it - 2``, whose group is retired)."""
+        return p.stages - 2 if p.inflight is not None else p.stages - 1
 
     def _bind_stage(self, buf: N.Buffer, stage: str):
         sz = self.stage_elems[buf.uid]
