@@ -7,6 +7,10 @@ stored ``(K, N)`` (N-major B: the descriptor reading ``wgmma_layout.MN_LBO_IS_RE
 (K-major, ``trans_B``); when the N-major form is wrong with the module's reading, the other reading is tried
 once and the row records which one was right (``mn_lbo_is_region``). Called by ``gpu_run.main`` with its helpers
 (timing, error, result recording), so the rows land in that run's JSON.
+
+Every ``wgmma`` configuration is timed twice in turn (brief AP): ``/wait0`` (``tile_wgmma.INFLIGHT = False``:
+``wgmma.wait_group 0`` at the end of every gemm, the form of device run 2) and ``/inflight`` (one group in flight
+across k-blocks where the pipeline has 3+ stages; the row records ``inflight_in_source``).
 """
 
 from __future__ import annotations
@@ -34,11 +38,19 @@ def bench_wgmma(quick, prepared, gpu_time, relnorm, bench_entry, fail, log):
     t_ref, _ = gpu_time(lambda: torch.matmul(a, b), reps=10)
     err_t = relnorm(torch.matmul(a, b), ref)
 
-    def row(name, kernel, args, out_ref, t_r, ref_name, wg, extra):
-        kc, run, c = prepared(kernel, *args, tensor_cores=True, async_copy=True, wgmma=wg)
-        src = kc.get_kernel_source()
+    from tilesim.backends.cuda import tile_wgmma as TW
+
+    def row(name, kernel, args, out_ref, t_r, ref_name, wg, extra, inflight=None):
+        keep = TW.INFLIGHT
+        TW.INFLIGHT = inflight
+        try:
+            kc, run, c = prepared(kernel, *args, tensor_cores=True, async_copy=True, wgmma=wg)
+            src = kc.get_kernel_source()
+        finally:
+            TW.INFLIGHT = keep
         if wg and "_wgmma_" not in src:
             raise RuntimeError("the gemm did not lower to wgmma: " + src.splitlines()[2][:300])
+        extra = dict(extra, inflight_in_source="_wg_wait1()" in src)
         run()
         torch.cuda.synchronize()
         err = relnorm(c, out_ref)
@@ -56,20 +68,20 @@ def bench_wgmma(quick, prepared, gpu_time, relnorm, bench_entry, fail, log):
             "torch.matmul bf16", False, {"ref_err": err_t})
     except Exception as ex:  # noqa: BLE001
         fail(f"wgmma bench mma.sync row: {type(ex).__name__}: {ex}")
-    for bm, bn, bk, st, th, tb in BF16[:2] if quick else BF16:
+    for (bm, bn, bk, st, th, tb), infl in [(c, i) for c in (BF16[:2] if quick else BF16) for i in (False, True)]:
         v = dict(block_M=bm, block_N=bn, block_K=bk, num_stages=st, threads=th)
-        name = f"gemm_bf16_4096_wgmma {bm}x{bn}x{bk}/{th}/s{st}{'/NT' if tb else ''}"
+        name = f"gemm_bf16_4096_wgmma {bm}x{bn}x{bk}/{th}/s{st}{'/NT' if tb else ''}/{'inflight' if infl else 'wait0'}"
         try:
             k = G.matmul(M, N, K, dtype="bfloat16", out_dtype="float32", trans_B=tb, **v)
             args = (a, bt) if tb else (a, b)
             extra = {"ref_err": err_t, "config": v, "trans_B": tb, "mn_lbo_is_region": WL.MN_LBO_IS_REGION}
-            err = row(name, k, args, ref, t_ref, "torch.matmul bf16", True, extra)
+            err = row(name, k, args, ref, t_ref, "torch.matmul bf16", True, extra, infl)
             if err > 1e-2 and not tb:
                 log(f"{name}: rel. error {err:.3g} with MN_LBO_IS_REGION={WL.MN_LBO_IS_REGION}; trying the other")
                 WL.MN_LBO_IS_REGION = not WL.MN_LBO_IS_REGION
                 extra["mn_lbo_is_region"] = WL.MN_LBO_IS_REGION
                 err = row(name, G.matmul(M, N, K, dtype="bfloat16", out_dtype="float32", **v), args, ref, t_ref,
-                          "torch.matmul bf16", True, extra)
+                          "torch.matmul bf16", True, extra, infl)
             if err > 1e-2:
                 fail(f"{name}: wrong result, rel. error {err:.3g}")
         except Exception as ex:  # noqa: BLE001
@@ -85,12 +97,12 @@ def bench_wgmma(quick, prepared, gpu_time, relnorm, bench_entry, fail, log):
     r8 = a8.double() @ b8.double().t()
     t8, _ = gpu_time(ref8, reps=10)
     err8 = relnorm(ref8(), r8)
-    for bm, bn, bk, st, th in FP8[:2] if quick else FP8:
+    for (bm, bn, bk, st, th), infl in [(c, i) for c in (FP8[:2] if quick else FP8) for i in (False, True)]:
         v = dict(block_M=bm, block_N=bn, block_K=bk, num_stages=st, threads=th)
-        name = f"gemm_fp8_e4m3_4096_wgmma {bm}x{bn}x{bk}/{th}/s{st}"
+        name = f"gemm_fp8_e4m3_4096_wgmma {bm}x{bn}x{bk}/{th}/s{st}/{'inflight' if infl else 'wait0'}"
         try:
             err = row(name, fp8_matmul(M, N, K, **v), (a8, b8), r8, t8, "torch._scaled_mm e4m3 (unit scales, bf16 out)",
-                      True, {"ref_err": err8, "config": v, "out_dtype": "bfloat16"})
+                      True, {"ref_err": err8, "config": v, "out_dtype": "bfloat16"}, infl)
             if err > 1e-2:
                 fail(f"{name}: wrong result, rel. error {err:.3g}")
         except Exception as ex:  # noqa: BLE001

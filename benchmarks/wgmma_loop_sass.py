@@ -89,7 +89,7 @@ def k_loop(ins: list, mma: str) -> list:
         return []
     first, last = ins[pos[0]][0], ins[pos[-1]][0]
     best = None
-    for i, (addr, op, args) in enumerate(ins):
+    for addr, op, args in ins:
         if op.startswith("BRA") and addr > last:
             m = re.search(r"0x([0-9a-f]+)", args)
             if m and int(m.group(1), 16) <= first:

@@ -256,6 +256,8 @@ class PipelineLowering:
     def _chunks(self, c: N.Copy, ostarts, st: str, item: int, inside: bool = False):
         """Each thread's 16-byte ``cp.async`` chunks of the tile (bytes outside the tensor zero-filled;
         ``inside``: the caller checked that the whole tile is inside the tensor, so every chunk is 16 bytes)."""
+        if inside and c.dst.buffer.uid in self.smap and self._chunks_u32(c, ostarts, st, item):
+            return
         src, dst = c.src, c.dst
         b = dst.buffer
         ce = 16 // item
@@ -297,3 +299,53 @@ class PipelineLowering:
         if total % nt:
             self.pop_indent()
         self.pop_indent()
+
+    def _chunks_u32(self, c: N.Copy, ostarts, st: str, item: int) -> bool:
+        """The whole-tile chunks of a swizzled ``wgmma`` operand (:mod:`.tile_wgmma`) as one 32-bit shared address
+        and one global index per thread plus a constant per chunk, unrolled (False: the deltas depend on the
+        thread, or the strides are dynamic; the caller then emits the rolled form).
+
+        Chunk ``j`` of thread ``t`` is chunk ``q = t + j * nthreads`` of the tile; its destination (the buffer's
+        swizzled address map) and source offsets are evaluated here for every thread: when ``offset(t, j) -
+        offset(t, 0)`` is the same for all ``t`` (the 8-row swizzle phase and A's row permutation move with whole
+        passes of the threads), the code computes ``offset(t, 0)`` once (loop-invariant: one 32-bit register for the
+        shared side instead of 64-bit chunk addresses, which spilled) and adds literals."""
+        src, dst = c.src, c.dst
+        b = dst.buffer
+        m = self.smap[b.uid]
+        ce = 16 // item
+        ext = list(dst.extents)
+        cpr = ext[-1] // ce
+        total = _prod(ext[:-1]) * cpr
+        nt = self.nt
+        pairing = self.pair(dst, src, True)
+        dims, gstr = self.gdims(src.buffer)
+        if len(ext) != 2 or not all(str(g).lstrip("-").isdigit() for g in gstr):
+            return False
+
+        def rel(q):
+            return [q // cpr, (q % cpr) * ce]
+
+        def goff(r):
+            return sum(int(g) * (r[pd] if pd is not None else 0) for g, pd in zip(gstr, pairing))
+
+        nj = -(-total // nt)
+        deltas = []
+        for j in range(nj):
+            ts = [t for t in range(nt) if t + j * nt < total]
+            ds = {(m.offset(*rel(t + j * nt)) - m.offset(*rel(t)), goff(rel(t + j * nt)) - goff(rel(t))) for t in ts}
+            if len(ds) != 1:
+                return False
+            deltas.append((ds.pop(), len(ts)))
+        r0 = [self.hoist(f"_tid // {cpr}" if cpr > 1 else "_tid"), self.hoist(f"(_tid % {cpr}) * {ce}" if cpr > 1 else "0")]
+        gidx = [self.hoist(_add(s0, r0[pd] if pd is not None else "0")) for s0, pd in zip(ostarts, pairing)]
+        ga, sa = self.fresh("_ga"), self.fresh("_sa")
+        self.emit(f"{ga} = {self.lin(gstr, gidx)}")
+        self.emit(f"{sa} = uint32(_smem_u32({self.stage_name(b)}, {_mul(st, self.stage_elems[b.uid])})) + "
+                  f"uint32(({self.slin(b, r0)}) * {item})")
+        for (ds, dg), nthr in deltas:
+            line = f"_cp_async16u({sa} + uint32({ds * item}), {self.arr(src.buffer)}, {_add(ga, dg)}, 16)"
+            self.emit(line if nthr == nt else f"if _tid < {nthr}:")
+            if nthr != nt:
+                self.emit(f"    {line}")
+        return True

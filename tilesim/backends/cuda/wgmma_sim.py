@@ -233,9 +233,23 @@ def sim_wgmma_namespace(cp_async16=None) -> dict:
                 return self[key]
             raise KeyError(key)
 
+    def cp16u(daddr, src, si, nbytes):
+        """``_cp_async16u``: the fake 32-bit shared address back to (array, element), then :func:`cp16`."""
+        addr = int(daddr)
+        with lock:
+            w = next((w for w in windows.get("list", []) if w[0] <= addr < w[0] + w[2]), None)
+        if w is None:
+            raise ValueError(f"cp.async: shared address {addr} in no shared array")
+        item = np.dtype(src.dtype).itemsize
+        off = addr - w[0]
+        if off % item:
+            raise ValueError(f"cp.async: shared address {addr} not aligned to {item} bytes")
+        cp16(w[3].reshape(-1).view(src.dtype), off // item, src, si, nbytes)
+
     ns = NS(_wg_fence=lambda: None, _wg_commit=commit, _fence_async_smem=lambda: None, _smem_u32=smem_u32)
     if cp_async16 is not None:
         ns["_cp_async16"] = cp16
+        ns["_cp_async16u"] = cp16u
     for k in range(MAX_WAIT + 1):
         ns[f"_wg_wait{k}"] = wait(k)
     return ns
