@@ -243,6 +243,7 @@ class WgmmaLowering:
         their address maps (``self.smap``: root uid -> :class:`OperandMap`)."""
         self.wgmma: dict = {}
         self.smap: dict = {}
+        self.wgmma_accs: set = set()  # accumulators' root uids (their edge copies out: tile_copy.py)
         for s in walk_stmts(self.launch.body):
             if isinstance(s, N.Gemm) and id(s) in records and id(s) in self.placement.mma \
                     and self.where(s.c.buffer) == "reg":
@@ -250,6 +251,7 @@ class WgmmaLowering:
                 self.wgmma[id(s)] = p
                 self.smap[s.a.buffer.uid] = p.a
                 self.smap[s.b.buffer.uid] = p.b
+                self.wgmma_accs.add((s.c.buffer.alias_of or s.c.buffer).uid)
         if self.wgmma:
             self.notes.append(f"{len(self.wgmma)} gemm(s) on wgmma (sm_90a)")
 
