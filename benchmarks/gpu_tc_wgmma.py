@@ -10,16 +10,22 @@ once and the row records which one was right (``mn_lbo_is_region``). Called by `
 
 Every ``wgmma`` configuration is timed twice in turn (brief AP): ``/wait0`` (``tile_wgmma.INFLIGHT = False``:
 ``wgmma.wait_group 0`` at the end of every gemm, the form of device run 2) and ``/inflight`` (one group in flight
-across k-blocks where the pipeline has 3+ stages; the row records ``inflight_in_source``).
+across k-blocks where the pipeline has 3+ stages; the row records ``inflight_in_source``). Two diagnostic rows
+(``/nofence``, bf16 and fp8 at 128 threads, 3 stages, in flight) drop ``fence.proxy.async`` before the barriers
+(``tile_wgmma.PROXY_FENCE = False``: not correct by the PTX memory model; it times what the fence — in SASS
+``MEMBAR.ALL.CTA`` — costs).
 """
 
 from __future__ import annotations
 
-#: bf16 (block_M, block_N, block_K, num_stages, threads, trans_B); the first two also run with --quick
-BF16 = [(128, 128, 64, 4, 256, False), (128, 128, 64, 3, 128, False), (128, 256, 64, 3, 256, False),
-        (128, 128, 64, 3, 256, False), (128, 128, 64, 4, 256, True), (128, 256, 64, 3, 256, True)]
-#: fp8 e4m3 (block_M, block_N, block_K, num_stages, threads)
-FP8 = [(128, 128, 128, 3, 128), (128, 128, 128, 4, 256), (128, 256, 128, 3, 256), (128, 128, 128, 3, 256)]
+#: bf16 (block_M, block_N, block_K, num_stages, threads, trans_B); the first three also run with --quick (the third:
+#: 16 KB stages, so 5 stages keep 2 blocks per SM and 3 k-blocks of copies ahead with a group in flight)
+BF16 = [(128, 128, 64, 4, 256, False), (128, 128, 64, 3, 128, False), (128, 128, 32, 5, 128, False),
+        (128, 256, 64, 3, 256, False), (128, 128, 64, 3, 256, False), (128, 128, 64, 4, 256, True),
+        (128, 256, 64, 3, 256, True)]
+#: fp8 e4m3 (block_M, block_N, block_K, num_stages, threads); the first three also run with --quick
+FP8 = [(128, 128, 128, 3, 128), (128, 128, 128, 4, 256), (128, 128, 64, 5, 128), (128, 256, 128, 3, 256),
+       (128, 128, 128, 3, 256)]
 
 
 def bench_wgmma(quick, prepared, gpu_time, relnorm, bench_entry, fail, log):
@@ -40,14 +46,16 @@ def bench_wgmma(quick, prepared, gpu_time, relnorm, bench_entry, fail, log):
 
     from tilesim.backends.cuda import tile_wgmma as TW
 
-    def row(name, kernel, args, out_ref, t_r, ref_name, wg, extra, inflight=None):
-        keep = TW.INFLIGHT
-        TW.INFLIGHT = inflight
+    def row(name, kernel, args, out_ref, t_r, ref_name, wg, extra, inflight=None, fence=True):
+        keep = TW.INFLIGHT, TW.PROXY_FENCE
+        TW.INFLIGHT, TW.PROXY_FENCE = inflight, fence
         try:
             kc, run, c = prepared(kernel, *args, tensor_cores=True, async_copy=True, wgmma=wg)
             src = kc.get_kernel_source()
         finally:
-            TW.INFLIGHT = keep
+            TW.INFLIGHT, TW.PROXY_FENCE = keep
+        if wg and fence == ("_fence_async_smem()" not in src):
+            raise RuntimeError("the proxy fence switch did not take effect")
         if wg and "_wgmma_" not in src:
             raise RuntimeError("the gemm did not lower to wgmma: " + src.splitlines()[2][:300])
         extra = dict(extra, inflight_in_source="_wg_wait1()" in src)
@@ -68,7 +76,7 @@ def bench_wgmma(quick, prepared, gpu_time, relnorm, bench_entry, fail, log):
             "torch.matmul bf16", False, {"ref_err": err_t})
     except Exception as ex:  # noqa: BLE001
         fail(f"wgmma bench mma.sync row: {type(ex).__name__}: {ex}")
-    for (bm, bn, bk, st, th, tb), infl in [(c, i) for c in (BF16[:2] if quick else BF16) for i in (False, True)]:
+    for (bm, bn, bk, st, th, tb), infl in [(c, i) for c in (BF16[:3] if quick else BF16) for i in (False, True)]:
         v = dict(block_M=bm, block_N=bn, block_K=bk, num_stages=st, threads=th)
         name = f"gemm_bf16_4096_wgmma {bm}x{bn}x{bk}/{th}/s{st}{'/NT' if tb else ''}/{'inflight' if infl else 'wait0'}"
         try:
@@ -86,6 +94,15 @@ def bench_wgmma(quick, prepared, gpu_time, relnorm, bench_entry, fail, log):
                 fail(f"{name}: wrong result, rel. error {err:.3g}")
         except Exception as ex:  # noqa: BLE001
             fail(f"wgmma bench {name}: {type(ex).__name__}: {ex}")
+    name = "gemm_bf16_4096_wgmma 128x128x64/128/s3/inflight/nofence (diagnostic)"
+    try:
+        v = dict(block_M=128, block_N=128, block_K=64, num_stages=3, threads=128)
+        err = row(name, G.matmul(M, N, K, dtype="bfloat16", out_dtype="float32", **v), (a, b), ref, t_ref,
+                  "torch.matmul bf16", True, {"ref_err": err_t, "config": v, "proxy_fence": False}, True, False)
+        if err > 1e-2:
+            fail(f"{name}: wrong result, rel. error {err:.3g}")
+    except Exception as ex:  # noqa: BLE001
+        fail(f"wgmma bench {name}: {type(ex).__name__}: {ex}")
 
     a8 = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
     b8 = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn)
@@ -97,7 +114,7 @@ def bench_wgmma(quick, prepared, gpu_time, relnorm, bench_entry, fail, log):
     r8 = a8.double() @ b8.double().t()
     t8, _ = gpu_time(ref8, reps=10)
     err8 = relnorm(ref8(), r8)
-    for (bm, bn, bk, st, th), infl in [(c, i) for c in (FP8[:2] if quick else FP8) for i in (False, True)]:
+    for (bm, bn, bk, st, th), infl in [(c, i) for c in (FP8[:3] if quick else FP8) for i in (False, True)]:
         v = dict(block_M=bm, block_N=bn, block_K=bk, num_stages=st, threads=th)
         name = f"gemm_fp8_e4m3_4096_wgmma {bm}x{bn}x{bk}/{th}/s{st}/{'inflight' if infl else 'wait0'}"
         try:
@@ -107,3 +124,12 @@ def bench_wgmma(quick, prepared, gpu_time, relnorm, bench_entry, fail, log):
                 fail(f"{name}: wrong result, rel. error {err:.3g}")
         except Exception as ex:  # noqa: BLE001
             fail(f"wgmma bench {name}: {type(ex).__name__}: {ex}")
+    name = "gemm_fp8_e4m3_4096_wgmma 128x128x128/128/s3/inflight/nofence (diagnostic)"
+    try:
+        v = dict(block_M=128, block_N=128, block_K=128, num_stages=3, threads=128)
+        err = row(name, fp8_matmul(M, N, K, **v), (a8, b8), r8, t8, "torch._scaled_mm e4m3 (unit scales, bf16 out)",
+                  True, {"ref_err": err8, "config": v, "out_dtype": "bfloat16", "proxy_fence": False}, True, False)
+        if err > 1e-2:
+            fail(f"{name}: wrong result, rel. error {err:.3g}")
+    except Exception as ex:  # noqa: BLE001
+        fail(f"wgmma bench {name}: {type(ex).__name__}: {ex}")

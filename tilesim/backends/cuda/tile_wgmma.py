@@ -99,6 +99,11 @@ _ELEMENT_OPS = (N.Copy, N.Fill, N.Parallel, N.Store, N.For, N.While, N.If, N.Let
 #: keep one wgmma group in flight across pipeline iterations (module docstring); None reads the environment
 INFLIGHT: bool | None = None
 
+#: ``fence.proxy.async.shared::cta`` before the barriers (module docstring). **Diagnostic only**: False drops it,
+#: which the PTX memory model does not allow for operands written by generic stores or ``cp.async``; it exists so
+#: that one device run can time what the fence costs (in SASS it is ``MEMBAR.ALL.CTA`` + ``FENCE.VIEW.ASYNC.S``)
+PROXY_FENCE = True
+
 
 def inflight_enabled() -> bool:
     """:data:`INFLIGHT`, or ``TILESIM_CUDA_WGMMA_INFLIGHT`` (``0`` off; default on)."""
@@ -286,7 +291,7 @@ class WgmmaLowering:
 
     def fence_barriers(self):
         """``fence.proxy.async.shared::cta`` before every barrier of the launch (see the module docstring)."""
-        if not getattr(self, "wgmma", None):
+        if not getattr(self, "wgmma", None) or not PROXY_FENCE:
             return
         out = []
         for line in self.lines:
