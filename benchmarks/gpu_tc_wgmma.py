@@ -11,7 +11,8 @@ once and the row records which one was right (``mn_lbo_is_region``). Called by `
 Every ``wgmma`` configuration is timed twice in turn (brief AP): ``/wait0`` (``tile_wgmma.INFLIGHT = False``:
 ``wgmma.wait_group 0`` at the end of every gemm, the form of device run 2) and ``/inflight`` (one group in flight
 across k-blocks where the pipeline has 3+ stages; the row records ``inflight_in_source``). Two diagnostic rows
-(``/nofence``, bf16 and fp8 at 128 threads, 3 stages, in flight) drop ``fence.proxy.async`` before the barriers
+(``/nofence``, bf16 and fp8 at 128 threads, 5 stages, in flight: two copy groups are still outstanding at the
+fence) drop ``fence.proxy.async`` before the barriers
 (``tile_wgmma.PROXY_FENCE = False``: not correct by the PTX memory model; it times what the fence — in SASS
 ``MEMBAR.ALL.CTA`` — costs).
 """
@@ -94,9 +95,9 @@ def bench_wgmma(quick, prepared, gpu_time, relnorm, bench_entry, fail, log):
                 fail(f"{name}: wrong result, rel. error {err:.3g}")
         except Exception as ex:  # noqa: BLE001
             fail(f"wgmma bench {name}: {type(ex).__name__}: {ex}")
-    name = "gemm_bf16_4096_wgmma 128x128x64/128/s3/inflight/nofence (diagnostic)"
+    name = "gemm_bf16_4096_wgmma 128x128x32/128/s5/inflight/nofence (diagnostic)"
     try:
-        v = dict(block_M=128, block_N=128, block_K=64, num_stages=3, threads=128)
+        v = dict(block_M=128, block_N=128, block_K=32, num_stages=5, threads=128)
         err = row(name, G.matmul(M, N, K, dtype="bfloat16", out_dtype="float32", **v), (a, b), ref, t_ref,
                   "torch.matmul bf16", True, {"ref_err": err_t, "config": v, "proxy_fence": False}, True, False)
         if err > 1e-2:
@@ -124,9 +125,9 @@ def bench_wgmma(quick, prepared, gpu_time, relnorm, bench_entry, fail, log):
                 fail(f"{name}: wrong result, rel. error {err:.3g}")
         except Exception as ex:  # noqa: BLE001
             fail(f"wgmma bench {name}: {type(ex).__name__}: {ex}")
-    name = "gemm_fp8_e4m3_4096_wgmma 128x128x128/128/s3/inflight/nofence (diagnostic)"
+    name = "gemm_fp8_e4m3_4096_wgmma 128x128x64/128/s5/inflight/nofence (diagnostic)"
     try:
-        v = dict(block_M=128, block_N=128, block_K=128, num_stages=3, threads=128)
+        v = dict(block_M=128, block_N=128, block_K=64, num_stages=5, threads=128)
         err = row(name, fp8_matmul(M, N, K, **v), (a8, b8), r8, t8, "torch._scaled_mm e4m3 (unit scales, bf16 out)",
                   True, {"ref_err": err8, "config": v, "out_dtype": "bfloat16", "proxy_fence": False}, True, False)
         if err > 1e-2:

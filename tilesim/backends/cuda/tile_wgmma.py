@@ -41,8 +41,8 @@ copies, and its accumulator named by no other statement of the body, ``g`` ends 
 the warps wait, synchronise and issue the copies and the ``wgmma`` of iteration ``it + 1``. The pipeline then
 loads ``d = n - 2`` iterations ahead (not ``n - 1``) and refills stage ``(it + d) % n = (it - 2) % n`` in
 iteration ``it``, and ``wait_group 0`` follows the loop. Switch: :data:`INFLIGHT` (None reads
-``TILESIM_CUDA_WGMMA_INFLIGHT``, default on; ``0`` gives the ``wait_group 0`` form of every gemm, byte for byte
-the source before this change); anything not meeting the conditions keeps ``wait_group 0``.
+``TILESIM_CUDA_WGMMA_INFLIGHT``, default on; ``0`` gives the ``wait_group 0`` placement of every gemm, with the
+same copy addressing as the in-flight form); anything not meeting the conditions keeps ``wait_group 0``.
 
 Why this is race-free, with one or two warpgroups (every thread runs the same iterations; ``wait_group`` is per
 warpgroup and orders only that warpgroup's groups, which is why every claim below goes through the barrier):
