@@ -24,7 +24,11 @@ misaligned fallback), not executed counts. ``--json PATH`` writes the rows; ``--
 config names; ``--variant`` picks the lowering (``inflight``: ``tile_wgmma.INFLIGHT = True``, ``wait0``: False,
 ``both``; default: the environment's choice).
 
-Run: ``python benchmarks/wgmma_loop_sass.py [--only bf16] [--variant both] [--json out.json]``.
+``--registry`` instead lowers every library kernel (``kernels.registry``, ``library_cases``) with tensor cores,
+``cp.async`` and ``wgmma`` on, assembles those on ``wgmma`` for sm_90a and prints how many lowered, how many are on
+``wgmma`` / in flight, and any failure or ptxas warning.
+
+Run: ``python benchmarks/wgmma_loop_sass.py [--only bf16] [--variant both] [--json out.json] [--registry]``.
 """
 
 from __future__ import annotations
@@ -148,12 +152,37 @@ def study(kind, bm, bn, bk, th, st, inflight=None) -> dict:
     return row
 
 
+def registry() -> dict:
+    from kernels.registry import all_specs
+    from tilesim.backends.cuda.check import library_cases
+    from tilesim.backends.cuda.runtime import CudaProgram
+    rows = []
+    for spec in all_specs():
+        try:
+            c = library_cases([spec])[0]
+            prog = CudaProgram(c.kernel.prim_func, sim=False, tensor_cores=True, async_copy=True, wgmma=True)
+            wg, infl, ok = "_wgmma_" in prog.source, "_wg_wait1()" in prog.source, True
+            if wg:
+                for _, ptx in prog.compile_ptx((9, 0, "a")):
+                    log, _ = assemble(ptx)
+                    ok = ok and "warning" not in log.lower()
+            rows.append((spec.name, wg, infl, ok))
+        except Exception as ex:  # noqa: BLE001 - reported
+            rows.append((spec.name, None, None, f"{type(ex).__name__}: {ex}"[:300]))
+    return {"kernels": len(rows), "wgmma": [r[0] for r in rows if r[1]], "inflight": [r[0] for r in rows if r[2]],
+            "failed": [r for r in rows if r[3] is not True]}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--registry", action="store_true")
     ap.add_argument("--only", default="")
     ap.add_argument("--variant", choices=("default", "inflight", "wait0", "both"), default="default")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
+    if a.registry:
+        print(json.dumps(registry(), indent=1))
+        return
     variants = {"default": [None], "inflight": [True], "wait0": [False], "both": [False, True]}[a.variant]
     rows = []
     for name, *cfg in CONFIGS:
