@@ -24,6 +24,8 @@ misaligned fallback), not executed counts. ``--json PATH`` writes the rows; ``--
 config names; ``--variant`` picks the lowering (``inflight``: ``tile_wgmma.INFLIGHT = True``, ``wait0``: False,
 ``both``; default: the environment's choice).
 
+``--fast-path`` counts the K loop of :func:`fast_path_only` (the copies reduced to their whole-tile branch): the
+instructions a k-block of an interior, aligned tile executes (per thread; the loop's refill guard aside).
 ``--registry`` instead lowers every library kernel (``kernels.registry``, ``library_cases``) with tensor cores,
 ``cp.async`` and ``wgmma`` on, assembles those on ``wgmma`` for sm_90a and prints how many lowered, how many are on
 ``wgmma`` / in flight, and any failure or ptxas warning.
@@ -126,7 +128,7 @@ def build(kind: str, bm: int, bn: int, bk: int, th: int, st: int, inflight: bool
     k = fp8_matmul(4096, 4096, 4096, **v) if kind == "fp8" else G.matmul(4096, 4096, 4096, dtype="bfloat16",
                                                                            out_dtype="float32", **v)
     from tilesim.backends.cuda import tile_wgmma as TW
-    keep = TW.INFLIGHT
+    keep = getattr(TW, "INFLIGHT", None)  # absent before brief AP (the study runs on older trees too)
     TW.INFLIGHT = inflight  # None: the environment's choice (TILESIM_CUDA_WGMMA_INFLIGHT, default on)
     try:
         return CudaProgram(k.prim_func, sim=False, tensor_cores=True, async_copy=True, wgmma=True)
@@ -134,8 +136,37 @@ def build(kind: str, bm: int, bn: int, bk: int, th: int, st: int, inflight: bool
         TW.INFLIGHT = keep
 
 
-def study(kind, bm, bn, bk, th, st, inflight=None) -> dict:
+def fast_path_only(src: str) -> str:
+    """The generated source with every tile copy reduced to its whole-tile branch: each ``if _aligned(...)...:`` gets
+    ``if True:`` and its ``elif``/``else`` siblings are dropped. An analysis variant (valid only when every tile is
+    aligned and inside its tensor, as at 4096^3): its K loop is the path those tiles execute."""
+    lines, out, i = src.splitlines(), [], 0
+    while i < len(lines):
+        ln = lines[i]
+        ind = len(ln) - len(ln.lstrip())
+        if ln.lstrip().startswith("if _aligned(") and ln.rstrip().endswith(":"):
+            out.append(" " * ind + "if True:")
+            i += 1
+            while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > ind):
+                out.append(lines[i])
+                i += 1
+            while i < len(lines) and len(lines[i]) - len(lines[i].lstrip()) == ind \
+                    and lines[i].lstrip().startswith(("elif ", "else:")):
+                i += 1
+                while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > ind):
+                    i += 1
+            continue
+        out.append(ln)
+        i += 1
+    return "\n".join(out) + "\n"
+
+
+def study(kind, bm, bn, bk, th, st, inflight=None, fast=False) -> dict:
+    import dataclasses
     prog = build(kind, bm, bn, bk, th, st, inflight)
+    if fast:
+        ks = prog.program.kernels[0]
+        prog.program.kernels[0] = dataclasses.replace(ks, source=fast_path_only(ks.source))
     (_, ptx), = prog.compile_ptx((9, 0, "a"))
     log, sass = assemble(ptx)
     mma = "QGMMA" if kind == "fp8" else "HGMMA"
@@ -176,6 +207,7 @@ def registry() -> dict:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--registry", action="store_true")
+    ap.add_argument("--fast-path", action="store_true", help="count the K loop of fast_path_only(source)")
     ap.add_argument("--only", default="")
     ap.add_argument("--variant", choices=("default", "inflight", "wait0", "both"), default="default")
     ap.add_argument("--json")
@@ -189,8 +221,8 @@ def main(argv=None):
         if a.only not in name:
             continue
         for var in variants:
-            r = study(*cfg, inflight=var)
-            r.update(name=name, inflight=var)
+            r = study(*cfg, inflight=var, fast=a.fast_path)
+            r.update(name=name, inflight=var, fast_path=a.fast_path)
             rows.append(r)
             lp = r["loop"]
             print(f"{name:24s} {'' if var is None else ('inflight' if var else 'wait0'):8s} regs {r['regs']:3d} "
