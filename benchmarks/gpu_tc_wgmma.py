@@ -31,21 +31,24 @@ FP8 = [(128, 128, 128, 3, 128), (128, 128, 128, 4, 256), (128, 128, 64, 5, 128),
 
 
 def bench_wgmma(quick, prepared, gpu_time, relnorm, bench_entry, fail, log):
+    """``TILESIM_WGMMA_BENCH=fp8``: only the first two fp8 configurations, in flight, after their ``_scaled_mm``
+    reference (the short second device call of brief AP)."""
+    import os
+
     import torch
 
+    if os.environ.get("TILESIM_WGMMA_BENCH", "") == "fp8":
+        return _bench(quick, prepared, gpu_time, relnorm, bench_entry, fail, log, torch, fp8_only=True)
+    return _bench(quick, prepared, gpu_time, relnorm, bench_entry, fail, log, torch, fp8_only=False)
+
+
+def _bench(quick, prepared, gpu_time, relnorm, bench_entry, fail, log, torch, fp8_only):
     from kernels import gemm as G
     from kernels.fp8_gemm import fp8_matmul
     from tilesim.backends.cuda import wgmma_layout as WL
 
     M = N = K = 4096
     flops = 2.0 * M * N * K
-    a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
-    b = torch.randn(K, N, device="cuda").to(torch.bfloat16)
-    bt = b.t().contiguous()  # (N, K)
-    ref = a.double() @ b.double()
-    t_ref, _ = gpu_time(lambda: torch.matmul(a, b), reps=10)
-    err_t = relnorm(torch.matmul(a, b), ref)
-
     from tilesim.backends.cuda import tile_wgmma as TW
 
     def row(name, kernel, args, out_ref, t_r, ref_name, wg, extra, inflight=None, fence=True):
@@ -71,40 +74,48 @@ def bench_wgmma(quick, prepared, gpu_time, relnorm, bench_entry, fail, log):
                     {"tflops_ours": flops / t / 1e12, "tflops_ref": flops / t_r / 1e12, "wgmma": wg, **extra}, kc=kc)
         return err
 
-    # the mma.sync lowering's best configuration of run 8, same process
-    try:
-        row("gemm_bf16_4096_mma_sync 128x128x32/128/s4", G.matmul(M, N, K, block_M=128, block_N=128, block_K=32,
-            num_stages=4, threads=128, dtype="bfloat16", out_dtype="float32"), (a, b), ref, t_ref,
-            "torch.matmul bf16", False, {"ref_err": err_t})
-    except Exception as ex:  # noqa: BLE001
-        fail(f"wgmma bench mma.sync row: {type(ex).__name__}: {ex}")
-    for (bm, bn, bk, st, th, tb), infl in [(c, i) for c in (BF16[:4] if quick else BF16) for i in (False, True)]:
-        v = dict(block_M=bm, block_N=bn, block_K=bk, num_stages=st, threads=th)
-        name = f"gemm_bf16_4096_wgmma {bm}x{bn}x{bk}/{th}/s{st}{'/NT' if tb else ''}/{'inflight' if infl else 'wait0'}"
+    if not fp8_only:
+        a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+        b = torch.randn(K, N, device="cuda").to(torch.bfloat16)
+        bt = b.t().contiguous()  # (N, K)
+        ref = a.double() @ b.double()
+        t_ref, _ = gpu_time(lambda: torch.matmul(a, b), reps=10)
+        err_t = relnorm(torch.matmul(a, b), ref)
+
+        # the mma.sync lowering's best configuration of run 8, same process
         try:
-            k = G.matmul(M, N, K, dtype="bfloat16", out_dtype="float32", trans_B=tb, **v)
-            args = (a, bt) if tb else (a, b)
-            extra = {"ref_err": err_t, "config": v, "trans_B": tb, "mn_lbo_is_region": WL.MN_LBO_IS_REGION}
-            err = row(name, k, args, ref, t_ref, "torch.matmul bf16", True, extra, infl)
-            if err > 1e-2 and not tb:
-                log(f"{name}: rel. error {err:.3g} with MN_LBO_IS_REGION={WL.MN_LBO_IS_REGION}; trying the other")
-                WL.MN_LBO_IS_REGION = not WL.MN_LBO_IS_REGION
-                extra["mn_lbo_is_region"] = WL.MN_LBO_IS_REGION
-                err = row(name, G.matmul(M, N, K, dtype="bfloat16", out_dtype="float32", **v), args, ref, t_ref,
-                          "torch.matmul bf16", True, extra, infl)
+            row("gemm_bf16_4096_mma_sync 128x128x32/128/s4", G.matmul(M, N, K, block_M=128, block_N=128, block_K=32,
+                num_stages=4, threads=128, dtype="bfloat16", out_dtype="float32"), (a, b), ref, t_ref,
+                "torch.matmul bf16", False, {"ref_err": err_t})
+        except Exception as ex:  # noqa: BLE001
+            fail(f"wgmma bench mma.sync row: {type(ex).__name__}: {ex}")
+        for (bm, bn, bk, st, th, tb), infl in [(c, i) for c in (BF16[:4] if quick else BF16) for i in (False, True)]:
+            v = dict(block_M=bm, block_N=bn, block_K=bk, num_stages=st, threads=th)
+            name = f"gemm_bf16_4096_wgmma {bm}x{bn}x{bk}/{th}/s{st}{'/NT' if tb else ''}/{'inflight' if infl else 'wait0'}"
+            try:
+                k = G.matmul(M, N, K, dtype="bfloat16", out_dtype="float32", trans_B=tb, **v)
+                args = (a, bt) if tb else (a, b)
+                extra = {"ref_err": err_t, "config": v, "trans_B": tb, "mn_lbo_is_region": WL.MN_LBO_IS_REGION}
+                err = row(name, k, args, ref, t_ref, "torch.matmul bf16", True, extra, infl)
+                if err > 1e-2 and not tb:
+                    log(f"{name}: rel. error {err:.3g} with MN_LBO_IS_REGION={WL.MN_LBO_IS_REGION}; trying the other")
+                    WL.MN_LBO_IS_REGION = not WL.MN_LBO_IS_REGION
+                    extra["mn_lbo_is_region"] = WL.MN_LBO_IS_REGION
+                    err = row(name, G.matmul(M, N, K, dtype="bfloat16", out_dtype="float32", **v), args, ref, t_ref,
+                              "torch.matmul bf16", True, extra, infl)
+                if err > 1e-2:
+                    fail(f"{name}: wrong result, rel. error {err:.3g}")
+            except Exception as ex:  # noqa: BLE001
+                fail(f"wgmma bench {name}: {type(ex).__name__}: {ex}")
+        name = "gemm_bf16_4096_wgmma 128x128x32/128/s5/inflight/nofence (diagnostic)"
+        try:
+            v = dict(block_M=128, block_N=128, block_K=32, num_stages=5, threads=128)
+            err = row(name, G.matmul(M, N, K, dtype="bfloat16", out_dtype="float32", **v), (a, b), ref, t_ref,
+                      "torch.matmul bf16", True, {"ref_err": err_t, "config": v, "proxy_fence": False}, True, False)
             if err > 1e-2:
                 fail(f"{name}: wrong result, rel. error {err:.3g}")
         except Exception as ex:  # noqa: BLE001
             fail(f"wgmma bench {name}: {type(ex).__name__}: {ex}")
-    name = "gemm_bf16_4096_wgmma 128x128x32/128/s5/inflight/nofence (diagnostic)"
-    try:
-        v = dict(block_M=128, block_N=128, block_K=32, num_stages=5, threads=128)
-        err = row(name, G.matmul(M, N, K, dtype="bfloat16", out_dtype="float32", **v), (a, b), ref, t_ref,
-                  "torch.matmul bf16", True, {"ref_err": err_t, "config": v, "proxy_fence": False}, True, False)
-        if err > 1e-2:
-            fail(f"{name}: wrong result, rel. error {err:.3g}")
-    except Exception as ex:  # noqa: BLE001
-        fail(f"wgmma bench {name}: {type(ex).__name__}: {ex}")
 
     a8 = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
     b8 = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn)
@@ -116,7 +127,8 @@ def bench_wgmma(quick, prepared, gpu_time, relnorm, bench_entry, fail, log):
     r8 = a8.double() @ b8.double().t()
     t8, _ = gpu_time(ref8, reps=10)
     err8 = relnorm(ref8(), r8)
-    for (bm, bn, bk, st, th), infl in [(c, i) for c in (FP8[:3] if quick else FP8) for i in (False, True)]:
+    fp8_cfgs = FP8[:2] if fp8_only else FP8[:3] if quick else FP8
+    for (bm, bn, bk, st, th), infl in [(c, i) for c in fp8_cfgs for i in ((True,) if fp8_only else (False, True))]:
         v = dict(block_M=bm, block_N=bn, block_K=bk, num_stages=st, threads=th)
         name = f"gemm_fp8_e4m3_4096_wgmma {bm}x{bn}x{bk}/{th}/s{st}/{'inflight' if infl else 'wait0'}"
         try:
@@ -126,6 +138,8 @@ def bench_wgmma(quick, prepared, gpu_time, relnorm, bench_entry, fail, log):
                 fail(f"{name}: wrong result, rel. error {err:.3g}")
         except Exception as ex:  # noqa: BLE001
             fail(f"wgmma bench {name}: {type(ex).__name__}: {ex}")
+    if fp8_only:
+        return
     name = "gemm_fp8_e4m3_4096_wgmma 128x128x64/128/s5/inflight/nofence (diagnostic)"
     try:
         v = dict(block_M=128, block_N=128, block_K=64, num_stages=5, threads=128)
