@@ -177,6 +177,20 @@ def test_switch_off_changes_nothing_and_on_uses_wgmma():
 
 
 @needs_numba_cuda
+def test_fp8_switch_keeps_fp8_on_mma_sync(monkeypatch):
+    from kernels.fp8_gemm import fp8_matmul
+    from tilesim.backends.cuda.runtime import CudaProgram
+    k = fp8_matmul(512, 512, 512, block_M=128, block_N=128, block_K=128, num_stages=3, threads=128)
+    on = CudaProgram(k.prim_func, sim=False, tensor_cores=True, async_copy=True, wgmma=True).source
+    monkeypatch.setenv("TILESIM_CUDA_WGMMA_FP8", "0")
+    off = CudaProgram(k.prim_func, sim=False, tensor_cores=True, async_copy=True, wgmma=True).source
+    assert "_wgmma_e4m3_e4m3_" in on and "_wgmma_" not in off and "_mma_" in off
+    bf = _matmul("bfloat16", 512, 512, 512, block_M=128, block_N=128, block_K=64, num_stages=3, threads=128)
+    assert "_wgmma_bf16_bf16_" in CudaProgram(bf.prim_func, sim=False, tensor_cores=True, async_copy=True,
+                                             wgmma=True).source
+
+
+@needs_numba_cuda
 def test_ineligible_gemms_keep_mma_sync():
     from tilesim.backends.cuda.runtime import CudaProgram
     for k in (_matmul("bfloat16", 512, 512, 512, block_M=128, block_N=128, block_K=32, num_stages=2, threads=96),

@@ -17,6 +17,7 @@ Contract
   another gemm, and the launch is not per-thread code;
 
 otherwise the ``mma.sync`` plan (:func:`~.mma_layout.tensor_core_accumulator`) decides, as without the switch.
+fp8 gemms only while :func:`fp8_enabled` (``TILESIM_CUDA_WGMMA_FP8``, default on).
 The accumulator is :func:`~.mma_layout.mma_layout` on the all-along-M grid (``WM`` = warps), which every
 consumer already reads; A's rows are stored permuted (:func:`~.wgmma_layout.a_row_phys`) so that the
 ``wgmma`` D fragment lands on it. Every plan also satisfies the ``mma.sync`` conditions on that grid, so a
@@ -103,6 +104,18 @@ INFLIGHT: bool | None = None
 #: which the PTX memory model does not allow for operands written by generic stores or ``cp.async``; it exists so
 #: that one device run can time what the fence costs (in SASS it is ``MEMBAR.ALL.CTA`` + ``FENCE.VIEW.ASYNC.S``)
 PROXY_FENCE = True
+
+
+#: fp8 gemms on wgmma (None reads ``TILESIM_CUDA_WGMMA_FP8``, default on; ``0`` keeps them on ``mma.sync`` while the
+#: 16-bit ones use wgmma): lets the default be flipped for 16-bit types alone
+FP8: bool | None = None
+
+
+def fp8_enabled() -> bool:
+    """:data:`FP8`, or ``TILESIM_CUDA_WGMMA_FP8`` (``0`` off; default on)."""
+    if FP8 is not None:
+        return bool(FP8)
+    return os.environ.get("TILESIM_CUDA_WGMMA_FP8", "1") != "0"
 
 
 def inflight_enabled() -> bool:
@@ -199,6 +212,8 @@ def plan_shapes(a_dtype: str, b_dtype: str, a_shape: tuple, b_shape: tuple, tran
     fp8 = ka in ("e4m3", "e5m2") and kb in ("e4m3", "e5m2")
     if not (fp8 or (ka in ("f16", "bf16") and ka == kb)):
         return f"operands {a_dtype} x {b_dtype}"
+    if fp8 and not fp8_enabled():
+        return "fp8 on wgmma switched off (TILESIM_CUDA_WGMMA_FP8=0)"
     if fp8 and (trans_a or not trans_b):
         return "fp8 wgmma reads K-major operands only (A (M, K), B (N, K) with transpose_B=True)"
     if nthreads % 128:
