@@ -7,6 +7,10 @@ Names the generated source uses (see :mod:`.pipeline`):
   zeros to the rest of the 16 bytes. Both addresses must be 16-byte aligned (the lowering checks the
   global one at run time and lays shared rows out so the shared one is). ``dst`` is a 1-D shared array,
   ``src`` a 1-D global array of the same element size; with ``nbytes == 0`` nothing is read.
+* ``_cp_async16u(daddr, src, si, nbytes)``: the same with the destination given as a 32-bit shared-window
+  address (``uint32``, e.g. from ``_smem_u32``): the swizzled ``wgmma`` operand chunks (:mod:`.pipeline`
+  ``_chunks_u32``), whose per-chunk address is then a 32-bit add of a literal. GPU build only here; the simulator's
+  is :func:`~.wgmma_sim.sim_wgmma_namespace`'s (it maps its fake shared addresses back to arrays).
 * ``_cp_commit()``: ``cp.async.commit_group`` — the copies issued since the last commit form a group.
 * ``_cp_wait<N>()`` for ``N`` in ``0..MAX_WAIT``: ``cp.async.wait_group N`` — this thread waits until at most
   the ``N`` most recent groups are pending. Other threads' copies are visible only after a barrier.
@@ -69,7 +73,27 @@ def cp_async_namespace() -> dict:
 
         return sig, codegen
 
-    ns = {"_cp_async16": cp16, "_cp_commit": bare_asm("cp.async.commit_group;")}
+    text_u = "{ .reg .u64 %cps; cvta.to.global.u64 %cps, $1; cp.async.cg.shared.global [$0], [%cps], 16, $2; }"
+
+    @intrinsic
+    def cp16u(typingctx, daddr, src, si, nbytes):
+        if not (isinstance(src, types.Array) and all(isinstance(x, types.Integer) for x in (daddr, si, nbytes))):
+            return None
+        sig = types.void(daddr, src, si, nbytes)
+
+        def codegen(context, builder, sig, args):
+            d = context.cast(builder, args[0], sig.args[0], types.uint32)
+            s = context.make_array(sig.args[1])(context, builder, args[1])
+            sp = builder.gep(s.data, [context.cast(builder, args[2], sig.args[2], types.intp)], inbounds=True)
+            n = context.cast(builder, args[3], sig.args[3], types.uint32)
+            asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [i32, i64, i32]), text_u, "r,l,r,~{memory}",
+                               side_effect=True)
+            builder.call(asm, [d, builder.ptrtoint(sp, i64), n])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    ns = {"_cp_async16": cp16, "_cp_async16u": cp16u, "_cp_commit": bare_asm("cp.async.commit_group;")}
     for n in range(MAX_WAIT + 1):
         ns[f"_cp_wait{n}"] = bare_asm(f"cp.async.wait_group {n};")
     _NS = ns

@@ -35,6 +35,11 @@ Lowering of a pipeline with ``n`` stages (``it`` = the iteration number, from 0)
   ``(it+n-1) % n = (it-1) % n`` and a commit; then the rest of the body, in which the destination names
   are views of stage ``it % n``; ``cp.async.wait_group 0`` and ``__syncthreads`` after the loop (so a
   pipeline inside an outer loop never refills a stage another thread still reads);
+* with a ``wgmma`` gemm kept in flight (:meth:`~.tile_wgmma.WgmmaLowering.inflight_gemm`, ``n >= 3``; its
+  docstring argues why it is race-free) ``n - 1`` becomes ``d = n - 2`` throughout: the prologue fills stages
+  ``0..d-1``, iteration ``it`` waits with ``cp.async.wait_group d-1`` and refills stage ``(it+d) % n = (it-2) %
+  n`` — the stage of iteration ``it-2``, whose ``wgmma`` group every warpgroup retired (``wait_group 1`` at the
+  end of iteration ``it-1``) before the barrier — and ``wgmma.wait_group 0`` follows the loop;
 * one asynchronous copy: when the whole tile's global rows are 16-byte aligned at run time (the global
   array's address, every outer stride and the tile's start), each thread issues 16-byte chunks
   ``_cp_async16(dst, ·, src, ·, bytes)``: when the whole tile is inside the tensor (one check per tile) every
@@ -66,6 +71,8 @@ class Pipeline:
     loop: N.For
     stages: int
     copies: list = field(default_factory=list)
+    #: the ``wgmma`` gemm of the body whose group stays in flight into the next iteration (None: none)
+    inflight: N.Gemm | None = None
 
 
 def _root(x):
@@ -106,6 +113,9 @@ class PipelineLowering:
                 for c in p.copies:
                     self.async_copies.add(id(c))
                     self.staged[c.dst.buffer.uid] = n
+                # a wgmma gemm kept in flight across iterations (tile_wgmma.py, "One group in flight"): the refill
+                # then goes two stages back, one stage fewer is loaded ahead
+                p.inflight = self.inflight_gemm(s, n, {c.dst.buffer.uid for c in p.copies})
 
     def _async_ok(self, loop: N.For, i: int, c: N.Copy, written: set, inner: set) -> bool:
         src, dst = c.src, c.dst
@@ -153,12 +163,13 @@ class PipelineLowering:
     def pipelined_loop(self, s: N.For):
         p = self.pipelines[id(s)]
         n = p.stages
+        d = self.loads_ahead(p)
         name = self.bind_loop(s.var)
         start = self.hoist(Rl.convert(self.expr(s.start), s.start.dtype, "int64"))
         stop = self.hoist(Rl.convert(self.expr(s.stop), s.stop.dtype, "int64"))
         step = int(s.step)
         pv = self.fresh("_p")
-        self.emit(f"for {pv} in range({n - 1}):  # cp.async pipeline prologue: stages 0..{n - 2}")
+        self.emit(f"for {pv} in range({d}):  # cp.async pipeline prologue: stages 0..{d - 1}")
         with self.indent():
             kp = self.hoist(_add(start, _mul(pv, step)))
             self.emit(f"if {kp} < {stop}:")
@@ -170,12 +181,12 @@ class PipelineLowering:
         with self.indent():
             it = self.fresh("_it")
             self.emit(f"{it} = {name} - {start}" if step == 1 else f"{it} = ({name} - {start}) // {step}")
-            self.emit(f"_cp_wait{n - 2}()")
+            self.emit(f"_cp_wait{d - 1}()")
             self.emit("cuda.syncthreads()")
-            kn = self.hoist(_add(name, (n - 1) * step))
+            kn = self.hoist(_add(name, d * step))
             self.emit(f"if {kn} < {stop}:")
             with self.indent():
-                self._issue(p, kn, f"({it} + {n - 1}) % {n}")
+                self._issue(p, kn, f"({it} + {d}) % {n}")
             self.emit("_cp_commit()")
             sc = self.fresh("_sc")
             self.emit(f"{sc} = {it} % {n}")
@@ -185,9 +196,17 @@ class PipelineLowering:
             self.body([x for x in s.body if id(x) not in self.async_copies])
             if self.nlines() == n0:
                 self.emit("pass")
+        if p.inflight is not None:
+            self.emit("_wg_wait0()")  # the last group retired before the accumulator is read or a stage refilled
         self.defer_end(s)
         self.emit("_cp_wait0()")
         self.emit("cuda.syncthreads()")  # no thread still reads a stage when the pipeline runs again (outer loop)
+
+    def loads_ahead(self, p: Pipeline) -> int:
+        """Iterations whose copies are in flight ahead of the one computing: ``n - 1``, or ``n - 2`` with a ``wgmma``
+        group in flight (its stage is still read while the next iteration refills, so the refill goes to the stage
+        of iteration ``it - 2``, whose group is retired)."""
+        return p.stages - 2 if p.inflight is not None else p.stages - 1
 
     def _bind_stage(self, buf: N.Buffer, stage: str):
         sz = self.stage_elems[buf.uid]
@@ -237,6 +256,8 @@ class PipelineLowering:
     def _chunks(self, c: N.Copy, ostarts, st: str, item: int, inside: bool = False):
         """Each thread's 16-byte ``cp.async`` chunks of the tile (bytes outside the tensor zero-filled;
         ``inside``: the caller checked that the whole tile is inside the tensor, so every chunk is 16 bytes)."""
+        if inside and c.dst.buffer.uid in self.smap and self._chunks_u32(c, ostarts, st, item):
+            return
         src, dst = c.src, c.dst
         b = dst.buffer
         ce = 16 // item
@@ -278,3 +299,53 @@ class PipelineLowering:
         if total % nt:
             self.pop_indent()
         self.pop_indent()
+
+    def _chunks_u32(self, c: N.Copy, ostarts, st: str, item: int) -> bool:
+        """The whole-tile chunks of a swizzled ``wgmma`` operand (:mod:`.tile_wgmma`) as one 32-bit shared address
+        and one global index per thread plus a constant per chunk, unrolled (False: the deltas depend on the
+        thread, or the strides are dynamic; the caller then emits the rolled form).
+
+        Chunk ``j`` of thread ``t`` is chunk ``q = t + j * nthreads`` of the tile; its destination (the buffer's
+        swizzled address map) and source offsets are evaluated here for every thread: when ``offset(t, j) -
+        offset(t, 0)`` is the same for all ``t`` (the 8-row swizzle phase and A's row permutation move with whole
+        passes of the threads), the code computes ``offset(t, 0)`` once (loop-invariant: one 32-bit register for the
+        shared side instead of 64-bit chunk addresses, which spilled) and adds literals."""
+        src, dst = c.src, c.dst
+        b = dst.buffer
+        m = self.smap[b.uid]
+        ce = 16 // item
+        ext = list(dst.extents)
+        cpr = ext[-1] // ce
+        total = _prod(ext[:-1]) * cpr
+        nt = self.nt
+        pairing = self.pair(dst, src, True)
+        dims, gstr = self.gdims(src.buffer)
+        if len(ext) != 2 or not all(str(g).lstrip("-").isdigit() for g in gstr):
+            return False
+
+        def rel(q):
+            return [q // cpr, (q % cpr) * ce]
+
+        def goff(r):
+            return sum(int(g) * (r[pd] if pd is not None else 0) for g, pd in zip(gstr, pairing))
+
+        nj = -(-total // nt)
+        deltas = []
+        for j in range(nj):
+            ts = [t for t in range(nt) if t + j * nt < total]
+            ds = {(m.offset(*rel(t + j * nt)) - m.offset(*rel(t)), goff(rel(t + j * nt)) - goff(rel(t))) for t in ts}
+            if len(ds) != 1:
+                return False
+            deltas.append((ds.pop(), len(ts)))
+        r0 = [self.hoist(f"_tid // {cpr}" if cpr > 1 else "_tid"), self.hoist(f"(_tid % {cpr}) * {ce}" if cpr > 1 else "0")]
+        gidx = [self.hoist(_add(s0, r0[pd] if pd is not None else "0")) for s0, pd in zip(ostarts, pairing)]
+        ga, sa = self.fresh("_ga"), self.fresh("_sa")
+        self.emit(f"{ga} = {self.lin(gstr, gidx)}")
+        self.emit(f"{sa} = uint32(_smem_u32({self.stage_name(b)}, {_mul(st, self.stage_elems[b.uid])})) + "
+                  f"uint32(({self.slin(b, r0)}) * {item})")
+        for (ds, dg), nthr in deltas:
+            line = f"_cp_async16u({sa} + uint32({ds * item}), {self.arr(src.buffer)}, {_add(ga, dg)}, 16)"
+            self.emit(line if nthr == nt else f"if _tid < {nthr}:")
+            if nthr != nt:
+                self.emit(f"    {line}")
+        return True

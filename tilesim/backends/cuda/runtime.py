@@ -111,7 +111,7 @@ class CudaProgram(_TargetProgram):
         ns = dict(_namespace(self.sim))
         wg = sorted(set(re.findall(r"\b_wgmma_\w+", k.source)))
         if wg:  # wgmma instructions are built per (types, N, majorness) on first use; one state per kernel (sim)
-            full = sim_wgmma_namespace() if self.sim else wgmma_namespace(wg)
+            full = sim_wgmma_namespace(ns.get("_cp_async16")) if self.sim else wgmma_namespace(wg)
             ns.update(full)
             ns.update({n: full[n] for n in wg})  # the simulator's namespace builds them on lookup
         code = compile(k.source, f"<tilesim-cuda {k.name}>", "exec")

@@ -62,8 +62,13 @@ class CopyLowering:
                and lay.vec[-1] * max(1, int(dt.itemsize(other.dtype))) in (4, 8, 16)
                and other.dtype != "float4_e2m1fn" and lay.vec[-1] in (2, 4, 8))
 
-        def body(rel, slot, lanes=1):
+        def body(rel, slot, lanes=1, guarded=False):
             orel = [rel[p] if p is not None else "0" for p in pairing]
+            if lanes > 1 and guarded:  # a vector's elements one by one, each store guarded (see below)
+                for k in range(lanes):
+                    r = rel[:-1] + [_add(rel[-1], k)]
+                    body(r, _add(slot, k))
+                return
             if lanes > 1:
                 self._copy_lanes(src, dst, dom_is_dst, dstarts, ostarts, rel, orel, slot, lanes)
                 return
@@ -97,7 +102,14 @@ class CopyLowering:
                 self.unguarded = saved
         self.emit("else:")
         with self.indent():
-            self.iterate(dom, body, side_effects=side, global_itemsize=gsz)
+            if vec and not dom_is_dst and (src.buffer.alias_of or src.buffer).uid in getattr(self, "wgmma_accs", ()):
+                # a wgmma accumulator's edge tile: the fast path's loop nest with per-element guarded stores, so NVVM
+                # unrolls it as it does the fast path (a third loop level over the lanes was left rolled for an fp8
+                # GEMM's bf16 output: a run-time index put the whole accumulator in local memory, tile_wgmma.py)
+                self.iterate(dom, lambda rel, slot, lanes=1: body(rel, slot, lanes, guarded=True), side_effects=side,
+                             vector_last=True, global_itemsize=gsz)
+            else:
+                self.iterate(dom, body, side_effects=side, global_itemsize=gsz)
 
     def _tile_in_bounds(self, r: N.Region, starts) -> list:
         dims, _ = self.gdims(r.buffer)

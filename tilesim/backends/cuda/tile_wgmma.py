@@ -17,6 +17,7 @@ Contract
   another gemm, and the launch is not per-thread code;
 
 otherwise the ``mma.sync`` plan (:func:`~.mma_layout.tensor_core_accumulator`) decides, as without the switch.
+fp8 gemms only while :func:`fp8_enabled` (``TILESIM_CUDA_WGMMA_FP8``, default on).
 The accumulator is :func:`~.mma_layout.mma_layout` on the all-along-M grid (``WM`` = warps), which every
 consumer already reads; A's rows are stored permuted (:func:`~.wgmma_layout.a_row_phys`) so that the
 ``wgmma`` D fragment lands on it. Every plan also satisfies the ``mma.sync`` conditions on that grid, so a
@@ -31,10 +32,54 @@ when the gemm statement ends (the barriers and ``cp.async`` pipelining around it
 ``cuda.syncthreads()`` of a launch with a ``wgmma`` gemm is preceded by ``fence.proxy.async.shared::cta``
 (:meth:`WgmmaLowering.fence_barriers`): shared memory written by ordinary stores or ``cp.async`` is then
 visible to the ``wgmma`` reads after the barrier.
+
+One group in flight (:meth:`WgmmaLowering.inflight_gemm`, issue 14, brief AP)
+------------------------------------------------------------------------------
+In a ``cp.async`` pipeline (:mod:`.pipeline`) of ``n >= 3`` stages whose body holds exactly one ``wgmma`` gemm
+``g``, directly in the body, with ``clear_accum`` off, both operands stage buffers of the pipeline's asynchronous
+copies, and its accumulator named by no other statement of the body, ``g`` ends with ``commit_group`` +
+``wait_group 1`` instead of ``wait_group 0``: the group of iteration ``it`` keeps the tensor cores busy while
+the warps wait, synchronise and issue the copies and the ``wgmma`` of iteration ``it + 1``. The pipeline then
+loads ``d = n - 2`` iterations ahead (not ``n - 1``) and refills stage ``(it + d) % n = (it - 2) % n`` in
+iteration ``it``, and ``wait_group 0`` follows the loop. Switch: :data:`INFLIGHT` (None reads
+``TILESIM_CUDA_WGMMA_INFLIGHT``, default on; ``0`` gives the ``wait_group 0`` placement of every gemm, with the
+same copy addressing as the in-flight form); anything not meeting the conditions keeps ``wait_group 0``.
+
+Why this is race-free, with one or two warpgroups (every thread runs the same iterations; ``wait_group`` is per
+warpgroup and orders only that warpgroup's groups, which is why every claim below goes through the barrier):
+
+* *Stage reuse (write after read).* Iteration ``it`` refills stage ``s = (it - 2) % n``. Its last readers are
+  the ``wgmma`` group of iteration ``it - 2`` (each warpgroup's own) and plain element reads of iteration ``it -
+  2``'s body. Every warpgroup executed ``wait_group 1`` at the end of iteration ``it - 1``, after committing
+  group ``it - 1``: that retires group ``it - 2``, whose shared-memory reads are then complete. Every thread
+  passes that wait before it reaches the barrier at the top of iteration ``it``, and the refill is issued after
+  that barrier, so no warpgroup's pending group reads ``s`` when any thread writes it. The groups still pending
+  at the refill are those of iteration ``it - 1`` only, reading stage ``(it - 1) % n``; with ``n >= 3`` the
+  three stages ``(it - 2) % n`` (written), ``(it - 1) % n`` (read by the pending group) and ``it % n`` (read next)
+  are distinct. With ``n = 2`` the refill would hit the pending group's stage: not done.
+* *Operands visible (read after write).* Stage ``it % n`` was filled by iteration ``it - d``'s copies (group
+  committed ``d`` groups before): ``cp.async.wait_group d - 1`` at the top of iteration ``it`` completes this
+  thread's copies of it, ``fence.proxy.async.shared::cta`` makes them visible to the async proxy, and the barrier
+  makes every thread's visible before any warpgroup issues ``wgmma`` on them — as in the ``wait_group 0`` form.
+  A misaligned tile copied with ordinary stores into its stage is covered by the same fence and barrier.
+* *Accumulator registers.* The pending group and the next one both write ``C``; the PTX ISA orders
+  ``wgmma.mma_async`` instructions of the same shape on the same accumulator without a fence, and no other
+  statement of the body touches ``C`` (condition above), so no thread reads or writes those registers while a
+  group is pending. ``wait_group 0`` after the loop retires the last group before anything after the loop reads
+  ``C`` (the epilogue, a reduction, the next pass of an outer loop's ``T.clear``) or refills a stage (an outer
+  loop runs the pipeline again only after the loop's trailing barrier).
+* *Counts.* ``wgmma.wait_group`` counts committed groups of the executing warpgroup; each iteration commits
+  exactly one (the gemm is unconditional in the body), so "1 pending" means exactly "iteration ``it``'s".
+
+The simulator (:mod:`.wgmma_sim`) executes a group at the ``wait_group`` that retires it and checks, at that
+moment and when a ``cp.async`` is issued into shared memory, that no pending group's operand bytes were or are
+being written: an unsafe placement (the refill one stage back) raises there
+(``tests/backends/test_wgmma.py::test_inflight_unsafe_refill_fails_in_the_simulator``).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from ... import dtypes as dt
@@ -50,6 +95,34 @@ _KIND = {"float16": "f16", "bfloat16": "bf16", "float8_e4m3fn": "e4m3", "float8_
 #: statements whose accesses to a shared buffer are element loads/stores (lowered through ``slin``)
 _ELEMENT_OPS = (N.Copy, N.Fill, N.Parallel, N.Store, N.For, N.While, N.If, N.Let, N.Alloc, N.SyncThreads, N.Break,
                 N.Continue)
+
+
+#: keep one wgmma group in flight across pipeline iterations (module docstring); None reads the environment
+INFLIGHT: bool | None = None
+
+#: ``fence.proxy.async.shared::cta`` before the barriers (module docstring). **Diagnostic only**: False drops it,
+#: which the PTX memory model does not allow for operands written by generic stores or ``cp.async``; it exists so
+#: that one device run can time what the fence costs (in SASS it is ``MEMBAR.ALL.CTA`` + ``FENCE.VIEW.ASYNC.S``)
+PROXY_FENCE = True
+
+
+#: fp8 gemms on wgmma (None reads ``TILESIM_CUDA_WGMMA_FP8``, default on; ``0`` keeps them on ``mma.sync`` while the
+#: 16-bit ones use wgmma): lets the default be flipped for 16-bit types alone
+FP8: bool | None = None
+
+
+def fp8_enabled() -> bool:
+    """:data:`FP8`, or ``TILESIM_CUDA_WGMMA_FP8`` (``0`` off; default on)."""
+    if FP8 is not None:
+        return bool(FP8)
+    return os.environ.get("TILESIM_CUDA_WGMMA_FP8", "1") != "0"
+
+
+def inflight_enabled() -> bool:
+    """:data:`INFLIGHT`, or ``TILESIM_CUDA_WGMMA_INFLIGHT`` (``0`` off; default on)."""
+    if INFLIGHT is not None:
+        return bool(INFLIGHT)
+    return os.environ.get("TILESIM_CUDA_WGMMA_INFLIGHT", "1") != "0"
 
 
 @dataclass(frozen=True)
@@ -139,6 +212,8 @@ def plan_shapes(a_dtype: str, b_dtype: str, a_shape: tuple, b_shape: tuple, tran
     fp8 = ka in ("e4m3", "e5m2") and kb in ("e4m3", "e5m2")
     if not (fp8 or (ka in ("f16", "bf16") and ka == kb)):
         return f"operands {a_dtype} x {b_dtype}"
+    if fp8 and not fp8_enabled():
+        return "fp8 on wgmma switched off (TILESIM_CUDA_WGMMA_FP8=0)"
     if fp8 and (trans_a or not trans_b):
         return "fp8 wgmma reads K-major operands only (A (M, K), B (N, K) with transpose_B=True)"
     if nthreads % 128:
@@ -188,6 +263,7 @@ class WgmmaLowering:
         their address maps (``self.smap``: root uid -> :class:`OperandMap`)."""
         self.wgmma: dict = {}
         self.smap: dict = {}
+        self.wgmma_accs: set = set()  # accumulators' root uids (their edge copies out: tile_copy.py)
         for s in walk_stmts(self.launch.body):
             if isinstance(s, N.Gemm) and id(s) in records and id(s) in self.placement.mma \
                     and self.where(s.c.buffer) == "reg":
@@ -195,8 +271,30 @@ class WgmmaLowering:
                 self.wgmma[id(s)] = p
                 self.smap[s.a.buffer.uid] = p.a
                 self.smap[s.b.buffer.uid] = p.b
+                self.wgmma_accs.add((s.c.buffer.alias_of or s.c.buffer).uid)
         if self.wgmma:
             self.notes.append(f"{len(self.wgmma)} gemm(s) on wgmma (sm_90a)")
+
+    def inflight_gemm(self, loop: N.For, stages: int, staged: set) -> N.Gemm | None:
+        """The ``wgmma`` gemm of pipeline ``loop`` (``stages`` stages, asynchronous-copy destinations ``staged``,
+        root uids) to keep in flight across iterations, or None (conditions: the module docstring)."""
+        if not getattr(self, "wgmma", None) or stages < 3 or not inflight_enabled():
+            return None
+        gs = [x for x in walk_stmts(loop.body) if isinstance(x, N.Gemm) and id(x) in self.wgmma]
+        if len(gs) != 1:
+            return None
+        g = gs[0]
+        if g.clear_accum or not any(x is g for x in loop.body):
+            return None
+        if any((r.buffer.alias_of or r.buffer).uid not in staged for r in (g.a, g.b)):
+            return None
+        c = (g.c.buffer.alias_of or g.c.buffer).uid
+        if any(c in referenced_buffers(x) for x in loop.body if x is not g):
+            return None
+        if not hasattr(self, "inflight"):
+            self.inflight = set()
+        self.inflight.add(id(g))
+        return g
 
     def slin(self, buf: N.Buffer, idx_codes) -> str:
         """Flat element index of ``buf[idx]`` in a shared buffer: its address map, or the row-major strides."""
@@ -208,7 +306,7 @@ class WgmmaLowering:
 
     def fence_barriers(self):
         """``fence.proxy.async.shared::cta`` before every barrier of the launch (see the module docstring)."""
-        if not getattr(self, "wgmma", None):
+        if not getattr(self, "wgmma", None) or not PROXY_FENCE:
             return
         out = []
         for line in self.lines:
@@ -233,7 +331,9 @@ class WgmmaLowering:
         for o0, oa, ob in ins.steps:
             self.emit(f"{name}({da} + uint64({oa >> 4}), {db} + uint64({ob >> 4}), {C}, {o0})")
         self.emit("_wg_commit()")
-        self.emit("_wg_wait0()")
+        # kept in flight: the group of the previous iteration is retired here, this one at the next gemm or after
+        # the loop (the module docstring); otherwise the operands are free when the statement ends
+        self.emit("_wg_wait1()" if id(s) in getattr(self, "inflight", ()) else "_wg_wait0()")
 
 
 @dataclass(frozen=True)

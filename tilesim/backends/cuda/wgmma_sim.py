@@ -26,6 +26,14 @@ The simulator build (:func:`sim_wgmma_namespace`): ``_smem_u32(arr, i)`` gives e
 generated source runs unchanged; ``_wgmma_*`` records the operation, and it is **executed when a
 ``_wg_wait<N>`` retires it** — the latest moment the PTX ISA allows — reading shared memory then; so a stage
 overwritten before its ``wgmma`` was waited for shows up as a wrong result in the simulator. Fences are no-ops.
+Write-after-read hazards on a pending group's operands raise ``RuntimeError`` instead of passing silently (the
+``cp.async`` model writes late, so a refill of a stage still being read would otherwise land after the read):
+
+* ``_cp_async16`` (given the ``cp.async`` build to wrap, :func:`sim_wgmma_namespace`) refuses a copy into a
+  16-byte chunk that any thread's pending (issued, not yet retired) ``wgmma`` reads — the copy may land at any
+  moment between its issue and its wait;
+* at retirement, the operand bytes of the first thread of each warpgroup are compared with a snapshot taken when
+  the instruction was issued: any store in between (ordinary stores land at once in the simulator) raises.
 """
 
 from __future__ import annotations
@@ -95,11 +103,13 @@ def wgmma_model(mem: np.ndarray, desc_a: int, desc_b: int, n: int, a: str, b: st
     return A @ Bt.T
 
 
-def sim_wgmma_namespace() -> dict:
-    """The simulator build of :mod:`.wgmma_intrinsics` (see the module docstring)."""
+def sim_wgmma_namespace(cp_async16=None) -> dict:
+    """The simulator build of :mod:`.wgmma_intrinsics` (see the module docstring); ``cp_async16``: the simulator's
+    ``_cp_async16`` to wrap with the pending-read check (None: not wrapped)."""
     lock = threading.Lock()
     windows: dict = {}  # "block": the block they belong to; "list": [fake address, data pointer, bytes, array]
     state = threading.local()
+    reads: dict = {}  # thread -> [[16-byte chunk ids read by each committed / open group]]
 
     def base_of(arr):
         b = arr
@@ -117,6 +127,7 @@ def sim_wgmma_namespace() -> dict:
         with lock:
             if windows.get("block") != blk:  # a new block: its shared arrays are new
                 windows.clear()
+                reads.clear()
                 windows["block"] = blk
             wins = windows.setdefault("list", [])  # [start address, pointer, bytes, array]
             got = next((w for w in wins if w[1] <= ptr and ptr + size <= w[1] + w[2]), None)
@@ -148,12 +159,28 @@ def sim_wgmma_namespace() -> dict:
         me = threading.current_thread()
         return int(me.threadIdx.x) % 128
 
+    def my_reads():
+        me = threading.current_thread()
+        with lock:
+            return reads.setdefault(me, [set()])
+
     def make(name):
         a, b, n, ta, tb, _imm = _parse(name)
+        K = 32 if a in ("e4m3", "e5m2") else 16
+        ia, ib = np.dtype(_DT[a]).itemsize, np.dtype(_DT[b]).itemsize
 
-        def run(da, db, acc, o0, tid):
+        def addresses(da, db):
+            return np.concatenate([operand_addresses(da, 64, K, ia, ta).ravel(),
+                                   operand_addresses(db, n, K, ib, tb).ravel()])
+
+        def run(da, db, acc, o0, tid, snap):
             with lock:
                 mem = image()
+            if snap is not None:
+                addr, before = snap
+                if not np.array_equal(mem[addr], before):
+                    raise RuntimeError(f"wgmma simulator: shared memory read by a pending {name} was written before "
+                                       "the wait_group that retires it")
             d = wgmma_model(mem, int(da), int(db), n, a, b, ta, tb)
             for i in range(n // 2):
                 r, c = WL.acc_coord(tid, i)
@@ -161,23 +188,43 @@ def sim_wgmma_namespace() -> dict:
                 acc[s] = np.float32(np.float64(acc[s]) + d[r, c])
 
         def fn(da, db, acc, o0):
-            pending()[-1].append((run, int(da), int(db), acc, int(o0), tid128()))
+            tid = tid128()
+            addr = addresses(int(da), int(db))
+            my_reads()[-1].update(np.unique(addr >> 4).tolist())
+            snap = None
+            if tid == 0:  # one snapshot per warpgroup: every thread of it reads the same bytes
+                with lock:
+                    snap = (addr, image()[addr].copy())
+            pending()[-1].append((run, int(da), int(db), acc, int(o0), tid, snap))
 
         return fn
 
     def commit():
         pending().append([])
+        my_reads().append(set())
 
     def wait(keep):
         def fn():
             g = pending()
             done = len(g) - 1 - keep
             for grp in g[:max(0, done)]:
-                for run, da, db, acc, o0, tid in grp:
-                    run(da, db, acc, o0, tid)
+                for run, da, db, acc, o0, tid, snap in grp:
+                    run(da, db, acc, o0, tid, snap)
             if done > 0:
                 del g[:done]
+                r = my_reads()
+                with lock:
+                    del r[:done]
         return fn
+
+    def cp16(dst, di, src, si, nbytes):
+        chunk = int(smem_u32(dst, di)) >> 4
+        with lock:
+            hit = [t for t, groups in reads.items() if any(chunk in grp for grp in groups)]
+        if hit:
+            raise RuntimeError(f"wgmma simulator: cp.async into shared bytes (chunk {chunk}) that a pending wgmma "
+                               f"group of {len(hit)} thread(s) reads")
+        cp_async16(dst, di, src, si, nbytes)
 
     class NS(dict):
         def __missing__(self, key):
@@ -186,7 +233,23 @@ def sim_wgmma_namespace() -> dict:
                 return self[key]
             raise KeyError(key)
 
+    def cp16u(daddr, src, si, nbytes):
+        """``_cp_async16u``: the fake 32-bit shared address back to (array, element), then :func:`cp16`."""
+        addr = int(daddr)
+        with lock:
+            w = next((w for w in windows.get("list", []) if w[0] <= addr < w[0] + w[2]), None)
+        if w is None:
+            raise ValueError(f"cp.async: shared address {addr} in no shared array")
+        item = np.dtype(src.dtype).itemsize
+        off = addr - w[0]
+        if off % item:
+            raise ValueError(f"cp.async: shared address {addr} not aligned to {item} bytes")
+        cp16(w[3].reshape(-1).view(src.dtype), off // item, src, si, nbytes)
+
     ns = NS(_wg_fence=lambda: None, _wg_commit=commit, _fence_async_smem=lambda: None, _smem_u32=smem_u32)
+    if cp_async16 is not None:
+        ns["_cp_async16"] = cp16
+        ns["_cp_async16u"] = cp16u
     for k in range(MAX_WAIT + 1):
         ns[f"_wg_wait{k}"] = wait(k)
     return ns
