@@ -54,6 +54,7 @@ from ... import dtypes as dt
 from ...ir import nodes as N
 from ...ir.queries import buffer_refs, referenced_vars
 from ...ir.traverse import binds, loads_in, regions, walk_stmts
+from . import emitter as E
 from . import rules as Rl
 from .codestr import _add, _mul, _prod
 from .cp_async import MAX_WAIT
@@ -248,6 +249,9 @@ class PipelineLowering:
         dims, gstr = self.gdims(src.buffer)
         sstr = self.sstrides(b)
         sz = self.stage_elems[b.uid]
+        if E.INT_FORMS and len(ext) == 2 and nt % cpr == 0 and b.uid not in self.smap:
+            self._chunks_strided(c, ostarts, st, item, inside, (cpr, total, pairing, dims, gstr, sstr, sz))
+            return
         j, q = self.fresh("_j"), self.fresh("_q")
         self.emit(f"for {j} in range({-(-total // nt)}):")
         self.push_indent()
@@ -267,14 +271,59 @@ class PipelineLowering:
         gidx = [self.hoist(_add(s0, rel[pd] if pd is not None else "0")) for s0, pd in zip(ostarts, pairing)]
         gi = self.lin(gstr, gidx)
         sidx = _add(_mul(st, sz), self.slin(b, rel) if b.uid in self.smap else self.lin(sstr, rel))
-        if inside:
-            self.emit(f"_cp_async16({self.stage_name(b)}, {sidx}, {self.arr(src.buffer)}, {gi}, 16)")
+        self._chunk_issue(c, sidx, gi, gidx, dims, item, inside)
+        if total % nt:
+            self.pop_indent()
+        self.pop_indent()
+
+    def _chunk_issue(self, c: N.Copy, sidx: str, gi: str, gidx: list, dims: list, item: int, inside: bool):
+        """One ``cp.async`` of 16 bytes (``inside``) or of the chunk's bytes inside the tensor, into element
+        ``sidx`` of the stage array from element ``gi`` (global indices ``gidx``) of the source."""
+        b, ce = c.dst.buffer, 16 // item
+        if E.INT_FORMS:
+            sa = self._stage_sbase(b)
+            head = f"_cp_async16a({sa} + {item} * ({sidx}), {self.arr(c.src.buffer)}"
         else:
-            ok = [f"{g} >= 0 and {g} < {d}" for g, d in zip(gidx[:-1], dims[:-1])] + [f"{gidx[-1]} >= 0"]
-            nb = self.fresh("_nb")
-            self.emit(f"{nb} = min(max({dims[-1]} - {gidx[-1]}, 0), {ce}) * {item} if ({' and '.join(ok)}) else 0")
-            self.emit(f"_cp_async16({self.stage_name(b)}, {sidx}, {self.arr(src.buffer)}, "
-                      f"{gi} if {nb} > 0 else 0, {nb})")
+            head = f"_cp_async16({self.stage_name(b)}, {sidx}, {self.arr(c.src.buffer)}"
+        if inside:
+            self.emit(f"{head}, {gi}, 16)")
+            return
+        ok = [f"{g} >= 0 and {g} < {d}" for g, d in zip(gidx[:-1], dims[:-1])] + [f"{gidx[-1]} >= 0"]
+        nb = self.fresh("_nb")
+        self.emit(f"{nb} = min(max({dims[-1]} - {gidx[-1]}, 0), {ce}) * {item} if ({' and '.join(ok)}) else 0")
+        self.emit(f"{head}, {gi} if {nb} > 0 else 0, {nb})")
+
+    def _stage_sbase(self, buf: N.Buffer) -> str:
+        """``_sbase`` (:mod:`.smem_addr`) of a stage array, emitted at the current line (LLVM folds it into the shared
+        symbol's address, so repeating it costs nothing)."""
+        return self.hoist(f"_sbase({self.stage_name(buf)})")
+
+    def _chunks_strided(self, c: N.Copy, ostarts, st: str, item: int, inside: bool, geo):
+        """:meth:`_chunks` of a 2-D tile whose chunks per row ``cpr`` divide the block: every thread keeps its chunk
+        column (``_tid % cpr``) and steps ``nt // cpr`` rows per round, so its global and shared element indices
+        are a per-thread base plus a constant per round (no division or remainder per chunk; the constants become
+        immediate offsets)."""
+        cpr, total, pairing, dims, gstr, sstr, sz = geo
+        ce, nt = 16 // item, self.nt
+        rstep = nt // cpr
+        col = self.hoist(f"(_tid % {cpr}) * {ce}" if cpr > 1 else "0")
+        row = self.hoist(f"_tid // {cpr}" if cpr > 1 else "_tid")
+        rel0 = [row, col]
+        gidx0 = [self.hoist(_add(s0, rel0[pd] if pd is not None else "0")) for s0, pd in zip(ostarts, pairing)]
+        gbase = self.hoist(self.lin(gstr, gidx0))
+        grow = next((gs for gs, pd in zip(gstr, pairing) if pd == 0), "0")  # global stride of the tile rows
+        sbase = self.hoist(_add(_mul(st, sz), self.lin(sstr, rel0)))
+        j = self.fresh("_j")
+        self.emit(f"for {j} in range({-(-total // nt)}):")
+        self.push_indent()
+        if total % nt:
+            self.emit(f"if _tid + {j} * {nt} < {total}:")
+            self.push_indent()
+        step = _mul(j, rstep)
+        gidx = [_add(g, step) if pd == 0 else g for g, pd in zip(gidx0, pairing)]
+        gi = _add(gbase, _mul(step, grow))
+        si = _add(sbase, _mul(step, sstr[0]))
+        self._chunk_issue(c, si, gi, gidx, dims, item, inside)
         if total % nt:
             self.pop_indent()
         self.pop_indent()
