@@ -185,11 +185,11 @@ def hoist(g, planned: list, lay) -> list:
     out = []
     for c, coefs, rest in planned:
         terms, bound = [], 0
-        for sign, x in rest:
+        for k, x in rest:  # k: the term's integer coefficient
             r = interval(g, x)
-            bound += max(abs(r[0]), abs(r[1]))
+            bound += abs(k) * max(abs(r[0]), abs(r[1]))
             code = g._outer_expr(x)
-            terms.append(code if sign > 0 else f"-({code})")
+            terms.append(code if k == 1 else f"-({code})" if k == -1 else f"{k} * ({code})")
         for d, k in sorted(coefs.items()):
             t = _thread_part(g, lay, d)
             if t != "0":
