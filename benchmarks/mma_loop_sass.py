@@ -61,7 +61,7 @@ def classify(op: str) -> str:
         return "MOV"
     if base in ("FADD", "FMUL", "FFMA", "FMNMX", "FSEL", "FSETP", "F2FP", "F2F", "FCHK", "FMNMX3", "FSWZADD"):
         return "F32"
-    if base.startswith(_INT) or base in _INT:
+    if base != "SHFL" and (base.startswith(_INT) or base in _INT):
         return "INT"
     return "OTHER"
 
@@ -114,6 +114,27 @@ def _key(block) -> tuple:
 
 def loop_counts(sass: str) -> dict:
     """Counts per class of one hot-path iteration of the main loop (see the module docstring)."""
+    blocks, hot, cold, loop_bytes = loop_paths(sass)
+
+    def counts(path):
+        c = dict.fromkeys(CLASSES, 0)
+        for i in path:
+            for x in blocks[i]:
+                c[classify(x[2])] += 1
+        c["total"] = sum(c[k] for k in CLASSES)
+        return c
+
+    return {"hot": counts(hot), "cold": counts(cold), "loop_bytes": loop_bytes}
+
+
+def hot_instructions(sass: str) -> list:
+    """The instructions (address, predicate, opcode, operands) of the hot path, in address order."""
+    blocks, hot, _, _ = loop_paths(sass)
+    return [x for i in hot for x in blocks[i]]
+
+
+def loop_paths(sass: str):
+    """(blocks of the main loop, hot path, cold path (block indices), loop size in bytes)."""
     ins = parse(sass)
     hmma_at = [x[0] for x in ins if x[2].startswith("HMMA")]
     if not hmma_at:
@@ -173,18 +194,7 @@ def loop_counts(sass: str) -> dict:
                 if better:
                     table[j] = cand
     last = len(blocks) - 1
-
-    def counts(path):
-        c = dict.fromkeys(CLASSES, 0)
-        for i in path:
-            for x in blocks[i]:
-                c[classify(x[2])] += 1
-        c["total"] = sum(c[k] for k in CLASSES)
-        return c
-
-    hot = counts(best_lo[last][1])
-    cold = counts(best_hi[last][1])
-    return {"hot": hot, "cold": cold, "loop_bytes": latch - head + 16}
+    return blocks, best_lo[last][1], best_hi[last][1], latch - head + 16
 
 
 def ptxas_sass(ptx: str) -> tuple[str, str]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ...errors import InternalError, KernelError, KernelTypeError
 from ...ir import nodes as N
+from ...ir.traverse import loads_in, regions, stmt_exprs, walk_stmts
 from . import affine_mask as AM
 from . import rules as Rl
 from .codestr import _IDENT, _add, _c, _mul, _prod, _san
@@ -189,6 +190,29 @@ class Emitter:
             return self.expr(e)
         finally:
             self.par = saved_par
+
+    def pack_only(self, buf: N.Buffer) -> bool:
+        """Whether register fragment ``buf`` (fp16/bf16) is read only as the register operand A of tensor-core gemms,
+        which round each value to its dtype when packing it (``cvt.rn.{bf16,f16}x2.f32``): its writers may then
+        keep the float32 value (``pack(round(x)) == pack(x)``: the rounding is idempotent), with
+        :data:`INT_FORMS`."""
+        if not INT_FORMS or self.where(buf) != "reg" or buf.dtype not in ("bfloat16", "float16"):
+            return False
+        got = self.__dict__.setdefault("_pack_only", {})
+        if buf.uid not in got:
+            ok = False
+            for s in walk_stmts(self.launch.body):
+                reads = list(regions(s)[0]) + [e for x in stmt_exprs(s) for e in loads_in(x)]
+                for r in reads:
+                    b = r.buffer if isinstance(r, (N.Region, N.Load)) else r
+                    if (b.alias_of or b).uid != buf.uid:
+                        continue
+                    if not (type(s) is N.Gemm and r is s.a and s.a.buffer.uid == buf.uid):
+                        got[buf.uid] = False
+                        return False
+                    ok = True
+            got[buf.uid] = ok
+        return got[buf.uid]
 
     # ----------------------------------------------------------------------------------- scratch / locals
     def need_scratch(self, kind: str, n: int):

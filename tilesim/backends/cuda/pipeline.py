@@ -166,25 +166,32 @@ class PipelineLowering:
             with self.indent():
                 self._issue(p, kp, pv)
             self.emit("_cp_commit()")
+        counter = E.INT_FORMS  # the stage number as a counter (no int64 floor modulo per iteration)
+        sc = self.fresh("_sc")
+        if counter:
+            self.emit(f"{sc} = 0  # stage of the iteration (it % {n})")
         self.defer_begin(s)
         self.emit(f"for {name} in range({start}, {stop}, {step}):")
         with self.indent():
             it = self.fresh("_it")
-            self.emit(f"{it} = {name} - {start}" if step == 1 else f"{it} = ({name} - {start}) // {step}")
+            if not counter:
+                self.emit(f"{it} = {name} - {start}" if step == 1 else f"{it} = ({name} - {start}) // {step}")
             self.emit(f"_cp_wait{n - 2}()")
             self.emit("cuda.syncthreads()")
             kn = self.hoist(_add(name, (n - 1) * step))
             self.emit(f"if {kn} < {stop}:")
             with self.indent():
-                self._issue(p, kn, f"({it} + {n - 1}) % {n}")
+                self._issue(p, kn, f"({sc} - 1 if {sc} > 0 else {n - 1})" if counter else f"({it} + {n - 1}) % {n}")
             self.emit("_cp_commit()")
-            sc = self.fresh("_sc")
-            self.emit(f"{sc} = {it} % {n}")
+            if not counter:
+                self.emit(f"{sc} = {it} % {n}")
             for c in p.copies:
                 self._bind_stage(c.dst.buffer, sc)
             n0 = self.nlines()
             self.body([x for x in s.body if id(x) not in self.async_copies])
-            if self.nlines() == n0:
+            if counter:  # the body has no break/continue (a pipeline's condition 5)
+                self.emit(f"{sc} = {sc} + 1 if {sc} < {n - 1} else 0")
+            elif self.nlines() == n0:
                 self.emit("pass")
         self.defer_end(s)
         self.emit("_cp_wait0()")
@@ -193,6 +200,11 @@ class PipelineLowering:
     def _bind_stage(self, buf: N.Buffer, stage: str):
         sz = self.stage_elems[buf.uid]
         self.emit(f"{self.arr(buf)} = {self.stage_name(buf)}[{stage} * {sz}:{stage} * {sz} + {sz}]")
+        self.__dict__.setdefault("_stage_views", {})[self.arr(buf)] = (self.stage_name(buf), f"{stage} * {sz}")
+
+    def stage_view(self, arr: str):
+        """``(stage array, element offset code)`` of the latest binding of the stage view ``arr``, or None."""
+        return getattr(self, "_stage_views", {}).get(arr)
 
     def _issue(self, p: Pipeline, k: str, stage: str):
         """The asynchronous copies of the iteration whose loop variable is ``k`` into stage ``stage``."""

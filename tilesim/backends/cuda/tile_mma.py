@@ -68,9 +68,9 @@ class MmaLowering:
         else:
             b_off = self._b_ldsm_offsets(lane, NT, s.trans_b, (bbase, b_cs, b_ks), epb, wcol, wgn)
         if not a_bytes:
-            self._smem_base(a_arr)
+            self._smem_base(a_arr, s.a.buffer, a_off)
         if not b_bytes:
-            self._smem_base(b_arr)
+            self._smem_base(b_arr, s.b.buffer, b_off)
         kk = self.fresh("_k")
         fa = [[self.fresh(f"_fa{mi}_") for _ in range(4)] for mi in range(MT)]
         fb = [[self.fresh(f"_fb{q}_") for _ in range(2)] for q in range(NT)]
@@ -123,17 +123,25 @@ class MmaLowering:
 
     def _ldsm_call(self, fn: str, buf, arr: str, off: str, k_off) -> str:
         """The call of ``ldmatrix`` ``fn`` (``_ldsm4``/``_ldsm4t``) at element ``off + k_off`` of ``arr``: with
-        :data:`~.emitter.INT_FORMS`, at the 32-bit shared address ``sa + item * (off + k_off)`` (:mod:`.smem_addr`),
-        ``sa = _sbase(arr)`` hoisted by :meth:`_smem_base` before the gemm's K loop."""
+        :data:`~.emitter.INT_FORMS`, at the 32-bit shared address ``(_sbase(arr) + item * off) + item * k_off``
+        (:mod:`.smem_addr`; the bracket hoisted by :meth:`_smem_base` before the gemm's K loop)."""
         if not E.INT_FORMS:
             return f"{fn}({arr}, {off} + {k_off})"
-        sa = self._sbases[arr]
-        return f"{fn}a({sa} + {int(dt.itemsize(buf.dtype))} * ({off} + {k_off}))"
+        return f"{fn}a({self._sbases[(arr, off)]} + {int(dt.itemsize(buf.dtype))} * {k_off})"
 
-    def _smem_base(self, arr: str):
-        """Hoist ``_sbase(arr)`` here (before a gemm's K loop) for :meth:`_ldsm_call`."""
-        if E.INT_FORMS:
-            self.__dict__.setdefault("_sbases", {})[arr] = self.hoist(f"_sbase({arr})")
+    def _smem_base(self, arr: str, buf, offs):
+        """Hoist, here (before a gemm's K loop), the 32-bit shared address of each lane row offset ``offs`` of
+        ``arr`` for :meth:`_ldsm_call`: ``_sbase(arr) + item * off`` — for a pipeline stage view, from the stage
+        array and the stage number (:meth:`~.pipeline.PipelineLowering.stage_view`), so the view's slice is not
+        needed. The K offsets added later are constants: the instruction's immediate offset."""
+        if not E.INT_FORMS:
+            return
+        item = int(dt.itemsize(buf.dtype))
+        view = self.stage_view(arr) if hasattr(self, "stage_view") else None
+        base = self.hoist(f"_sbase({arr})" if view is None else f"_sbase({view[0]}) + {item} * ({view[1]})")
+        names = self.__dict__.setdefault("_sbases", {})
+        for off in ([offs] if isinstance(offs, str) else offs):
+            names[(arr, off)] = self.hoist(f"{base} + {item} * {off}")
 
     def _mma_issue(self, mma: str, fa: list, fb: list, C: str, S1: int):
         """One ``mma.sync`` per (m16, n8) tile pair of the warp, on the accumulator slots of :func:`~.mma_layout.c_slots`."""
@@ -160,7 +168,7 @@ class MmaLowering:
         bbase, b_cs, b_ks, b_arr, b_dt = self._operand(s.b, s.trans_b, rows=False)
         lane = Code(self.coord(32, 1))
         b_off = self._b_ldsm_offsets(lane, NT, s.trans_b, (bbase, b_cs, b_ks), 1, 0, 1)
-        self._smem_base(b_arr)
+        self._smem_base(b_arr, s.b.buffer, b_off)
         pack = "_pack_bf16x2" if a.dtype == "bfloat16" else "_pack_f16x2"
         mma = ML.mma_intrinsic(a.dtype, b_dt)
         for j in range(K // ML.MMA_K):
