@@ -12,6 +12,9 @@ Names the generated source uses (issue 14, the integer work of the ``mma.sync`` 
   :mod:`.mma_intrinsics`' ``_ldsm4``/``_ldsm4t``. A row address ``_sbase(a) + item * i`` is 32-bit integer
   arithmetic whose constant part ptxas folds into the instruction's immediate offset, instead of a 64-bit
   generic address (``IADD3 + IMAD.X + LEA + LEA.HI.X`` and a ``cvta`` per instruction before).
+* ``_sreg(addr)``: ``addr`` (32 bits) through a register move LLVM cannot see into, so it does not fold the
+  constant part of a shared symbol's address with later constant offsets (which would leave ptxas a register
+  add per ``ldmatrix`` instead of an immediate offset).
 * ``_cp_async16a(addr, src, si, nbytes)``: ``cp.async.cg.shared.global [addr], [&src[si]], 16, nbytes`` with the
   destination as a 32-bit shared address (otherwise as :mod:`.cp_async`'s ``_cp_async16``).
 
@@ -102,7 +105,19 @@ def smem_addr_namespace() -> dict:
 
         return sig, codegen
 
-    _NS = {"_sbase": sbase, "_ldsm4a": ldsm(False), "_ldsm4ta": ldsm(True), "_cp_async16a": cp16a}
+    @intrinsic
+    def opq(typingctx, addr):
+        if not isinstance(addr, types.Integer):
+            return None
+        sig = types.uint32(addr)
+
+        def codegen(context, builder, sig, args):
+            a = addr32(context, builder, args[0], sig.args[0])
+            return builder.call(ir.InlineAsm(ir.FunctionType(i32, [i32]), "mov.b32 $0, $1;", "=r,r"), [a])
+
+        return sig, codegen
+
+    _NS = {"_sbase": sbase, "_ldsm4a": ldsm(False), "_ldsm4ta": ldsm(True), "_cp_async16a": cp16a, "_sreg": opq}
     return dict(_NS)
 
 
@@ -130,7 +145,7 @@ class SharedAddr:
 def sim_smem_addr_namespace(sim_ns: dict) -> dict:
     """The simulator build, on top of the simulator's ``_ldsm4``/``_ldsm4t``/``_cp_async16`` in ``sim_ns``."""
     ld, ldt, cp = sim_ns["_ldsm4"], sim_ns["_ldsm4t"], sim_ns["_cp_async16"]
-    return {"_sbase": lambda arr: SharedAddr(arr),
+    return {"_sbase": lambda arr: SharedAddr(arr), "_sreg": lambda a: a,
             "_ldsm4a": lambda a: ld(a.arr, a.element()),
             "_ldsm4ta": lambda a: ldt(a.arr, a.element()),
             "_cp_async16a": lambda a, src, si, nbytes: cp(a.arr, a.element(), src, si, nbytes)}

@@ -141,7 +141,7 @@ class MmaLowering:
         base = self.hoist(f"_sbase({arr})" if view is None else f"_sbase({view[0]}) + {item} * ({view[1]})")
         names = self.__dict__.setdefault("_sbases", {})
         for off in ([offs] if isinstance(offs, str) else offs):
-            names[(arr, off)] = self.hoist(f"{base} + {item} * {off}")
+            names[(arr, off)] = self.hoist(f"_sreg({base} + {item} * {off})")
 
     def _mma_issue(self, mma: str, fa: list, fb: list, C: str, S1: int):
         """One ``mma.sync`` per (m16, n8) tile pair of the warp, on the accumulator slots of :func:`~.mma_layout.c_slots`."""
