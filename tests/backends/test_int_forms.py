@@ -88,6 +88,26 @@ def test_unbounded_values_are_not_rewritten():
     assert "_hm" not in src  # an int64 parameter has no proven range: the ordinary comparison
 
 
+@needs_numba_cuda
+def test_names_bound_inside_the_loop_body_are_not_invariant():
+    @tilelang.jit(out_idx=[1])
+    def build(N):
+        @T.prim_func
+        def main(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32")):
+            with T.Kernel(T.ceildiv(N, 32), threads=32) as bx:
+                f = T.alloc_fragment((32,), "float32")
+                T.copy(X[bx * 32], f)
+                for i in T.Parallel(32):
+                    r = T.int32(f[i])  # varies per element, has no loop variable in its name
+                    f[i] = T.if_then_else(bx * 32 + i < r, f[i], 0.0)
+                T.copy(f, Y[bx * 32])
+
+        return main
+
+    src = _src(build(64))
+    assert "_hm" not in src  # the comparison keeps its ordinary form
+
+
 def test_interval_arithmetic_of_the_range_proofs():
     from tilesim.backends.cuda import affine_mask as AM
     from tilesim.ir import nodes as N

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from ... import dtypes as dt
 from ...ir import nodes as N
-from ...ir.traverse import loads_in, stmt_exprs, walk_exprs, walk_stmts
+from ...ir.traverse import binds, loads_in, stmt_exprs, walk_exprs, walk_stmts
 
 #: the rewritten comparisons
 _OPS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">="}
@@ -129,8 +129,10 @@ def interval(g, e):
 
 def _affine(g, dims: dict, e, sign: int, coefs: dict, rest: list) -> bool:
     """Add ``sign * e`` to ``coefs`` (loop dim -> coefficient) and ``rest`` ((sign, invariant expr)); False if ``e``
-    is not affine in the loop variables (``dims``: var uid -> loop dim)."""
+    is not affine in the loop variables (``dims``: var uid -> loop dim, -1 for names bound inside the body)."""
     if isinstance(e, N.Var) and e.uid in dims:
+        if dims[e.uid] < 0:  # bound inside the body
+            return False
         coefs[dims[e.uid]] = coefs.get(dims[e.uid], 0) + sign
         return True
     uses = any(isinstance(x, N.Var) and x.uid in dims for x in walk_exprs(e))
@@ -162,6 +164,9 @@ def plan(g, s: N.Parallel, lay) -> list:
     out = []
     seen = set()
     dims = {v.uid: d for d, v in enumerate(s.vars)}
+    # names bound inside the body (lets, inner loops) vary per element: never invariant (key -1: not a loop dim)
+    for st in walk_stmts(s.body):
+        dims.update({v.uid: -1 for v in binds(st) if isinstance(v, N.Var)})
     for st in walk_stmts(s.body):
         for e in stmt_exprs(st):
             for c in walk_exprs(e):
