@@ -169,8 +169,9 @@ def test_rewritten_masks_match_the_interpreter_in_the_simulator():
 
 # ------------------------------------------------------------------------------------ machine code
 def test_flash_attention_loop_integer_instructions(tmp_path):
-    """Pins the gain: the hot-path iteration of the causal FA loop (64x64/t128/s2, bf16, (2, 16, 2048, 128))
-    issued 744 integer instructions per warp before these forms and 197 with them (sm_90a, CUDA 13 ptxas)."""
+    """Pins the gain: the hot-path iteration of the causal FA loop (64x64/t128/s2, bf16, (2, 16, 2048, 128)) issued
+    1459 instructions per warp, 736 of them integer, before these forms and 713 / 116 with them (sm_90, CUDA 13 ptxas);
+    the bounds leave ~25 % for another ptxas."""
     sys.path.insert(0, ROOT)
     from benchmarks.mma_loop_sass import loop_counts
     from kernels import attention as A
@@ -185,7 +186,7 @@ def test_flash_attention_loop_integer_instructions(tmp_path):
     assert "0 bytes spill stores" in log
     c = loop_counts(sass)
     assert c["hot"]["HMMA"] == 128 and c["hot"]["LDSM"] == 72 and c["hot"]["LDGSTS"] == 16, c
-    assert c["hot"]["INT"] <= 260, ("integer instructions per FA iteration grew back toward the 744 of the int64 "
+    assert c["hot"]["INT"] <= 145, ("integer instructions per FA iteration grew back toward the 736 of the int64 "
                                     f"generic-address forms: {c['hot']}")
-    assert c["hot"]["total"] <= 900, c
+    assert c["hot"]["total"] <= 890, c
     assert np.isfinite(c["loop_bytes"])
