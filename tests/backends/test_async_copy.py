@@ -165,11 +165,25 @@ def test_stage_copies_that_do_not_fit_fall_back_with_a_note():
 
 def test_static_shapes_issue_whole_tiles_without_per_chunk_bounds():
     from kernels.gemm import matmul
+    from tilesim.backends.cuda import emitter as E
 
-    src = _src(matmul(4096, 4096, 4096, block_M=128, block_N=128, block_K=32, num_stages=3, dtype="bfloat16",
+    # 4000 rows: the last M/N tiles stick out, so the whole-tile check stays (K tiles are all inside)
+    src = _src(matmul(4000, 4000, 4096, block_M=128, block_N=128, block_K=32, num_stages=3, dtype="bfloat16",
                       out_dtype="float32"), tensor_cores=True, async_copy=True)
     # per copy (A, B) and issue point (prologue, loop): one unpredicated and one zero-filling chunk form
     assert src.count(", 16)\n") == 2 * 2 and src.count("_cp_async16") == 2 * 2 * 2
+    # 4096^3: every tile is proven inside its tensor from the value ranges of its starts (issue 14, brief AQ): only the
+    # unpredicated form, no bounds check; the forms before that keep the check and the zero-filling form
+    k = matmul(4096, 4096, 4096, block_M=128, block_N=128, block_K=32, num_stages=3, dtype="bfloat16",
+               out_dtype="float32")
+    src = _src(k, tensor_cores=True, async_copy=True)
+    assert src.count(", 16)\n") == 2 * 2 and src.count("_cp_async16") == 2 * 2 and "_nb" not in src
+    E.INT_FORMS = False
+    try:
+        old = _src(k, tensor_cores=True, async_copy=True)
+    finally:
+        E.INT_FORMS = True
+    assert old.count(", 16)\n") == 2 * 2 and old.count("_cp_async16(") == 2 * 2 * 2
     assert ", 16)\n" not in _src(_mm(), tensor_cores=True, async_copy=True)  # dynamic shapes: per chunk only
 
 
