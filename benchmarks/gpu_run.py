@@ -489,6 +489,65 @@ def _int_forms_ab(a, b, ref, t_ref, flops):
         E.INT_FORMS, ML.FORCE_POLICY = keep_forms, keep_pol
 
 
+def bench_tc_sweep():
+    """Tile configurations of the tensor-core GEMM and causal FA with the current lowering (issue 14, brief AQ's second
+    device run, ``--only tcsweep``): GEMM bf16 4096^3 at five tiles, FA bf16 at (2, 16, 2048, 128) and the issue's
+    (1, 32, 4096, 128) at four; float64-checked, ratios against torch / SDPA of the same process."""
+    import torch
+    import torch.nn.functional as F
+
+    from kernels import attention as A
+    from kernels import gemm as G
+
+    M = N = K = 4096
+    a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+    b = torch.randn(K, N, device="cuda").to(torch.bfloat16)
+    ref = a.double() @ b.double()
+    t_ref, _ = gpu_time(lambda: torch.matmul(a, b), reps=10)
+    flops = 2.0 * M * N * K
+    for v in (dict(block_M=128, block_N=128, block_K=32, num_stages=4, threads=128),
+              dict(block_M=128, block_N=128, block_K=32, num_stages=3, threads=128),
+              dict(block_M=128, block_N=128, block_K=64, num_stages=3, threads=128),
+              dict(block_M=128, block_N=256, block_K=32, num_stages=3, threads=256),
+              dict(block_M=256, block_N=128, block_K=32, num_stages=3, threads=256)):
+        try:
+            kc, run, c = prepared(G.matmul(M, N, K, dtype="bfloat16", out_dtype="float32", **v), a, b,
+                                  tensor_cores=True, async_copy=True)
+            run()
+            torch.cuda.synchronize()
+            err = relnorm(c, ref)
+            t, _ = gpu_time(run, reps=5)
+            bench_entry(f"sweep gemm_bf16_4096_tc {v['block_M']}x{v['block_N']}x{v['block_K']}/{v['threads']}"
+                        f"/s{v['num_stages']}", [M, N, K], t, t_ref, "torch.matmul bf16", err,
+                        {"tflops_ours": flops / t / 1e12, "config": v}, kc=kc)
+        except Exception as ex:  # noqa: BLE001
+            RESULTS["errors"].append(f"sweep gemm {v}: {type(ex).__name__}: {ex}"[:2000])
+            log("sweep gemm failed", v, repr(ex)[:500])
+    for B, H, S, D in ((2, 16, 2048, 128), (1, 32, 4096, 128)):
+        q, k_, v_ = (torch.randn(B, S, H, D, device="cuda").to(torch.bfloat16) for _ in range(3))
+        qt, kt, vt = (x.transpose(1, 2) for x in (q, k_, v_))
+        t_sdpa, _ = gpu_time(lambda x=qt, y=kt, z=vt: F.scaled_dot_product_attention(x, y, z, is_causal=True), reps=10)
+        r64 = F.scaled_dot_product_attention(qt.double(), kt.double(), vt.double(), is_causal=True).transpose(1, 2)
+        for v in (dict(block_M=64, block_N=64, threads=128, num_stages=2),
+                  dict(block_M=64, block_N=32, threads=128, num_stages=2),
+                  dict(block_M=64, block_N=32, threads=128, num_stages=3),
+                  dict(block_M=128, block_N=64, threads=256, num_stages=2)):
+            try:
+                kern = A.flash_attention_fwd(B, H, S, D, is_causal=True, dtype="bfloat16", **v)
+                kc, run, (o, lse) = prepared(kern, q, k_, v_, tensor_cores=True)
+                run()
+                torch.cuda.synchronize()
+                err = relnorm(o, r64)
+                t, _ = gpu_time(run, reps=3, rounds=5)
+                bench_entry(f"sweep flash_attn_fwd_bf16_causal_tc {v['block_M']}x{v['block_N']}/t{v['threads']}"
+                            f"/s{v['num_stages']} S{S}H{H}B{B}", [B, S, H, D], t, t_sdpa,
+                            "F.scaled_dot_product_attention", err,
+                            {"tflops_ours": 2.0 * B * H * S * S * D / t / 1e12, "config": v}, kc=kc)
+            except Exception as ex:  # noqa: BLE001
+                RESULTS["errors"].append(f"sweep attention {v}: {type(ex).__name__}: {ex}"[:2000])
+                log("sweep attention failed", v, repr(ex)[:500])
+
+
 def bench_wgmma_rows(quick):
     """bf16 / fp8 GEMM 4096^3 on ``wgmma`` (:mod:`benchmarks.gpu_tc_wgmma`; ``--only wgmma``, never by default)."""
     from benchmarks.gpu_tc_wgmma import bench_wgmma
@@ -813,7 +872,7 @@ def main():
     ap.add_argument("--sweep", action="store_true",
                     help="time more configurations per kernel (data for benchmarks/numba_profile_validation.py)")
     ap.add_argument("--only", nargs="*", help="benchmarks to run: copy gemm rows plainsm fp8 attention overhead, and tc "
-                                              "(tensor cores) and wgmma (never by default)")
+                                              "(tensor cores), tcsweep (their tile configurations) and wgmma (never by default)")
     ap.add_argument("--out", default=os.environ.get("OUT") or os.path.join(ROOT, "reports", "measurements"))
     a = ap.parse_args()
     OUT = a.out
@@ -840,7 +899,8 @@ def main():
                  ("rows", lambda: bench_rows(a.quick, copy_bw)),
                  ("plainsm", lambda: bench_plain_softmax(a.quick, copy_bw)), ("fp8", lambda: bench_fp8(copy_bw, a.quick)),
                  ("attention", lambda: bench_attention(a.quick)), ("overhead", lambda: call_overhead(RESULTS, log)),
-                 ("tc", lambda: bench_tensor_cores(a.quick)), ("wgmma", lambda: bench_wgmma_rows(a.quick))]
+                 ("tc", lambda: bench_tensor_cores(a.quick)), ("wgmma", lambda: bench_wgmma_rows(a.quick)),
+                 ("tcsweep", bench_tc_sweep)]
         for name, fn in steps:
             if name not in only:
                 continue
