@@ -77,7 +77,18 @@ def test_flash_attention_keeps_p_in_registers():
     # 4 warps along M: one m16 tile a warp; P @ V is 64 deep = 4 k16 steps of 4 packed registers
     assert src.count("_pack_bf16x2(") == 4 * 4
     between = src[src.index(name + "["):src.index("_pack_bf16x2(")]  # P written ... P read
-    assert "_rnd_bf16(" in between and "syncthreads" not in between  # no barrier: P never leaves the thread
+    assert "syncthreads" not in between  # no barrier: P never leaves the thread
+    # P is read only by the pack, which rounds (cvt.rn.bf16x2): its write keeps the float32 value (emitter.pack_only);
+    # the forms before issue 14's integer work rounded it there
+    assert "_rnd_bf16(" not in between and f"{name}[((_s" in between
+    from tilesim.backends.cuda import emitter as E
+
+    E.INT_FORMS = False
+    try:
+        old = _program(_flash(num_stages=2), async_copy=True).source
+    finally:
+        E.INT_FORMS = True
+    assert "_rnd_bf16(" in old[old.index(name + "["):old.index("_pack_bf16x2(")]
 
 
 def test_square_policy_goes_full_row_for_a_register_a():
@@ -92,7 +103,7 @@ def test_square_policy_goes_full_row_for_a_register_a():
 
 def test_transposed_operand_a_is_demoted_to_shared_memory():
     src = _program(gemm_chain(64, 64, 32, trans_p=True)).source
-    assert "_pack_" not in src and "_ldsm4t(P_" in src  # read back with ldmatrix.trans from shared memory
+    assert "_pack_" not in src and re.search(r"_sbase\(P_\w+\)", src) and "_ldsm4ta(" in src  # read back with ldmatrix.trans from shared memory
 
 
 # NaN excluded: the GPU's cvt writes a canonical NaN, the model keeps the payload (P is never NaN in a gemm)

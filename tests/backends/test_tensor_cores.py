@@ -73,7 +73,7 @@ def test_accumulator_layout_and_operand_padding():
     assert "cuda.shared.array(5120, int16, alignment=16)" in src  # 128 x (32 + 8)
     assert "cuda.shared.array(4352, int16, alignment=16)" in src  # 32 x (128 + 8)
     # 2 x 2 warps (GemmWarpPolicy.Square): per warp and k16 step 4 A + 4 B ldmatrix.x4 for 4 x 8 mma
-    assert src.count("_mma_bf16(") == 4 * 8 and src.count("_ldsm4t(") == 4 and src.count("_ldsm4(") == 4
+    assert src.count("_mma_bf16(") == 4 * 8 and src.count("_ldsm4ta(") == 4 and src.count("_ldsm4a(") == 4
     # the accumulator's epilogue copy walks the mma layout: rows 16 groups, 2-wide column pairs whose group
     # combines the lane (tid % 4) and the warp's grid column ((tid // 64) % 2)
     assert "_stv2(C_" in src and "(_t4_1 + (_t2_64 * 4))" in src
@@ -88,7 +88,7 @@ def test_force_policy_picks_the_grid(monkeypatch, policy, grid, mma, lda, ldb):
 
     monkeypatch.setattr(ML, "FORCE_POLICY", policy)
     src = _src(_mm(), tensor_cores=True, async_copy=False)
-    assert src.count("_mma_bf16(") == mma and src.count("_ldsm4(") == lda and src.count("_ldsm4t(") == ldb
+    assert src.count("_mma_bf16(") == mma and src.count("_ldsm4a(") == lda and src.count("_ldsm4ta(") == ldb
     assert ML.warp_grid(128, 128, 128) == grid
 
 

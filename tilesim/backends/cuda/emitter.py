@@ -16,11 +16,19 @@ from dataclasses import dataclass
 
 from ...errors import InternalError, KernelError, KernelTypeError
 from ...ir import nodes as N
+from ...ir.traverse import loads_in, regions, stmt_exprs, walk_stmts
+from . import affine_mask as AM
 from . import rules as Rl
 from .codestr import _IDENT, _add, _c, _mul, _prod, _san
 from .layout import Layout, Placement, copy_layout, default_layout, place_buffers
 from .mma_layout import tensor_core_accumulator
 from .tile_wgmma import wgmma_planner
+
+#: the cheaper integer forms of the ``mma.sync`` path (issue 14, brief AQ): 32-bit shared addresses for ``ldmatrix``
+#: and ``cp.async`` (:mod:`.smem_addr`), per-thread chunk bases of the whole-tile ``cp.async`` copies
+#: (:mod:`.pipeline`), the strength-reduced affine masks of ``T.Parallel`` (:mod:`.affine_mask`). ``False``: the
+#: forms before them (``benchmarks/gpu_run.py --only tc`` times both in one process)
+INT_FORMS = True
 
 
 @dataclass
@@ -32,6 +40,7 @@ class ParCtx:
     idx: list  # code of each loop dim's index
     slot: list  # code of each loop dim's slot number
     primary: str | None  # condition for side effects when the loop layout is replicated
+    parts: list | None = None  # per loop dim (thread part, slot part) of idx: idx = thread part + slot part
 
 
 class Emitter:
@@ -182,6 +191,29 @@ class Emitter:
         finally:
             self.par = saved_par
 
+    def pack_only(self, buf: N.Buffer) -> bool:
+        """Whether register fragment ``buf`` (fp16/bf16) is read only as the register operand A of tensor-core gemms,
+        which round each value to its dtype when packing it (``cvt.rn.{bf16,f16}x2.f32``): its writers may then
+        keep the float32 value (``pack(round(x)) == pack(x)``: the rounding is idempotent), with
+        :data:`INT_FORMS`."""
+        if not INT_FORMS or self.where(buf) != "reg" or buf.dtype not in ("bfloat16", "float16"):
+            return False
+        got = self.__dict__.setdefault("_pack_only", {})
+        if buf.uid not in got:
+            ok = False
+            for s in walk_stmts(self.launch.body):
+                reads = list(regions(s)[0]) + [e for x in stmt_exprs(s) for e in loads_in(x)]
+                for r in reads:
+                    b = r.buffer if isinstance(r, (N.Region, N.Load)) else r
+                    if (b.alias_of or b).uid != buf.uid:
+                        continue
+                    if not (type(s) is N.Gemm and r is s.a and s.a.buffer.uid == buf.uid):
+                        got[buf.uid] = False
+                        return False
+                    ok = True
+            got[buf.uid] = ok
+        return got[buf.uid]
+
     # ----------------------------------------------------------------------------------- scratch / locals
     def need_scratch(self, kind: str, n: int):
         self.scratch[kind] = max(self.scratch.get(kind, 0), n)
@@ -199,11 +231,13 @@ class Emitter:
         """
         slots = lay.slots
         idx, slot_vars = [], []
+        self.slot_parts = parts = []  # (thread part, slot part) per dim, for affine_mask
         opened = 0
         lanes = 1
         for d in range(lay.ndim):
             S, P, V = slots[d], lay.tcount[d], lay.vec[d]
             t = self.group(lay, d)
+            parts.append((_mul(t, V), "0"))
             if V > 1 and vector_last and d == lay.ndim - 1:
                 cv = self.fresh("_c")
                 if S // V > 1:
@@ -214,6 +248,7 @@ class Emitter:
                     cv = "0"
                 sv = _mul(cv, V)
                 code = _add(_mul(t, V), _mul(cv, P * V))
+                parts[d] = (_mul(t, V), _mul(cv, P * V))
                 lanes = V
             elif V > 1:
                 # S // V rounds of V consecutive indices
@@ -229,12 +264,14 @@ class Emitter:
                 opened += 1
                 sv = _add(_mul(cv, V), vv)
                 code = _add(_add(_mul(t, V), _mul(cv, P * V)), vv)
+                parts[d] = (_mul(t, V), _add(_mul(cv, P * V), vv))
             elif S > 1:
                 sv = self.fresh("_s")
                 self.emit(f"for {sv} in range({S}):")
                 self.push_indent()
                 opened += 1
                 code = _add(t, _mul(sv, P))
+                parts[d] = (t, _mul(sv, P))
             else:
                 sv = "0"
                 code = t
@@ -275,12 +312,14 @@ class Emitter:
 
         def body(idx, slot, slot_vars):
             self.par = ParCtx(lay, {v.uid: d for d, v in enumerate(s.vars)}, idx, slot_vars,
-                              self.primary_cond(lay))
+                              self.primary_cond(lay), list(self.slot_parts))
             try:
                 self.body(s.body)
             finally:
                 self.par = None
 
+        if INT_FORMS and AM.emit_parallel(self, s, lay, body):
+            return
         self.slot_loops(lay, body)
 
     # ----------------------------------------------------------------------------------- regions

@@ -22,6 +22,7 @@ from .caps import cuda_module, numba_types
 from .cp_async import cp_async_namespace, sim_cp_async_namespace
 from .mma_intrinsics import mma_namespace
 from .mma_sim import sim_mma_namespace
+from .smem_addr import sim_smem_addr_namespace, smem_addr_namespace
 
 _MATH_F32 = {
     "exp": "expf", "exp2": "exp2f", "exp10": "exp10f", "log": "logf", "log2": "log2f", "log10": "log10f",
@@ -159,6 +160,7 @@ def sim_namespace() -> dict:
     ns["_tmod"] = lambda a, b: a - ns["_tdiv"](a, b) * b if b != 0 else 0
     ns.update(sim_mma_namespace())
     ns.update(sim_cp_async_namespace())
+    ns.update(sim_smem_addr_namespace(ns))
     return ns
 
 
@@ -493,6 +495,7 @@ def gpu_namespace() -> dict:
     ns.update(_vec)
     ns.update(mma_namespace())
     ns.update(cp_async_namespace())
+    ns.update(smem_addr_namespace())
     ns["_aligned"] = _aligned
     ns.update(_f32_as_i32=libdevice.float_as_int, _i32_as_f32=libdevice.int_as_float,
               _f64_as_i64=libdevice.double_as_longlong, _i64_as_f64=libdevice.longlong_as_double)

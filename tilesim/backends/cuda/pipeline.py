@@ -59,6 +59,7 @@ from ... import dtypes as dt
 from ...ir import nodes as N
 from ...ir.queries import buffer_refs, referenced_vars
 from ...ir.traverse import binds, loads_in, regions, walk_stmts
+from . import emitter as E
 from . import rules as Rl
 from .codestr import _add, _mul, _prod
 from .cp_async import MAX_WAIT
@@ -176,25 +177,34 @@ class PipelineLowering:
             with self.indent():
                 self._issue(p, kp, pv)
             self.emit("_cp_commit()")
+        counter = E.INT_FORMS  # the stage number as a counter (no int64 floor modulo per iteration)
+        sc = self.fresh("_sc")
+        if counter:
+            self.emit(f"{sc} = 0  # stage of the iteration (it % {n})")
         self.defer_begin(s)
         self.emit(f"for {name} in range({start}, {stop}, {step}):")
         with self.indent():
             it = self.fresh("_it")
-            self.emit(f"{it} = {name} - {start}" if step == 1 else f"{it} = ({name} - {start}) // {step}")
+            if not counter:
+                self.emit(f"{it} = {name} - {start}" if step == 1 else f"{it} = ({name} - {start}) // {step}")
             self.emit(f"_cp_wait{d - 1}()")
             self.emit("cuda.syncthreads()")
             kn = self.hoist(_add(name, d * step))
             self.emit(f"if {kn} < {stop}:")
             with self.indent():
-                self._issue(p, kn, f"({it} + {d}) % {n}")
+                # the stage d ahead of this iteration's: (it + d) % n, from the counter without a modulo
+                self._issue(p, kn, f"({sc} + {d - n} if {sc} >= {n - d} else {sc} + {d})" if counter
+                            else f"({it} + {d}) % {n}")
             self.emit("_cp_commit()")
-            sc = self.fresh("_sc")
-            self.emit(f"{sc} = {it} % {n}")
+            if not counter:
+                self.emit(f"{sc} = {it} % {n}")
             for c in p.copies:
                 self._bind_stage(c.dst.buffer, sc)
             n0 = self.nlines()
             self.body([x for x in s.body if id(x) not in self.async_copies])
-            if self.nlines() == n0:
+            if counter:  # the body has no break/continue (a pipeline's condition 5)
+                self.emit(f"{sc} = {sc} + 1 if {sc} < {n - 1} else 0")
+            elif self.nlines() == n0:
                 self.emit("pass")
         if p.inflight is not None:
             self.emit("_wg_wait0()")  # the last group retired before the accumulator is read or a stage refilled
@@ -211,6 +221,11 @@ class PipelineLowering:
     def _bind_stage(self, buf: N.Buffer, stage: str):
         sz = self.stage_elems[buf.uid]
         self.emit(f"{self.arr(buf)} = {self.stage_name(buf)}[{stage} * {sz}:{stage} * {sz} + {sz}]")
+        self.__dict__.setdefault("_stage_views", {})[self.arr(buf)] = (self.stage_name(buf), f"{stage} * {sz}")
+
+    def stage_view(self, arr: str):
+        """``(stage array, element offset code)`` of the latest binding of the stage view ``arr``, or None."""
+        return getattr(self, "_stage_views", {}).get(arr)
 
     def _issue(self, p: Pipeline, k: str, stage: str):
         """The asynchronous copies of the iteration whose loop variable is ``k`` into stage ``stage``."""
@@ -231,6 +246,17 @@ class PipelineLowering:
         ostarts = self.region_starts(src)
         conds = self._tile_aligned(src, ostarts, ce)
         dims, _ = self.gdims(src.buffer)
+        if "False" not in conds and all(d.isdigit() for d in dims) and E.INT_FORMS and self._inside_proven(src, dims):
+            # every tile the loop copies is inside the tensor (value ranges of the starts, affine_mask.interval; the
+            # issue is guarded by ``k < stop``): no bounds check at all, only the alignment
+            self.emit(f"if {' and '.join(conds)}:")
+            with self.indent():
+                self._chunks(c, ostarts, st, item, inside=True)
+            self.emit("else:")
+            with self.indent():
+                self._bind_stage(dst.buffer, st)  # not aligned: the ordinary copy into the stage
+                self.tile_copy(c)
+            return
         if "False" not in conds:
             if all(d.isdigit() for d in dims):
                 # static shapes: the whole tile inside the tensor (one check) issues every chunk without a bounds
@@ -253,6 +279,17 @@ class PipelineLowering:
         if "False" not in conds:
             self.pop_indent()
 
+    def _inside_proven(self, src: N.Region, dims) -> bool:
+        """Whether every tile of ``src`` (static tensor dims ``dims``) the pipeline issues lies inside the tensor, from
+        the value ranges of its starts (the loop variable over its loop's bounds)."""
+        from .affine_mask import interval
+
+        for o, e, d in zip(src.starts, src.extents, dims):
+            r = interval(self, o)
+            if r is None or r[0] < 0 or r[1] + e > int(d):
+                return False
+        return True
+
     def _chunks(self, c: N.Copy, ostarts, st: str, item: int, inside: bool = False):
         """Each thread's 16-byte ``cp.async`` chunks of the tile (bytes outside the tensor zero-filled;
         ``inside``: the caller checked that the whole tile is inside the tensor, so every chunk is 16 bytes)."""
@@ -269,6 +306,9 @@ class PipelineLowering:
         dims, gstr = self.gdims(src.buffer)
         sstr = self.sstrides(b)
         sz = self.stage_elems[b.uid]
+        if E.INT_FORMS and len(ext) == 2 and nt % cpr == 0 and b.uid not in self.smap:
+            self._chunks_strided(c, ostarts, st, item, inside, (cpr, total, pairing, dims, gstr, sstr, sz))
+            return
         j, q = self.fresh("_j"), self.fresh("_q")
         self.emit(f"for {j} in range({-(-total // nt)}):")
         self.push_indent()
@@ -288,14 +328,59 @@ class PipelineLowering:
         gidx = [self.hoist(_add(s0, rel[pd] if pd is not None else "0")) for s0, pd in zip(ostarts, pairing)]
         gi = self.lin(gstr, gidx)
         sidx = _add(_mul(st, sz), self.slin(b, rel) if b.uid in self.smap else self.lin(sstr, rel))
-        if inside:
-            self.emit(f"_cp_async16({self.stage_name(b)}, {sidx}, {self.arr(src.buffer)}, {gi}, 16)")
+        self._chunk_issue(c, sidx, gi, gidx, dims, item, inside)
+        if total % nt:
+            self.pop_indent()
+        self.pop_indent()
+
+    def _chunk_issue(self, c: N.Copy, sidx: str, gi: str, gidx: list, dims: list, item: int, inside: bool):
+        """One ``cp.async`` of 16 bytes (``inside``) or of the chunk's bytes inside the tensor, into element
+        ``sidx`` of the stage array from element ``gi`` (global indices ``gidx``) of the source."""
+        b, ce = c.dst.buffer, 16 // item
+        if E.INT_FORMS:
+            sa = self._stage_sbase(b)
+            head = f"_cp_async16a({sa} + {item} * ({sidx}), {self.arr(c.src.buffer)}"
         else:
-            ok = [f"{g} >= 0 and {g} < {d}" for g, d in zip(gidx[:-1], dims[:-1])] + [f"{gidx[-1]} >= 0"]
-            nb = self.fresh("_nb")
-            self.emit(f"{nb} = min(max({dims[-1]} - {gidx[-1]}, 0), {ce}) * {item} if ({' and '.join(ok)}) else 0")
-            self.emit(f"_cp_async16({self.stage_name(b)}, {sidx}, {self.arr(src.buffer)}, "
-                      f"{gi} if {nb} > 0 else 0, {nb})")
+            head = f"_cp_async16({self.stage_name(b)}, {sidx}, {self.arr(c.src.buffer)}"
+        if inside:
+            self.emit(f"{head}, {gi}, 16)")
+            return
+        ok = [f"{g} >= 0 and {g} < {d}" for g, d in zip(gidx[:-1], dims[:-1])] + [f"{gidx[-1]} >= 0"]
+        nb = self.fresh("_nb")
+        self.emit(f"{nb} = min(max({dims[-1]} - {gidx[-1]}, 0), {ce}) * {item} if ({' and '.join(ok)}) else 0")
+        self.emit(f"{head}, {gi} if {nb} > 0 else 0, {nb})")
+
+    def _stage_sbase(self, buf: N.Buffer) -> str:
+        """``_sbase`` (:mod:`.smem_addr`) of a stage array, emitted at the current line (LLVM folds it into the shared
+        symbol's address, so repeating it costs nothing)."""
+        return self.hoist(f"_sbase({self.stage_name(buf)})")
+
+    def _chunks_strided(self, c: N.Copy, ostarts, st: str, item: int, inside: bool, geo):
+        """:meth:`_chunks` of a 2-D tile whose chunks per row ``cpr`` divide the block: every thread keeps its chunk
+        column (``_tid % cpr``) and steps ``nt // cpr`` rows per round, so its global and shared element indices
+        are a per-thread base plus a constant per round (no division or remainder per chunk; the constants become
+        immediate offsets)."""
+        cpr, total, pairing, dims, gstr, sstr, sz = geo
+        ce, nt = 16 // item, self.nt
+        rstep = nt // cpr
+        col = self.hoist(f"(_tid % {cpr}) * {ce}" if cpr > 1 else "0")
+        row = self.hoist(f"_tid // {cpr}" if cpr > 1 else "_tid")
+        rel0 = [row, col]
+        gidx0 = [self.hoist(_add(s0, rel0[pd] if pd is not None else "0")) for s0, pd in zip(ostarts, pairing)]
+        gbase = self.hoist(self.lin(gstr, gidx0))
+        grow = next((gs for gs, pd in zip(gstr, pairing) if pd == 0), "0")  # global stride of the tile rows
+        sbase = self.hoist(_add(_mul(st, sz), self.lin(sstr, rel0)))
+        j = self.fresh("_j")
+        self.emit(f"for {j} in range({-(-total // nt)}):")
+        self.push_indent()
+        if total % nt:
+            self.emit(f"if _tid + {j} * {nt} < {total}:")
+            self.push_indent()
+        step = _mul(j, rstep)
+        gidx = [_add(g, step) if pd == 0 else g for g, pd in zip(gidx0, pairing)]
+        gi = _add(gbase, _mul(step, grow))
+        si = _add(sbase, _mul(step, sstr[0]))
+        self._chunk_issue(c, si, gi, gidx, dims, item, inside)
         if total % nt:
             self.pop_indent()
         self.pop_indent()

@@ -246,6 +246,11 @@ _CMPS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 @EXPR_RULES.register(N.Compare)
 def _compare(g, e):
+    from .affine_mask import compare_form
+
+    f = compare_form(g, e)  # a strength-reduced affine comparison of a T.Parallel loop (affine_mask.py)
+    if f is not None:
+        return f
     t = _common(e.a.dtype, e.b.dtype)
     return f"({_as(g, e.a, t)} {_CMPS[e.op]} {_as(g, e.b, t)})"
 

@@ -35,9 +35,11 @@ class CopyLowering:
         if ws == "reg" and wd == "reg":
             ls, ld = self.layout(src.buffer), self.layout(dst.buffer)
             if ls == ld:
+                keep = src.dtype == "float32" and self.pack_only(dst.buffer)
+
                 def body(idx, slot):
                     v = Rl.from_register(f"{self.arr(src.buffer)}[{slot}]", src.dtype)
-                    v = Rl.convert(v, src.dtype, dst.dtype)
+                    v = v if keep else Rl.convert(v, src.dtype, dst.dtype)
                     self.emit(f"{self.arr(dst.buffer)}[{slot}] = {Rl.to_register(v, dst.dtype)}")
                 self.slot_loops(ls, lambda idx, slot, sv: body(idx, slot), guard=False)
                 return

@@ -17,7 +17,9 @@ the K loop.
 
 from __future__ import annotations
 
+from ... import dtypes as dt
 from ...errors import InternalError
+from . import emitter as E
 from . import mma_layout as ML
 from .layout import a_register_layout
 from .mma_layout import Code
@@ -65,6 +67,10 @@ class MmaLowering:
             b_off = self.hoist(str(_c(bbase) + n * _c(b_cs) + k * _c(b_ks)))
         else:
             b_off = self._b_ldsm_offsets(lane, NT, s.trans_b, (bbase, b_cs, b_ks), epb, wcol, wgn)
+        if not a_bytes:
+            self._smem_base(a_arr, s.a.buffer, a_off)
+        if not b_bytes:
+            self._smem_base(b_arr, s.b.buffer, b_off)
         kk = self.fresh("_k")
         fa = [[self.fresh(f"_fa{mi}_") for _ in range(4)] for mi in range(MT)]
         fb = [[self.fresh(f"_fb{q}_") for _ in range(2)] for q in range(NT)]
@@ -86,7 +92,7 @@ class MmaLowering:
             else:
                 lda = "_ldsm4t" if s.trans_a else "_ldsm4"
                 for mi in range(MT):
-                    self.emit(f"{', '.join(fa[mi])} = {lda}({a_arr}, {a_off[mi]} + {_c(a_ks) * Code(kk)})")
+                    self.emit(f"{', '.join(fa[mi])} = {self._ldsm_call(lda, s.a.buffer, a_arr, a_off[mi], _c(a_ks) * Code(kk))}")
             if b_bytes:  # B stored (K, N): lane (g, t) gathers B[4t + 16i + h, n] of 4 k-rows per register
                 bt = self.fresh("_bk")
                 self.emit(f"{bt} = {b_off} + {_c(b_ks) * Code(kk)}")
@@ -95,7 +101,7 @@ class MmaLowering:
                         offs = [ML.b_frag8_coord(0, q, 0, wgn, i, h) for h in range(4)]
                         self.emit(f"{fb[q][i]} = {packed(b_arr, bt, [n * b_cs + k * b_ks for n, k in offs])}")
             else:
-                self._mma_b_ldsm(s.trans_b, b_arr, b_off, _c(b_ks) * Code(kk), fb)
+                self._mma_b_ldsm(s.trans_b, s.b.buffer, b_arr, b_off, _c(b_ks) * Code(kk), fb)
             self._mma_issue(mma, fa, fb, C, S1)
 
     def _b_ldsm_offsets(self, lane, NT: int, trans_b: bool, operand, epb: int, wcol, wgn: int) -> list:
@@ -108,12 +114,34 @@ class MmaLowering:
             out.append(self.hoist(str(_c(base) + n * _c(cs) + k * epb * _c(ks))))
         return out
 
-    def _mma_b_ldsm(self, trans_b: bool, b_arr: str, b_off: list, k_off, fb: list):
+    def _mma_b_ldsm(self, trans_b: bool, buf, b_arr: str, b_off: list, k_off, fb: list):
         """``ldmatrix.x4`` of the warp's n8 tiles of B, two per instruction, at K offset ``k_off``."""
         ldb = "_ldsm4" if trans_b else "_ldsm4t"
         for q2 in range(len(fb) // 2):
             regs = fb[2 * q2] + fb[2 * q2 + 1]
-            self.emit(f"{', '.join(regs)} = {ldb}({b_arr}, {b_off[q2]} + {k_off})")
+            self.emit(f"{', '.join(regs)} = {self._ldsm_call(ldb, buf, b_arr, b_off[q2], k_off)}")
+
+    def _ldsm_call(self, fn: str, buf, arr: str, off: str, k_off) -> str:
+        """The call of ``ldmatrix`` ``fn`` (``_ldsm4``/``_ldsm4t``) at element ``off + k_off`` of ``arr``: with
+        :data:`~.emitter.INT_FORMS`, at the 32-bit shared address ``(_sbase(arr) + item * off) + item * k_off``
+        (:mod:`.smem_addr`; the bracket hoisted by :meth:`_smem_base` before the gemm's K loop)."""
+        if not E.INT_FORMS:
+            return f"{fn}({arr}, {off} + {k_off})"
+        return f"{fn}a({self._sbases[(arr, off)]} + {int(dt.itemsize(buf.dtype))} * {k_off})"
+
+    def _smem_base(self, arr: str, buf, offs):
+        """Hoist, here (before a gemm's K loop), the 32-bit shared address of each lane row offset ``offs`` of
+        ``arr`` for :meth:`_ldsm_call`: ``_sbase(arr) + item * off`` — for a pipeline stage view, from the stage
+        array and the stage number (:meth:`~.pipeline.PipelineLowering.stage_view`), so the view's slice is not
+        needed. The K offsets added later are constants: the instruction's immediate offset."""
+        if not E.INT_FORMS:
+            return
+        item = int(dt.itemsize(buf.dtype))
+        view = self.stage_view(arr) if hasattr(self, "stage_view") else None
+        base = self.hoist(f"_sbase({arr})" if view is None else f"_sbase({view[0]}) + {item} * ({view[1]})")
+        names = self.__dict__.setdefault("_sbases", {})
+        for off in ([offs] if isinstance(offs, str) else offs):
+            names[(arr, off)] = self.hoist(f"_sreg({base} + {item} * {off})")
 
     def _mma_issue(self, mma: str, fa: list, fb: list, C: str, S1: int):
         """One ``mma.sync`` per (m16, n8) tile pair of the warp, on the accumulator slots of :func:`~.mma_layout.c_slots`."""
@@ -140,6 +168,7 @@ class MmaLowering:
         bbase, b_cs, b_ks, b_arr, b_dt = self._operand(s.b, s.trans_b, rows=False)
         lane = Code(self.coord(32, 1))
         b_off = self._b_ldsm_offsets(lane, NT, s.trans_b, (bbase, b_cs, b_ks), 1, 0, 1)
+        self._smem_base(b_arr, s.b.buffer, b_off)
         pack = "_pack_bf16x2" if a.dtype == "bfloat16" else "_pack_f16x2"
         mma = ML.mma_intrinsic(a.dtype, b_dt)
         for j in range(K // ML.MMA_K):
@@ -149,5 +178,5 @@ class MmaLowering:
                 lo, hi = ML.c_slots(mi, 2 * j, S1a), ML.c_slots(mi, 2 * j + 1, S1a)
                 for reg, (x, y) in zip(fa[mi], ((lo[0], lo[1]), (lo[2], lo[3]), (hi[0], hi[1]), (hi[2], hi[3]))):
                     self.emit(f"{reg} = {pack}({A}[{x}], {A}[{y}])")
-            self._mma_b_ldsm(s.trans_b, b_arr, b_off, _c(b_ks) * (ML.MMA_K * j), fb)
+            self._mma_b_ldsm(s.trans_b, s.b.buffer, b_arr, b_off, _c(b_ks) * (ML.MMA_K * j), fb)
             self._mma_issue(mma, fa, fb, C, S1)
