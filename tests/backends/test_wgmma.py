@@ -310,7 +310,7 @@ print("MUTANT RAN")
 
 def _loop_lines(src):
     return [ln.strip() for ln in src.splitlines()
-            if re.search(r"_cp_wait|_wg_wait|prologue|_it\d+ \+ \d+\) % \d+$", ln)]
+            if re.search(r"_cp_wait|_wg_wait|prologue|_it\d+ \+ \d+\) % \d+$|else _sc\d+ \+ \d+\)$", ln)]
 
 
 @needs_numba_cuda
@@ -322,13 +322,15 @@ def test_inflight_placement_in_the_source(monkeypatch):
         return CudaProgram(k.prim_func, sim=False, tensor_cores=True, async_copy=True, wgmma=True, **kw).source
     k3 = _matmul("bfloat16", 4096, 4096, 4096, block_M=128, block_N=128, block_K=64, num_stages=3, threads=128)
     lines = _loop_lines(src(k3))
-    # 3 stages in flight: 1 iteration loaded ahead, refill (it + 1) % 3 = (it - 2) % 3, wait_group 1 in the loop,
-    # wait_group 0 after it, before the accumulator is read
+    # 3 stages in flight: 1 iteration loaded ahead, refill (it + 1) % 3 = (it - 2) % 3 (from the stage counter:
+    # "sc - 2 if sc >= 2 else sc + 1"), wait_group 1 in the loop, wait_group 0 after it, before the accumulator is read
     assert lines[0].startswith("for _p4 in range(1):") and lines[1] == "_cp_wait0()", lines
-    assert lines[2].endswith("+ 1) % 3") and lines[3:] == ["_wg_wait1()", "_wg_wait0()", "_cp_wait0()"], lines
+    assert re.search(r"\(_sc\d+ \+ -2 if _sc\d+ >= 2 else _sc\d+ \+ 1\)$", lines[2]), lines
+    assert lines[3:] == ["_wg_wait1()", "_wg_wait0()", "_cp_wait0()"], lines
     monkeypatch.setattr(TW, "INFLIGHT", False)  # the switch off: today's wait_group 0 form
     off = _loop_lines(src(k3))
-    assert off[0].startswith("for _p4 in range(2):") and off[1] == "_cp_wait1()" and off[2].endswith("+ 2) % 3")
+    assert off[0].startswith("for _p4 in range(2):") and off[1] == "_cp_wait1()"
+    assert re.search(r"\(_sc\d+ \+ -1 if _sc\d+ >= 1 else _sc\d+ \+ 2\)$", off[2]), off
     assert off[3:] == ["_wg_wait0()", "_cp_wait0()"], off
     monkeypatch.setattr(TW, "INFLIGHT", None)
     monkeypatch.setenv("TILESIM_CUDA_WGMMA_INFLIGHT", "0")
