@@ -62,6 +62,24 @@ def test_sixth_set_is_large_mixed_and_new():
             "gemm_256t", "flash_attention", "moe_routing", "dsa_indexer", "dsa_topk", "dsa_attention"} <= kinds
 
 
+def test_seventh_set_is_large_mixed_and_new():
+    """Issue 15, brief AR: >= 48 configurations over >= 14 kinds, none reusing an earlier set's (kernel, parameters)."""
+    seventh = V.config_set("seventh")
+    assert len(seventh) >= 48
+    assert len({c["kind"] for c in seventh}) >= 14
+    assert len({c["id"] for c in seventh}) == len(seventh)
+    earlier_sets = ("main", "fresh", "third", "fourth", "fifth", "sixth")
+    earlier = {_key(c) for name in earlier_sets for c in V.config_set(name)}
+    assert not [c["id"] for c in seventh if _key(c) in earlier]
+    ids = {c["id"] for name in earlier_sets for c in V.config_set(name)}
+    assert not ids & {c["id"] for c in seventh}
+    assert len({_key(c) for c in seventh}) == len(seventh)  # no configuration twice inside the set either
+    kinds = {c["kind"] for c in seventh}
+    assert {"row_norm", "softmax", "elementwise", "cast", "transpose", "gemm", "fp8_gemm", "skinny_gemm", "split_k",
+            "decode_attention", "gemm_256t", "flash_attention", "moe_routing", "dsa_indexer", "dsa_topk",
+            "dsa_attention"} <= kinds
+
+
 @settings(max_examples=30, deadline=None)
 @given(n=st.integers(1, 12), total=st.integers(0, 60))
 def test_shards_partition_the_configurations(n, total):
