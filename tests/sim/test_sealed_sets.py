@@ -122,3 +122,14 @@ def test_sixth_predictions_are_committed_for_every_configuration():
         assert all(r.get("predicted_s") and not r.get("error") for r in pred.values())
         assert max(r["sim_wall_s"] for r in pred.values()) < 0.5
         assert ("variant" in name) == bool(doc.get("profile_overrides")) or name == source_rules
+
+
+def test_seventh_predictions_are_committed_for_every_configuration():
+    """The model of §3k (tensorcore at e7df090) predicted the seventh set before any model change of brief AR."""
+    meas = ROOT / "reports" / "measurements"
+    doc = json.loads((meas / "tilelang_h200_seventh_predictions_2026-12-02.json").read_text())
+    assert doc["dry_run"] is True and not doc.get("profile_overrides")
+    pred = {r["id"]: r for r in doc["results"]}
+    assert set(pred) == {c["id"] for c in V.config_set("seventh")}
+    assert all(r.get("predicted_s") and not r.get("error") for r in pred.values())
+    assert max(r["sim_wall_s"] for r in pred.values()) < 0.5
