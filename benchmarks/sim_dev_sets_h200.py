@@ -2,7 +2,7 @@
 
 Contract
 --------
-* For each of ``fresh``, ``third``, ``fourth``, ``fifth`` (``benchmarks/tilelang_h200_fresh_configs.py``): builds
+* For each of ``fresh``, ``third``, ``fourth``, ``fifth``, ``sixth`` (``benchmarks/tilelang_h200_fresh_configs.py``): builds
   every configuration with tilesim, simulates it on ``h200_sxm_141gb`` with the ``tensorcore`` profile (fields
   overridden with ``--set FIELD=VALUE``, a what-if) and compares with that set's committed H200 measurements
   (``MEASURED`` below; the first file with a timed record of an id wins, as ``--compare`` does).
@@ -24,12 +24,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MEAS = ROOT / "reports" / "measurements"
 
-#: the measurement files of each unsealed set (docs/simulator.md §3e–§3i)
+#: the measurement files of each unsealed set (docs/simulator.md §3e–§3k)
 MEASURED = {
     "fresh": ["tilelang_h200_fresh_20261202T0154Z.json", "tilelang_h200_fresh_rest_20261202T0322Z.json"],
     "third": ["tilelang_h200_third_20261202T0323Z.json", "tilelang_h200_third_rest_20261202T0440Z.json"],
     "fourth": ["tilelang_h200_fourth_20261202T0545Z.json"],
     "fifth": ["tilelang_h200_fifth_20261202T0830Z.json"],
+    "sixth": ["tilelang_h200_sixth_20261202T1506Z.json"],
 }
 
 

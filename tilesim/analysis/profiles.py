@@ -194,6 +194,11 @@ class LoweringProfile:
         replicated_owner_loops: a ``T.Parallel`` that TileLang lays out after a replicated 1-D index fragment runs on
             that fragment's owner threads only (``analysis/owner_rules``); its synchronous loads then take
             ``ceil(bytes per owner / owner_load_bytes_in_flight)`` memory latencies in sequence (``Op.load_rounds``).
+        tma_full_box: an asynchronous (TMA) copy spends the data path's per-core rate on its whole box, the
+            out-of-bounds part included: the TMA engine writes the full box into shared memory (zero-filled past
+            the tensor's edge) and the mbarrier waits for the full box's bytes — TileLang's generated skinny GEMM
+            (M = 4, 64-row tile) arms ``expect_transaction(8192)`` for the A box of which 512 bytes exist. DRAM and
+            L2 still carry only the in-bounds bytes. Off: the path's rate is spent on the in-bounds bytes only.
         owner_load_bytes_in_flight: bytes one such owner thread keeps outstanding (16 loads of 16 bytes: the
             registers an unrolled 256-load loop can hold beside the fragments; not measured).
         cp_async: asynchronous copies are ``cp.async`` issued by the block's threads (the Numba backend,
@@ -292,6 +297,7 @@ class LoweringProfile:
     gather_index_latency: bool = False
     replicated_owner_loops: bool = False
     owner_load_bytes_in_flight: float = 256.0
+    tma_full_box: bool = False
     cp_async: bool = False
     cp_async_chunk_instr: float = 0.0
     cp_async_inside_chunk_instr: float = 0.0
