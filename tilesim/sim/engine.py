@@ -96,6 +96,8 @@ class BlockModel:
         if g is not None:
             d = op.dram
             tl2 = g / self.l2_share
+            if op.kind == "async" and not m.profile.cp_async:
+                tl2 = tl2 / m.profile.tma_l2_scale  # TMA's L2 reads (profile field; 1.0: the file's L2 bandwidth)
             tdr = d / (self.store_dram_share if op.kind == "store" else self.dram_share)
             path = m.path_rate(op.side)
             pb = g
