@@ -202,6 +202,10 @@ class LoweringProfile:
         tma_l2_scale: the L2 bandwidth that asynchronous (TMA) copies draw, as a multiple of the hardware file's L2
             bandwidth (measured with ``ld.global.cg`` from every SM: 7.94 TB/s on the H200). The tuned GEMMs show more:
             the 2K×2K×16K 128×128 GEMM moves 2.15 GB through L2 in 228 µs (≥ 9.4 TB/s). 1.0: the file's value.
+        column_vector_rows: a register fragment written in a ``T.Parallel`` from a 1-D fragment read at the reduced
+            dimension's variable (a router's ``b[i, e] = s[i, e] + bias[e]``) is laid out one column per thread, so
+            its row reductions are shared by ``min(threads, row)`` threads (``owner_rules.column_vector_paired``; the
+            sigmoid routers' generated sources). Off: the flat rule's ``row / vector``.
         owner_load_bytes_in_flight: bytes one such owner thread keeps outstanding (16 loads of 16 bytes: the
             registers an unrolled 256-load loop can hold beside the fragments; not measured).
         cp_async: asynchronous copies are ``cp.async`` issued by the block's threads (the Numba backend,
@@ -302,6 +306,7 @@ class LoweringProfile:
     owner_load_bytes_in_flight: float = 256.0
     tma_full_box: bool = False
     tma_l2_scale: float = 1.0
+    column_vector_rows: bool = False
     cp_async: bool = False
     cp_async_chunk_instr: float = 0.0
     cp_async_inside_chunk_instr: float = 0.0
