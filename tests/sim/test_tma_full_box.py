@@ -57,3 +57,28 @@ def test_it_is_on_in_tensorcore_and_off_in_the_numba_profiles():
     from tilesim.analysis import get_profile
     assert get_profile("tensorcore").tma_full_box
     assert not get_profile("numba").tma_full_box and not get_profile("numba_tc").tma_full_box
+
+
+def test_tma_l2_scale_speeds_an_l2_bound_gemm_and_nothing_else():
+    """``tma_l2_scale`` (tried, 1.0 in tensorcore: docs/simulator.md §3l) divides the L2 time of TMA copies only."""
+    from tilesim.analysis import get_profile
+    from tilesim.sim import simulate
+    v = _validation()
+    th, _ = v._helpers()
+    base = get_profile("tensorcore")
+    assert base.tma_l2_scale == 1.0
+    gemm = {"id": "g", "kind": "gemm", "source": "extra", "factory": "gemm",
+            "params": dict(M=2048, N=2048, K=16384, block_M=128, block_N=128, block_K=64, num_stages=3, threads=128,
+                           dtype="bfloat16", out_dtype="bfloat16")}
+    kern, hints, _ = v.build(gemm, "tilesim", th)
+    t1 = simulate(kern.prim_func, "h200_sxm_141gb", base, name="g", **hints).time_s
+    t2 = simulate(kern.prim_func, "h200_sxm_141gb", dataclasses.replace(base, tma_l2_scale=1.5), name="g",
+                  **hints).time_s
+    assert t2 < t1 * 0.95  # L2-bound in the model (2.15 GB through L2)
+    add = {"id": "a", "kind": "elementwise", "source": "extra", "factory": "vec_add",
+           "params": dict(N=1 << 22, block=1024, threads=128, dtype="float32")}
+    kern, hints, _ = v.build(add, "tilesim", th)
+    a1 = simulate(kern.prim_func, "h200_sxm_141gb", base, name="a", **hints).time_s
+    a2 = simulate(kern.prim_func, "h200_sxm_141gb", dataclasses.replace(base, tma_l2_scale=1.5), name="a",
+                  **hints).time_s
+    assert a2 == pytest.approx(a1, rel=1e-9)  # synchronous loads: no TMA
