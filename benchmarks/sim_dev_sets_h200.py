@@ -2,12 +2,13 @@
 
 Contract
 --------
-* For each of ``fresh``, ``third``, ``fourth``, ``fifth`` (``benchmarks/tilelang_h200_fresh_configs.py``): builds
+* For each of ``fresh``, ``third``, ``fourth``, ``fifth``, ``sixth`` (``benchmarks/tilelang_h200_fresh_configs.py``): builds
   every configuration with tilesim, simulates it on ``h200_sxm_141gb`` with the ``tensorcore`` profile (fields
   overridden with ``--set FIELD=VALUE``, a what-if) and compares with that set's committed H200 measurements
   (``MEASURED`` below; the first file with a timed record of an id wins, as ``--compare`` does).
 * Prints per set the median / p90 / worst of ``|predicted / measured - 1|`` and, with ``--kinds``, per kind;
-  ``--rows`` prints every point; ``--json PATH`` writes rows and summaries. No GPU.
+  ``--rows`` prints every point; ``--json PATH`` writes rows and summaries; ``--calibration FIT.json`` simulates with
+  the hardware values of a ``sim_holdout_h200.py --fit`` output instead of the data file's. No GPU.
 
 Run: ``PYTHONPATH=. python benchmarks/sim_dev_sets_h200.py [--set chain_latency=True] [--kinds] [--rows]``
 """
@@ -24,12 +25,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MEAS = ROOT / "reports" / "measurements"
 
-#: the measurement files of each unsealed set (docs/simulator.md §3e–§3i)
+#: the measurement files of each unsealed set (docs/simulator.md §3e–§3k)
 MEASURED = {
     "fresh": ["tilelang_h200_fresh_20261202T0154Z.json", "tilelang_h200_fresh_rest_20261202T0322Z.json"],
     "third": ["tilelang_h200_third_20261202T0323Z.json", "tilelang_h200_third_rest_20261202T0440Z.json"],
     "fourth": ["tilelang_h200_fourth_20261202T0545Z.json"],
     "fifth": ["tilelang_h200_fifth_20261202T0830Z.json"],
+    "sixth": ["tilelang_h200_sixth_20261202T1506Z.json"],
 }
 
 
@@ -57,8 +59,8 @@ def profile_with(sets: list[str]):
     return dataclasses.replace(prof, **{k: conv(k, v) for k, v in (x.split("=", 1) for x in sets)})
 
 
-def evaluate(names, prof) -> dict:
-    """{set: compare-result} with predictions from ``prof`` (a ``LoweringProfile``)."""
+def evaluate(names, prof, hw="h200_sxm_141gb") -> dict:
+    """{set: compare-result} with predictions from ``prof`` (a ``LoweringProfile``) on ``hw`` (a name or a model)."""
     import time
 
     from tilesim.sim import simulate
@@ -70,7 +72,7 @@ def evaluate(names, prof) -> dict:
         for cfg in v.config_set(name):
             kern, hints, _ = v.build(cfg, "tilesim", th)
             t0 = time.perf_counter()
-            rep = simulate(kern.prim_func, "h200_sxm_141gb", prof, name=cfg["id"], **hints)
+            rep = simulate(kern.prim_func, hw, prof, name=cfg["id"], **hints)
             preds.append({"id": cfg["id"], "kind": cfg["kind"], "predicted_s": rep.time_s,
                           "predicted_registers": max((x.get("registers_at_launch") or x["registers_per_thread"] or 0)
                                                      for x in rep.launches) or None,
@@ -89,8 +91,14 @@ def main(argv=None):
     ap.add_argument("--kinds", action="store_true", help="per-kind summaries")
     ap.add_argument("--rows", action="store_true", help="every point")
     ap.add_argument("--json")
+    ap.add_argument("--calibration", metavar="JSON", help="hardware values of a sim_holdout_h200.py --fit output")
     a = ap.parse_args(argv)
-    res = evaluate(a.sets, profile_with(a.set))
+    hw = "h200_sxm_141gb"
+    if a.calibration:
+        import hwmodels
+        from tilesim.sim.validation import apply_overrides
+        hw = apply_overrides(hwmodels.load(hw), json.loads(Path(a.calibration).read_text())["calibration"])
+    res = evaluate(a.sets, profile_with(a.set), hw)
     for name, r in res.items():
         if a.rows:
             for row in sorted(r["rows"], key=lambda x: x["ratio"]):

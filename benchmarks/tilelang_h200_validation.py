@@ -203,12 +203,12 @@ def _check(spec, params, rt, torch, rng):
 
 
 def config_set(name: str) -> list:
-    """``main``: the 2026-12-01 set above; ``fresh``/``third``/``fourth``/``fifth``/``sixth``: the sealed 2026-12-02 sets
-    (tilelang_h200_fresh_configs.py ``FRESH``/``THIRD``/``FOURTH``/``FIFTH``/``SIXTH``)."""
+    """``main``: the 2026-12-01 set above; ``fresh``/``third``/``fourth``/``fifth``/``sixth``/``seventh``: the sealed 2026-12-02
+    sets (tilelang_h200_fresh_configs.py ``FRESH``/``THIRD``/``FOURTH``/``FIFTH``/``SIXTH``/``SEVENTH``)."""
     if name == "main":
         return CONFIGS
     return {"fresh": _SETS.FRESH, "third": _SETS.THIRD, "fourth": _SETS.FOURTH, "fifth": _SETS.FIFTH,
-            "sixth": _SETS.SIXTH}[name]
+            "sixth": _SETS.SIXTH, "seventh": _SETS.SEVENTH}[name]
 
 
 def shard(cfgs: list, spec: str | None) -> list:
@@ -386,7 +386,7 @@ def main(argv=None):
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--compile-only", action="store_true", help="build and check, no timing (fills TileLang's cache)")
-    ap.add_argument("--set", default="main", choices=("main", "fresh", "third", "fourth", "fifth", "sixth"),
+    ap.add_argument("--set", default="main", choices=("main", "fresh", "third", "fourth", "fifth", "sixth", "seventh"),
                     help="which configuration set")
     ap.add_argument("--shard", metavar="K/N", help="only every N-th configuration from the K-th (parallel passes)")
     ap.add_argument("--compare", nargs="+", metavar="MEAS.json", help="measurement files (no GPU)")

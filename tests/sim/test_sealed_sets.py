@@ -62,6 +62,24 @@ def test_sixth_set_is_large_mixed_and_new():
             "gemm_256t", "flash_attention", "moe_routing", "dsa_indexer", "dsa_topk", "dsa_attention"} <= kinds
 
 
+def test_seventh_set_is_large_mixed_and_new():
+    """Issue 15, brief AR: >= 48 configurations over >= 14 kinds, none reusing an earlier set's (kernel, parameters)."""
+    seventh = V.config_set("seventh")
+    assert len(seventh) >= 48
+    assert len({c["kind"] for c in seventh}) >= 14
+    assert len({c["id"] for c in seventh}) == len(seventh)
+    earlier_sets = ("main", "fresh", "third", "fourth", "fifth", "sixth")
+    earlier = {_key(c) for name in earlier_sets for c in V.config_set(name)}
+    assert not [c["id"] for c in seventh if _key(c) in earlier]
+    ids = {c["id"] for name in earlier_sets for c in V.config_set(name)}
+    assert not ids & {c["id"] for c in seventh}
+    assert len({_key(c) for c in seventh}) == len(seventh)  # no configuration twice inside the set either
+    kinds = {c["kind"] for c in seventh}
+    assert {"row_norm", "softmax", "elementwise", "cast", "transpose", "gemm", "fp8_gemm", "skinny_gemm", "split_k",
+            "decode_attention", "gemm_256t", "flash_attention", "moe_routing", "dsa_indexer", "dsa_topk",
+            "dsa_attention"} <= kinds
+
+
 @settings(max_examples=30, deadline=None)
 @given(n=st.integers(1, 12), total=st.integers(0, 60))
 def test_shards_partition_the_configurations(n, total):
@@ -104,3 +122,28 @@ def test_sixth_predictions_are_committed_for_every_configuration():
         assert all(r.get("predicted_s") and not r.get("error") for r in pred.values())
         assert max(r["sim_wall_s"] for r in pred.values()) < 0.5
         assert ("variant" in name) == bool(doc.get("profile_overrides")) or name == source_rules
+
+
+def test_seventh_predictions_are_committed_for_every_configuration():
+    """The model of §3k (tensorcore at e7df090) predicted the seventh set before any model change of brief AR."""
+    meas = ROOT / "reports" / "measurements"
+    doc = json.loads((meas / "tilelang_h200_seventh_predictions_2026-12-02.json").read_text())
+    assert doc["dry_run"] is True and not doc.get("profile_overrides")
+    pred = {r["id"]: r for r in doc["results"]}
+    assert set(pred) == {c["id"] for c in V.config_set("seventh")}
+    assert all(r.get("predicted_s") and not r.get("error") for r in pred.values())
+    assert max(r["sim_wall_s"] for r in pred.values()) < 0.5
+
+
+def test_seventh_final_predictions_are_committed_and_tensorcore_reproduces_them():
+    """Brief AR's final model (tensorcore with tma_full_box, docs/simulator.md §3l), committed before any timing."""
+    th, _ = V._helpers()
+    meas = ROOT / "reports" / "measurements"
+    doc = json.loads((meas / "tilelang_h200_seventh_predictions_variant_tma_full_box_2026-12-02.json").read_text())
+    assert doc["dry_run"] is True and not doc.get("profile_overrides")  # tensorcore's defaults when it was written
+    pred = {r["id"]: r for r in doc["results"]}
+    cfgs = V.config_set("seventh")
+    assert set(pred) == {c["id"] for c in cfgs}
+    assert max(r["sim_wall_s"] for r in pred.values()) < 0.5
+    for cfg in cfgs[::5] + [c for c in cfgs if "x4096x14336" in c["id"]]:
+        assert V.predict(cfg, th)["predicted_s"] == pytest.approx(pred[cfg["id"]]["predicted_s"], rel=1e-9), cfg["id"]

@@ -72,3 +72,32 @@ def owner_threads(a, stmt: N.Parallel) -> int | None:
         if n is not None and n < a.threads:
             best = n if best is None else min(best, n)
     return best
+
+
+def column_vector_paired(a, frag_uid: int, dim: int) -> bool:
+    """Whether a ``T.Parallel`` of the launch writes fragment ``frag_uid`` at a loop variable in position ``dim`` from
+    a 1-D register fragment read at that same variable (``b[i, e] = s[i, e] + bias[e]``) that no reduction writes (a
+    row statistic such as ``first[i]`` takes the rows' layout; it does not give it).
+
+    TileLang 0.1.15 then lays the rows out as the 1-D fragment is laid out — one column per thread, column ``e`` on
+    thread ``e mod threads`` (every sigmoid-scored MoE router's generated source: ``bias[k] = Bias[k * threads +
+    tid]``, ``s[k] = Logits[row0 + k * threads + tid]``), so a row reduction is shared by ``min(threads, row)``
+    threads, not by the ``row / vector`` of the flat rule (profile option ``column_vector_rows``)."""
+    stats = {_root(r.dst.buffer).uid for r in walk_stmts(list(a.launch.body)) if isinstance(r, N.Reduce)}
+    for st in walk_stmts(list(a.launch.body)):
+        if not isinstance(st, N.Parallel):
+            continue
+        uids = {v.uid for v in st.vars}
+        for inner in walk_stmts(list(st.body)):
+            if not isinstance(inner, N.Store) or _root(inner.buffer).uid != frag_uid:
+                continue
+            idx = inner.indices
+            if dim >= len(idx) or not isinstance(idx[dim], N.Var) or idx[dim].uid not in uids:
+                continue
+            for ld in loads_in([inner.value]):
+                b = ld.buffer
+                if _scope(b) == "reg" and b.scope != "var" and _root(b).uid not in stats | {frag_uid} \
+                        and len(ld.indices) == 1 \
+                        and isinstance(ld.indices[0], N.Var) and ld.indices[0].uid == idx[dim].uid:
+                    return True
+    return False

@@ -194,6 +194,18 @@ class LoweringProfile:
         replicated_owner_loops: a ``T.Parallel`` that TileLang lays out after a replicated 1-D index fragment runs on
             that fragment's owner threads only (``analysis/owner_rules``); its synchronous loads then take
             ``ceil(bytes per owner / owner_load_bytes_in_flight)`` memory latencies in sequence (``Op.load_rounds``).
+        tma_full_box: an asynchronous (TMA) copy spends the data path's per-core rate on its whole box, the
+            out-of-bounds part included: the TMA engine writes the full box into shared memory (zero-filled past
+            the tensor's edge) and the mbarrier waits for the full box's bytes — TileLang's generated skinny GEMM
+            (M = 4, 64-row tile) arms ``expect_transaction(8192)`` for the A box of which 512 bytes exist. DRAM and
+            L2 still carry only the in-bounds bytes. Off: the path's rate is spent on the in-bounds bytes only.
+        tma_l2_scale: the L2 bandwidth that asynchronous (TMA) copies draw, as a multiple of the hardware file's L2
+            bandwidth (measured with ``ld.global.cg`` from every SM: 7.94 TB/s on the H200). The tuned GEMMs show more:
+            the 2K×2K×16K 128×128 GEMM moves 2.15 GB through L2 in 228 µs (≥ 9.4 TB/s). 1.0: the file's value.
+        column_vector_rows: a register fragment written in a ``T.Parallel`` from a 1-D fragment read at the reduced
+            dimension's variable (a router's ``b[i, e] = s[i, e] + bias[e]``) is laid out one column per thread, so
+            its row reductions are shared by ``min(threads, row)`` threads (``owner_rules.column_vector_paired``; the
+            sigmoid routers' generated sources). Off: the flat rule's ``row / vector``.
         owner_load_bytes_in_flight: bytes one such owner thread keeps outstanding (16 loads of 16 bytes: the
             registers an unrolled 256-load loop can hold beside the fragments; not measured).
         cp_async: asynchronous copies are ``cp.async`` issued by the block's threads (the Numba backend,
@@ -292,6 +304,9 @@ class LoweringProfile:
     gather_index_latency: bool = False
     replicated_owner_loops: bool = False
     owner_load_bytes_in_flight: float = 256.0
+    tma_full_box: bool = False
+    tma_l2_scale: float = 1.0
+    column_vector_rows: bool = False
     cp_async: bool = False
     cp_async_chunk_instr: float = 0.0
     cp_async_inside_chunk_instr: float = 0.0
@@ -366,6 +381,10 @@ _PROFILES = {
         # owner_load_bytes_in_flight (256) is not measured
         guarded_copies_sync=True, parallel_copies_sync=True, gather_index_latency=True, replicated_owner_loops=True,
         chain_latency=True,
+        # 2026-12-02 (AR, docs/simulator.md §3l): a TMA box past the tensor's edge costs the engine its zero fill
+        # (the generated skinny GEMM's expect_transaction is the full box); nothing fitted; on by the criterion
+        # written before the comparison (mean p90 over the six development sets 35.4 -> 35.0 %, no median worse)
+        tma_full_box=True,
         notes=("TileLang on Hopper: TMA copies + warp-specialised producer, wgmma for 16/8-bit operands",)),
     "numba": LoweringProfile(
         name="numba", gemm_unit="vector", gemm_operands="fma", async_copy=False, overlap=False,

@@ -22,6 +22,7 @@ from ..ir.traverse import walk_stmts
 from ..warp_partition import mma_sync_grid
 from .analyzer import Analyzer
 from .node_helpers import _core, _elems, _root, _scope, _size, _static, _vec_dtype, guarded_copy, single_stage
+from .owner_rules import column_vector_paired
 from .rule_tables import COST_RULES
 
 
@@ -396,6 +397,8 @@ def reduce_cross(a: Analyzer, s: N.Reduce) -> tuple[float, float, float, float |
                 seq * steps * a.profile.reduce_step_cycles, _chain(a, seq, steps, smem_steps))
     if a.profile.reduce_layout == "flat" and row and s.src.buffer.uid not in _gemm_outputs(a):
         v = max(1.0, a.vec_bytes / _size(s.src.dtype))
+        if a.profile.column_vector_rows and column_vector_paired(a, _root(s.src.buffer).uid, s.dim):
+            v = 1.0  # laid out as its 1-D column vector: one column per thread (owner_rules.column_vector_paired)
         P = float(min(a.threads, max(1, 2 ** int(math.log2(max(1.0, float(row) / v))))))
         seq = max(1.0, Ed * P / a.threads)  # rows one thread reduces, one after another
         steps = math.log2(P) if P > 1 else 0.0

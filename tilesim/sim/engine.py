@@ -96,9 +96,14 @@ class BlockModel:
         if g is not None:
             d = op.dram
             tl2 = g / self.l2_share
+            if op.kind == "async" and not m.profile.cp_async:
+                tl2 = tl2 / m.profile.tma_l2_scale  # TMA's L2 reads (profile field; 1.0: the file's L2 bandwidth)
             tdr = d / (self.store_dram_share if op.kind == "store" else self.dram_share)
             path = m.path_rate(op.side)
-            tp = g / path if path != INF else 0.0
+            pb = g
+            if op.kind == "async" and m.profile.tma_full_box and not m.profile.cp_async and "smem" in op.work:
+                pb = _mx(g, op.work["smem"])  # the TMA engine moves the whole box, zero fill included
+            tp = pb / path if path != INF else 0.0
             # a block's own transfer is limited by its core's L2 share and load path; DRAM bandwidth
             # is a device-wide fluid (the busy term below), so per-block DRAM shares never enter here
             xfer = _mx(tl2, tp)
