@@ -492,20 +492,23 @@ def _int_forms_ab(a, b, ref, t_ref, flops):
 def bench_tc_sweep():
     """Tile configurations of the tensor-core GEMM and causal FA with the current lowering (issue 14, brief AQ's second
     device run, ``--only tcsweep``): GEMM bf16 4096^3 at five tiles, FA bf16 at (2, 16, 2048, 128) and the issue's
-    (1, 32, 4096, 128) at four; float64-checked, ratios against torch / SDPA of the same process."""
+    (1, 32, 4096, 128) at four; float64-checked, ratios against torch / SDPA of the same process.
+    ``TILESIM_SWEEP=fa4096``: only the FA configurations at the issue's shape (no GEMM rows)."""
     import torch
     import torch.nn.functional as F
 
     from kernels import attention as A
     from kernels import gemm as G
 
-    M = N = K = 4096
+    fa_only = os.environ.get("TILESIM_SWEEP", "") == "fa4096"
+    M = N = K = 4096 if not fa_only else 0
     a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
     b = torch.randn(K, N, device="cuda").to(torch.bfloat16)
     ref = a.double() @ b.double()
     t_ref, _ = gpu_time(lambda: torch.matmul(a, b), reps=10)
     flops = 2.0 * M * N * K
-    for v in (dict(block_M=128, block_N=128, block_K=32, num_stages=4, threads=128),
+    for v in () if fa_only else (
+              dict(block_M=128, block_N=128, block_K=32, num_stages=4, threads=128),
               dict(block_M=128, block_N=128, block_K=32, num_stages=3, threads=128),
               dict(block_M=128, block_N=128, block_K=64, num_stages=3, threads=128),
               dict(block_M=128, block_N=256, block_K=32, num_stages=3, threads=256),
@@ -523,7 +526,7 @@ def bench_tc_sweep():
         except Exception as ex:  # noqa: BLE001
             RESULTS["errors"].append(f"sweep gemm {v}: {type(ex).__name__}: {ex}"[:2000])
             log("sweep gemm failed", v, repr(ex)[:500])
-    for B, H, S, D in ((2, 16, 2048, 128), (1, 32, 4096, 128)):
+    for B, H, S, D in ((1, 32, 4096, 128),) if fa_only else ((2, 16, 2048, 128), (1, 32, 4096, 128)):
         q, k_, v_ = (torch.randn(B, S, H, D, device="cuda").to(torch.bfloat16) for _ in range(3))
         qt, kt, vt = (x.transpose(1, 2) for x in (q, k_, v_))
         t_sdpa, _ = gpu_time(lambda x=qt, y=kt, z=vt: F.scaled_dot_product_attention(x, y, z, is_causal=True), reps=10)

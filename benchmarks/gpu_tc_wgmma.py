@@ -32,17 +32,18 @@ FP8 = [(128, 128, 128, 3, 128), (128, 128, 128, 4, 256), (128, 128, 64, 5, 128),
 
 def bench_wgmma(quick, prepared, gpu_time, relnorm, bench_entry, fail, log):
     """``TILESIM_WGMMA_BENCH=fp8``: only the first two fp8 configurations, in flight, after their ``_scaled_mm``
-    reference (the short second device call of brief AP)."""
+    reference (the short second device call of brief AP); ``short``: the mma.sync reference row, bf16
+    128x128x64/128/s3 in flight and those two fp8 rows (the eleventh session's last call)."""
     import os
 
     import torch
 
-    if os.environ.get("TILESIM_WGMMA_BENCH", "") == "fp8":
-        return _bench(quick, prepared, gpu_time, relnorm, bench_entry, fail, log, torch, fp8_only=True)
-    return _bench(quick, prepared, gpu_time, relnorm, bench_entry, fail, log, torch, fp8_only=False)
+    mode = os.environ.get("TILESIM_WGMMA_BENCH", "")
+    return _bench(quick, prepared, gpu_time, relnorm, bench_entry, fail, log, torch, fp8_only=mode == "fp8",
+                  short=mode == "short")
 
 
-def _bench(quick, prepared, gpu_time, relnorm, bench_entry, fail, log, torch, fp8_only):
+def _bench(quick, prepared, gpu_time, relnorm, bench_entry, fail, log, torch, fp8_only, short=False):
     from kernels import gemm as G
     from kernels.fp8_gemm import fp8_matmul
     from tilesim.backends.cuda import wgmma_layout as WL
@@ -89,7 +90,8 @@ def _bench(quick, prepared, gpu_time, relnorm, bench_entry, fail, log, torch, fp
                 "torch.matmul bf16", False, {"ref_err": err_t})
         except Exception as ex:  # noqa: BLE001
             fail(f"wgmma bench mma.sync row: {type(ex).__name__}: {ex}")
-        for (bm, bn, bk, st, th, tb), infl in [(c, i) for c in (BF16[:4] if quick else BF16) for i in (False, True)]:
+        pairs = [(BF16[1], True)] if short else [(c, i) for c in (BF16[:4] if quick else BF16) for i in (False, True)]
+        for (bm, bn, bk, st, th, tb), infl in pairs:
             v = dict(block_M=bm, block_N=bn, block_K=bk, num_stages=st, threads=th)
             name = f"gemm_bf16_4096_wgmma {bm}x{bn}x{bk}/{th}/s{st}{'/NT' if tb else ''}/{'inflight' if infl else 'wait0'}"
             try:
@@ -107,15 +109,16 @@ def _bench(quick, prepared, gpu_time, relnorm, bench_entry, fail, log, torch, fp
                     fail(f"{name}: wrong result, rel. error {err:.3g}")
             except Exception as ex:  # noqa: BLE001
                 fail(f"wgmma bench {name}: {type(ex).__name__}: {ex}")
-        name = "gemm_bf16_4096_wgmma 128x128x32/128/s5/inflight/nofence (diagnostic)"
-        try:
-            v = dict(block_M=128, block_N=128, block_K=32, num_stages=5, threads=128)
-            err = row(name, G.matmul(M, N, K, dtype="bfloat16", out_dtype="float32", **v), (a, b), ref, t_ref,
-                      "torch.matmul bf16", True, {"ref_err": err_t, "config": v, "proxy_fence": False}, True, False)
-            if err > 1e-2:
-                fail(f"{name}: wrong result, rel. error {err:.3g}")
-        except Exception as ex:  # noqa: BLE001
-            fail(f"wgmma bench {name}: {type(ex).__name__}: {ex}")
+        if not short:  # the proxy-fence diagnostic
+            name = "gemm_bf16_4096_wgmma 128x128x32/128/s5/inflight/nofence (diagnostic)"
+            try:
+                v = dict(block_M=128, block_N=128, block_K=32, num_stages=5, threads=128)
+                err = row(name, G.matmul(M, N, K, dtype="bfloat16", out_dtype="float32", **v), (a, b), ref, t_ref,
+                          "torch.matmul bf16", True, {"ref_err": err_t, "config": v, "proxy_fence": False}, True, False)
+                if err > 1e-2:
+                    fail(f"{name}: wrong result, rel. error {err:.3g}")
+            except Exception as ex:  # noqa: BLE001
+                fail(f"wgmma bench {name}: {type(ex).__name__}: {ex}")
 
     a8 = torch.randn(M, K, device="cuda").to(torch.float8_e4m3fn)
     b8 = torch.randn(N, K, device="cuda").to(torch.float8_e4m3fn)
@@ -127,8 +130,9 @@ def _bench(quick, prepared, gpu_time, relnorm, bench_entry, fail, log, torch, fp
     r8 = a8.double() @ b8.double().t()
     t8, _ = gpu_time(ref8, reps=10)
     err8 = relnorm(ref8(), r8)
-    fp8_cfgs = FP8[:2] if fp8_only else FP8[:3] if quick else FP8
-    for (bm, bn, bk, st, th), infl in [(c, i) for c in fp8_cfgs for i in ((True,) if fp8_only else (False, True))]:
+    fp8_cfgs = FP8[:2] if fp8_only or short else FP8[:3] if quick else FP8
+    only_inflight = fp8_only or short
+    for (bm, bn, bk, st, th), infl in [(c, i) for c in fp8_cfgs for i in ((True,) if only_inflight else (False, True))]:
         v = dict(block_M=bm, block_N=bn, block_K=bk, num_stages=st, threads=th)
         name = f"gemm_fp8_e4m3_4096_wgmma {bm}x{bn}x{bk}/{th}/s{st}/{'inflight' if infl else 'wait0'}"
         try:
