@@ -31,6 +31,10 @@ class Case:
     make_inputs: object  # rng -> tuple of arrays/scalars (inputs in the kernel's call order)
     inplace: tuple = ()  # indices of inputs the kernel writes (no out_idx): compared after the call
     rel_tol: float | None = None
+    #: the library spec's own comparison ``compare(outs, refs)`` (raises AssertionError), used instead of the
+    #: per-dtype relative tolerance: a kernel whose outputs are ill-conditioned documents its bound there
+    #: (engram_gate_bwd's GWP inherits the cancellation of ``sd``; fp32 sum orders differ by up to ~1e-3)
+    compare: object = None
 
 
 def _outputs(res, inputs, inplace):
@@ -92,6 +96,14 @@ def run_case(case: Case, rng, twin=None) -> dict:
     ref = _outputs(k(*a), a, case.inplace)
     got = _outputs(kc(*b), b, case.inplace)
     errs, ok = [], True
+    if case.compare is not None:
+        try:
+            case.compare(got, ref)
+        except AssertionError as e:
+            return {"name": case.name, "ok": False, "rel_err": [rel_err(o, r) for o, r in zip(got, ref)],
+                    "compare": str(e)[:300], "shapes": [list(np.shape(x)) for x in inputs if hasattr(x, "shape")]}
+        return {"name": case.name, "ok": True, "rel_err": [rel_err(o, r) for o, r in zip(got, ref)],
+                "shapes": [list(np.shape(x)) for x in inputs if hasattr(x, "shape")]}
     for o, r in zip(got, ref):
         e = rel_err(o, r)
         name = dt.canon(np.asarray(r).dtype) if np.asarray(r).dtype.kind != "V" else "float32"
@@ -158,9 +170,11 @@ def library_cases(specs, allow_dtypes=None, shape_index=0, overrides=None, check
             used = {p.dtype for p in k.prim_func.params}
             if any(dt.is_float(u) and u not in allow_dtypes for u in used):
                 continue
+        cmp = spec.compare
         cases.append(Case(spec.name + (f" ({note})" if note else ""), k,
                           _spec_inputs(spec, params),
-                          inplace=inplace))
+                          inplace=inplace,
+                          compare=None if cmp is None else (lambda o, r, c=cmp, p=dict(params): c(o, r, p))))
     return cases
 
 

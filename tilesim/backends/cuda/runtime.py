@@ -39,6 +39,7 @@ from . import rules as Rl
 from .caps import DEFAULT_CC, STATIC_SMEM_LIMIT, cuda_module, numba_types, opt_in_dynamic_smem, simulator
 from .intrinsics import gpu_namespace, sim_namespace
 from .lower import Program, lower_program
+from .smem_addr import sim_smem_addr_namespace
 from .wgmma_intrinsics import wgmma_namespace
 from .wgmma_sim import sim_wgmma_namespace
 
@@ -114,6 +115,8 @@ class CudaProgram(_TargetProgram):
             full = sim_wgmma_namespace(ns.get("_cp_async16")) if self.sim else wgmma_namespace(wg)
             ns.update(full)
             ns.update({n: full[n] for n in wg})  # the simulator's namespace builds them on lookup
+            if self.sim:  # the 32-bit-address copies go through the wrapped _cp_async16 too (pending-read check)
+                ns.update(sim_smem_addr_namespace(ns))
         code = compile(k.source, f"<tilesim-cuda {k.name}>", "exec")
         exec(code, ns)  # noqa: S102 - our own generated source
         return ns[k.name]
