@@ -1,7 +1,7 @@
 """The fp8 row of ``benchmarks/gpu_run.py --only tc``: e4m3 GEMM 4096^3 on tensor cores (``mma.sync.m16n8k32``,
 issue 14 item 1) against ``torch._scaled_mm`` (e4m3 A row-major, B column-major, unit scales, bf16 out), timed
 in the same process. Each variant is checked against a float64 product of the same fp8 inputs before it is
-timed. Called by ``gpu_run.bench_tensor_cores`` with its helpers (timing, error, result recording), so the
+timed. Called by ``gpu_tc.bench_tensor_cores`` with its helpers (timing, error, result recording), so the
 rows land in that run's JSON; the prediction written before the first run is in docs/cuda-backend.md.
 """
 

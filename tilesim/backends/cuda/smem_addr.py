@@ -16,7 +16,8 @@ Names the generated source uses (issue 14, the integer work of the ``mma.sync`` 
   constant part of a shared symbol's address with later constant offsets (which would leave ptxas a register
   add per ``ldmatrix`` instead of an immediate offset).
 * ``_cp_async16a(addr, src, si, nbytes)``: ``cp.async.cg.shared.global [addr], [&src[si]], 16, nbytes`` with the
-  destination as a 32-bit shared address (otherwise as :mod:`.cp_async`'s ``_cp_async16``).
+  destination as a 32-bit shared address (otherwise as :mod:`.cp_async`'s ``_cp_async16``): on the GPU the same
+  intrinsic as :mod:`.cp_async`'s ``_cp_async16u``.
 
 Both builds have side effects and a memory clobber where the originals have them (the loads and copies are
 never moved across a barrier). The caller keeps every address 16-byte aligned and inside the array (the
@@ -85,26 +86,6 @@ def smem_addr_namespace() -> dict:
 
         return fn
 
-    text = "{ .reg .u64 %cps; cvta.to.global.u64 %cps, $1; cp.async.cg.shared.global [$0], [%cps], 16, $2; }"
-
-    @intrinsic
-    def cp16a(typingctx, addr, src, si, nbytes):
-        if not isinstance(src, types.Array) or not all(isinstance(x, types.Integer) for x in (addr, si, nbytes)):
-            return None
-        sig = types.void(addr, src, si, nbytes)
-
-        def codegen(context, builder, sig, args):
-            a = addr32(context, builder, args[0], sig.args[0])
-            s = context.make_array(sig.args[1])(context, builder, args[1])
-            sp = builder.gep(s.data, [context.cast(builder, args[2], sig.args[2], types.intp)], inbounds=True)
-            n = context.cast(builder, args[3], sig.args[3], types.uint32)
-            asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [i32, i64, i32]), text, "r,l,r,~{memory}",
-                               side_effect=True)
-            builder.call(asm, [a, builder.ptrtoint(sp, i64), n])
-            return context.get_dummy_value()
-
-        return sig, codegen
-
     @intrinsic
     def opq(typingctx, addr):
         if not isinstance(addr, types.Integer):
@@ -117,7 +98,12 @@ def smem_addr_namespace() -> dict:
 
         return sig, codegen
 
-    _NS = {"_sbase": sbase, "_ldsm4a": ldsm(False), "_ldsm4ta": ldsm(True), "_cp_async16a": cp16a, "_sreg": opq}
+    # the copy with a 32-bit shared destination is the wgmma path's ``_cp_async16u`` (one intrinsic, two names:
+    # their simulator builds differ — a SharedAddr here, a fake window address there)
+    from .cp_async import cp_async_namespace
+
+    _NS = {"_sbase": sbase, "_ldsm4a": ldsm(False), "_ldsm4ta": ldsm(True),
+           "_cp_async16a": cp_async_namespace()["_cp_async16u"], "_sreg": opq}
     return dict(_NS)
 
 
