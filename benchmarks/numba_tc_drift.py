@@ -14,7 +14,7 @@ Contract
   ``h200_sxm_141gb``; ``wgmma`` rows with the profile's ``wgmma`` mode when it has one (``numba_tc_wgmma``), else
   ``numba_tc`` as it is (what ``tilesim simulate`` gave before this change).
 
-    python benchmarks/numba_tc_drift.py [--profile numba_tc] [--json OUT]
+    python benchmarks/numba_tc_drift.py [--profile numba_tc] [--json OUT] [--fit]
 """
 
 from __future__ import annotations
@@ -141,6 +141,31 @@ def simulate_row(row, profile: str):
     return rep.time_s, rep.launches[0].get("registers_per_thread"), rep.blocks_per_core
 
 
+def fit(grid=None) -> float:
+    """``mma_matrix_fraction`` minimising the summed |log(sim/meas)| of the ``mma`` TRAIN rows (nothing else fitted:
+    the ``wgmma`` mode has no fitted value); prints the loss per grid value."""
+    import dataclasses
+    import math
+
+    from tilesim.analysis.profiles import get_profile
+    from tilesim.sim import simulate
+    rows = [r for r in ROWS if r[5] == "train" and r[4] in ("mma", "mma-sync")]
+    ks = [(kernel(r[1], r[2], r[3]), measured(r[6], r[7]), r[4]) for r in rows]
+    base = get_profile("numba_tc")
+    grid = grid or [x / 40 for x in range(12, 41)]
+    best = None
+    for f in grid:
+        loss = 0.0
+        for k, meas, low in ks:
+            p = dataclasses.replace(base, mma_matrix_fraction=f, async_copy=low != "mma-sync")
+            loss += abs(math.log(simulate(k.prim_func, "h200_sxm_141gb", p).time_s / meas))
+        print(f"mma_matrix_fraction={f:.3f}: summed |log(sim/meas)| {loss:.3f}")
+        if best is None or loss < best[1]:
+            best = (f, loss)
+    print(f"fitted on the mma TRAIN rows ({len(ks)}): mma_matrix_fraction={best[0]} (loss {best[1]:.3f})")
+    return best[0]
+
+
 def _profiles():
     from tilesim.analysis.profiles import PROFILES
     return PROFILES
@@ -170,8 +195,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="numba_tc")
     ap.add_argument("--json")
+    ap.add_argument("--fit", action="store_true", help="fit mma_matrix_fraction on the mma TRAIN rows")
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
+    if a.fit:
+        fit()
+        return 0
     rows = table(a.profile)
     print(f"{'row':58s} {'lowering':8s} {'split':5s} {'measured':>9s} {'simulated':>9s} {'sim/meas':>8s} regs blk")
     for r in rows:
