@@ -81,8 +81,10 @@ def holdout1_rows():
 HOLDOUT1 = "numba_tc_holdout_h200_20261202T1225Z.json"
 
 
-#: the lowering every fit row was timed on (before main's cp.async fast path for static in-bounds tiles)
-OLD_LOWERING = dict(cp_async_inside_chunk_instr=0.0, cp_async_tile_check_instr=0.0)
+#: the lowering every fit row was timed on (before main's cp.async fast path for static in-bounds tiles and before
+#: AQ's integer forms: the SASS counts of docs/simulator.md §6c, no HMMA turns)
+OLD_LOWERING = dict(ldsm_extra_instr=4.0, loop_iter_instr=90.0, mma_matrix_fraction=0.0,
+                    cp_async_inside_chunk_instr=0.0, cp_async_tile_check_instr=0.0)
 
 
 def simulate_rows(rows, prof):

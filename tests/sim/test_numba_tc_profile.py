@@ -133,6 +133,11 @@ def test_split_is_disjoint_and_holdout_is_new():
     assert len(H.CONFIGS_2) >= 20 and len(set(second)) == len(second)
     assert not (earlier | first) & set(second)
     assert not {c["name"] for c in H.CONFIGS} & {c["name"] for c in H.CONFIGS_2}
+    # the third set (docs/simulator.md §6d): new against every earlier file and both earlier sets, both lowerings
+    third = [key(c["shape"], c["config"], c.get("trans_B", False)) for c in H.CONFIGS_3]
+    assert len(H.CONFIGS_3) >= 15 and len(set(third)) == len(third)
+    assert not (earlier | first | set(second)) & set(third)
+    assert sum(bool(c.get("wgmma")) for c in H.CONFIGS_3) >= 6 and sum(not c.get("wgmma") for c in H.CONFIGS_3) >= 6
 
 
 def test_harness_list_runs_on_cpu():

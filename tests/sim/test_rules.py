@@ -23,7 +23,7 @@ def test_every_expression_class_has_a_cost_rule():
 
 
 def test_profiles():
-    assert set(PROFILES) == {"tensorcore", "numba", "numba_tc", "ascend", "mlu"}
+    assert set(PROFILES) == {"tensorcore", "numba", "numba_tc", "numba_tc_wgmma", "ascend", "mlu"}
     assert get_profile("numba_tc").gemm_unit == "matrix" and get_profile("numba_tc").matrix_dtypes
     assert get_profile("numba").gemm_unit == "vector"
     assert get_profile("tensorcore").matrix_dtype("float32") == "tf32"

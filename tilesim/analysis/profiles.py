@@ -20,6 +20,8 @@ Profiles
 ``numba_tc``    the Numba backend as it lowers by default (mma.sync path, ``TILESIM_CUDA_WGMMA=0``): as ``numba``, but
                 fp16/bf16/fp8 ``T.gemm`` as ``mma.sync`` + ``ldmatrix`` warp instruction streams on TileLang's warp
                 grid, pipelined ``T.copy`` as ``cp.async`` issued by the threads (docs/simulator.md §6c).
+``numba_tc_wgmma`` the same with ``tilesim.cuda_wgmma`` on (``TILESIM_CUDA_WGMMA=1``, which also makes ``numba_tc`` this
+                profile): eligible gemms of a ``cp.async`` pipeline on the backend's ``wgmma`` K loop (§6d).
 ``ascend``      Ascend 910B (AIC + 2 AIV): ``T.gemm`` on the cube core (operands L1 → L0A/L0B through
                 MTE1), every other op on the vector cores; a tile produced on one side and consumed on
                 the other makes a round trip through global memory (L2), as the hardware requires.
@@ -29,6 +31,7 @@ Profiles
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
@@ -248,6 +251,18 @@ class LoweringProfile:
             fragments per thread (4 registers per m16 tile and 2 per n8 tile of the warp) and
             ``mma_register_overhead_per_thread`` (``ldmatrix`` lane addresses, ``cp.async`` chunk offsets, unrolled
             index arithmetic; fitted to the driver's counts).
+        mma_matrix_fraction: with ``mma_sync_issue``, an ``mma.sync`` gemm's HMMAs run at this fraction of the matrix
+            unit's peak and co-resident blocks take turns at the tensor cores (``analysis/mma_stream.tensor_turns``:
+            the matrix time is both ``matrix`` and ``issue`` work); fitted (docs/simulator.md §6d). 0: FLOPs at the
+            file's matrix rate, no turns (the lowering of §6c, whose integer work hid the HMMA pipe).
+        wgmma_stream: a gemm the Numba backend lowers to ``wgmma`` with ``tilesim.cuda_wgmma`` on
+            (``mma_stream.wgmma_lowered``) inside a pipelined loop is its ``wgmma`` K loop: ``wgmma_iter_instr``
+            instructions per warp and k-block as the ``mma.sync`` stream is costed, plus the group's tensor turn at
+            ``wgmma_peak_fraction`` of the unit's peak (``mma_stream.wgmma_stream``). Other gemms stay ``mma.sync``.
+        wgmma_peak_fraction: (hardware dtype key, fraction of the matrix unit's peak) that HGMMA/QGMMA reach
+            (measured by the wgmma probe, not fitted).
+        wgmma_iter_instr: instructions per warp and k-block of the ``wgmma`` K loop beside its ``cp.async`` chunks
+            (SASS count of the executed path, ``benchmarks/wgmma_loop_sass.py --fast-path``).
     """
 
     name: str
@@ -321,6 +336,10 @@ class LoweringProfile:
     loop_iter_instr: float = 0.0
     mma_operand_registers: bool = False
     mma_register_overhead_per_thread: int = 0
+    mma_matrix_fraction: float = 0.0
+    wgmma_stream: bool = False
+    wgmma_peak_fraction: tuple[tuple[str, float], ...] = ()
+    wgmma_iter_instr: float = 0.0
     notes: tuple[str, ...] = field(default=())
 
     def matrix_dtype(self, dtype: str) -> str:
@@ -334,6 +353,19 @@ class LoweringProfile:
 TC_WARP_CPI = 3.0
 TC_WARP_ISSUE = 0.75
 TC_REGISTER_OVERHEAD = 28
+#: ``numba_tc``'s HMMA rate as a fraction of the matrix unit's peak, fitted on the TRAIN rows of the eleventh
+#: session's lowering (docs/simulator.md §6d: ``python benchmarks/numba_tc_drift.py --fit``)
+TC_MMA_FRACTION = 0.675
+#: SASS counts of the ``mma.sync`` main loop after AQ's integer forms (2026-12-02, docs/simulator.md §6d; the GEMM
+#: 4096^3 128x128x32/s4 K step: 64 HMMA + 16 LDSM at immediate offsets + 8 LDGSTS + 80 others = 168)
+TC_SASS = dict(ldsm_extra_instr=0.0, loop_iter_instr=38.0, cp_async_inside_chunk_instr=5.0,
+               cp_async_tile_check_instr=5.0)
+#: the same counts of the lowering §6c was fitted on (before AQ's integer forms): for rows timed on it
+TC_SASS_BEFORE_INT_FORMS = dict(ldsm_extra_instr=4.0, loop_iter_instr=90.0, cp_async_inside_chunk_instr=18.0,
+                                cp_async_tile_check_instr=22.0, mma_matrix_fraction=0.0)
+#: HGMMA / QGMMA rates measured by the wgmma probe (reports/measurements/wgmma_probe_20261202T1300Z.json: 947.5 and
+#: 1891.1 TFLOP/s on the H200) over the file's dense peaks (989.4 / 1978.9 TFLOP/s)
+TC_WGMMA_PEAK = (("float16", 0.958), ("bfloat16", 0.958), ("float8", 0.956))
 
 _PROFILES = {
     "tensorcore": LoweringProfile(
@@ -425,19 +457,34 @@ _PROFILES["numba_tc"] = replace(
     _PROFILES["numba"], name="numba_tc", gemm_unit="matrix", gemm_operands="warps", matrix_dtype_map=(),
     matrix_dtypes=("float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"), gemm_policy="",
     async_copy=True, overlap=True, single_stage_sync=True, cp_async=True, cp_async_chunk_instr=48.0,
-    cp_async_inside_chunk_instr=18.0, cp_async_tile_check_instr=22.0,
-    mma_sync_issue=True, ldsm_extra_instr=4.0, mma_fp8_extra_instr=6.0, mma_fp8_chain_instr=2.0,
-    loop_iter_instr=90.0, warp_issue_cycles=TC_WARP_ISSUE, mma_phase_locked=True,
+    mma_sync_issue=True, mma_fp8_extra_instr=6.0, mma_fp8_chain_instr=2.0, mma_matrix_fraction=TC_MMA_FRACTION,
+    warp_issue_cycles=TC_WARP_ISSUE, mma_phase_locked=True, **TC_SASS,
     mma_operand_registers=True, warp_cpi=TC_WARP_CPI, mma_register_overhead_per_thread=TC_REGISTER_OVERHEAD,
     notes=_PROFILES["numba"].notes[:1] + ("fp16/bf16/fp8 gemm on mma.sync tensor cores, cp.async pipelines "
                                           "(the backend's default, TILESIM_CUDA_WGMMA=0)",))
+# the same backend with tilesim.cuda_wgmma on (TILESIM_CUDA_WGMMA=1): eligible gemms of a cp.async pipeline on AP's
+# wgmma K loop (one group in flight, 32-bit chunk addresses: 2.5 SASS instructions per 16-byte chunk, no tile check),
+# every other gemm as numba_tc (docs/simulator.md §6d). Nothing fitted: SASS counts and the probe's rates.
+_PROFILES["numba_tc_wgmma"] = replace(
+    _PROFILES["numba_tc"], name="numba_tc_wgmma", wgmma_stream=True, wgmma_peak_fraction=TC_WGMMA_PEAK,
+    wgmma_iter_instr=127.0, cp_async_inside_chunk_instr=2.5, cp_async_tile_check_instr=0.0,
+    notes=_PROFILES["numba"].notes[:1] + ("wgmma K loop for eligible fp16/bf16/fp8 gemms (tilesim.cuda_wgmma on)",))
 PROFILES = MappingProxyType(_PROFILES)
 
 
+def wgmma_switch_on() -> bool:
+    """The Numba backend's ``tilesim.cuda_wgmma`` default as its ``caps.wgmma_default`` reads it
+    (``TILESIM_CUDA_WGMMA``: unset or ``0`` off)."""
+    return os.environ.get("TILESIM_CUDA_WGMMA", "") not in ("", "0")
+
+
 def get_profile(profile) -> LoweringProfile:
-    """A profile by name (``tensorcore``, ``numba``, ``numba_tc``, ``ascend``, ``mlu``) or the object itself."""
+    """A profile by name (``tensorcore``, ``numba``, ``numba_tc``, ``numba_tc_wgmma``, ``ascend``, ``mlu``) or the object
+    itself. ``numba_tc`` follows the backend's switch: with ``TILESIM_CUDA_WGMMA`` on it is ``numba_tc_wgmma``."""
     if isinstance(profile, LoweringProfile):
         return profile
+    if str(profile) == "numba_tc" and wgmma_switch_on():
+        return PROFILES["numba_tc_wgmma"]  # the backend lowers with wgmma: predict that lowering
     try:
         return PROFILES[str(profile)]
     except KeyError:

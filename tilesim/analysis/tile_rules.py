@@ -21,6 +21,7 @@ from ..ir import nodes as N
 from ..ir.traverse import walk_stmts
 from ..warp_partition import mma_sync_grid
 from .analyzer import Analyzer
+from .mma_stream import matrix_key, tensor_turns, wgmma_lowered, wgmma_stream
 from .node_helpers import _core, _elems, _root, _scope, _size, _static, _vec_dtype, guarded_copy, single_stage
 from .owner_rules import column_vector_paired
 from .rule_tables import COST_RULES
@@ -245,7 +246,13 @@ def _gemm(a: Analyzer, s: N.Gemm):
         chain = hmma * (1.0 + (p.mma_fp8_chain_instr if fp8 else 0.0)) + ldsm * (1.0 + p.ldsm_extra_instr) + \
             (p.loop_iter_instr if a.pipelined_depth else 0.0)
         extra = hmma * (p.mma_fp8_extra_instr - p.mma_fp8_chain_instr) if fp8 else 0.0
-        if p.warp_issue_cycles:
+        if p.wgmma_stream and a.pipelined_depth and wgmma_lowered(s, M, N_, K, a.threads):
+            # the backend's wgmma K loop (tilesim.cuda_wgmma on): its per-k-block stream and the group's tensor turn
+            wgmma_stream(a, op, warps)
+            tensor_turns(a, op, flops, mdt, matrix_key(in_dt), dict(p.wgmma_peak_fraction).get(matrix_key(in_dt), 0.0),
+                         _issue_cycles(a, 1.0))
+            chain = extra = None
+        elif p.warp_issue_cycles:
             # additive contention: each instruction holds its scheduler warp_issue_cycles (issue slots), and a
             # warp's own chain adds warp_cpi - warp_issue_cycles per instruction (with phase_locked_issue the
             # co-resident blocks' issue adds to the chain: a warp's step = instr x (cpi + issue x (warps - 1)))
@@ -256,6 +263,9 @@ def _gemm(a: Analyzer, s: N.Gemm):
             # the first model: one warp's chain or the block's issue, whichever is longer
             op.work["vector:float32"] = (chain + extra) * warps * a.warp_size
             op.latency_cycles = max(0.0, chain * p.warp_cpi - _issue_cycles(a, op.work["vector:float32"]))
+        if chain is not None and p.mma_matrix_fraction:
+            # today's lowering: HMMAs at a fraction of the unit's peak, co-resident blocks taking turns (§6d)
+            tensor_turns(a, op, flops, mdt, matrix_key(in_dt), p.mma_matrix_fraction, _issue_cycles(a, 1.0))
         smem = wn * A_bytes + wm * B_bytes
     elif mode == "warps":
         wm, wn = _partition(policy, warps, max(1, M // p.mma_shape[0]), max(1, N_ // p.mma_shape[1]))
