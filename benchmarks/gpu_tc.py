@@ -17,6 +17,19 @@ def bind(runner) -> None:
     R = runner
 
 
+def _fa_timed(A, torch, shape, v, qkv, ref):
+    """A causal bf16 flash attention of ``shape`` (B, H, S, D) with tile config ``v`` on tensor cores: compiled,
+    run once, checked against ``ref`` (float64), timed. Returns (compiled kernel, seconds, relative error)."""
+    B, H, S, D = shape
+    kern = A.flash_attention_fwd(B, H, S, D, is_causal=True, dtype="bfloat16", **v)
+    kc, run, (o, _lse) = R.prepared(kern, *qkv, tensor_cores=True)
+    run()
+    torch.cuda.synchronize()
+    err = R.relnorm(o, ref)
+    t, _ = R.gpu_time(run, reps=3, rounds=5)
+    return kc, t, err
+
+
 def bench_tensor_cores(quick):
     """bf16 GEMM 4096^3, fp8 e4m3 GEMM 4096^3 (:mod:`benchmarks.gpu_tc_fp8`) and causal flash attention with
     ``tensor_cores=True`` (not in the default steps: run ``--only tc`` after the gpu tests pass — a faulting
@@ -102,12 +115,7 @@ def _bench_fa_rows(quick, shape):
         smem_p = v.pop("smem_p", False)
         LY.REGISTER_A = not smem_p
         try:
-            kern = A.flash_attention_fwd(B, H, S, D, is_causal=True, dtype="bfloat16", **v)
-            kc, run, (o, lse) = R.prepared(kern, q, k_, v_, tensor_cores=True)
-            run()
-            torch.cuda.synchronize()
-            err = R.relnorm(o, ref)
-            t, _ = R.gpu_time(run, reps=3, rounds=5)
+            kc, t, err = _fa_timed(A, torch, (B, H, S, D), v, (q, k_, v_), ref)
             R.bench_entry(f"flash_attn_fwd_bf16_causal_tc {v['block_M']}x{v['block_N']}/t{v['threads']}/s{v['num_stages']}"
                         + ("/smemP" if smem_p else "") + (f" S{S}H{H}B{B}" if issue else ""),
                         [B, S, H, D], t, t_ref, "F.scaled_dot_product_attention", err,
@@ -213,12 +221,7 @@ def bench_tc_sweep():
                   dict(block_M=64, block_N=32, threads=128, num_stages=3),
                   dict(block_M=128, block_N=64, threads=256, num_stages=2)):
             try:
-                kern = A.flash_attention_fwd(B, H, S, D, is_causal=True, dtype="bfloat16", **v)
-                kc, run, (o, lse) = R.prepared(kern, q, k_, v_, tensor_cores=True)
-                run()
-                torch.cuda.synchronize()
-                err = R.relnorm(o, r64)
-                t, _ = R.gpu_time(run, reps=3, rounds=5)
+                kc, t, err = _fa_timed(A, torch, (B, H, S, D), v, (q, k_, v_), r64)
                 R.bench_entry(f"sweep flash_attn_fwd_bf16_causal_tc {v['block_M']}x{v['block_N']}/t{v['threads']}"
                             f"/s{v['num_stages']} S{S}H{H}B{B}", [B, S, H, D], t, t_sdpa,
                             "F.scaled_dot_product_attention", err,
