@@ -17,6 +17,21 @@ def bind(runner) -> None:
     R = runner
 
 
+def _gemm_timed(torch, a, b, ref, v, async_copy=True):
+    """The bf16 tensor-core GEMM ``a @ b`` (fp32 out) with tile config ``v``: compiled, run once, checked against
+    ``ref`` (float64), timed. Returns (compiled kernel, seconds, relative error)."""
+    from kernels import gemm as G
+
+    M, K = a.shape
+    kc, run, c = R.prepared(G.matmul(M, b.shape[1], K, dtype="bfloat16", out_dtype="float32", **v), a, b,
+                            tensor_cores=True, async_copy=async_copy)
+    run()
+    torch.cuda.synchronize()
+    err = R.relnorm(c, ref)
+    t, _ = R.gpu_time(run, reps=5)
+    return kc, t, err
+
+
 def _fa_timed(A, torch, shape, v, qkv, ref):
     """A causal bf16 flash attention of ``shape`` (B, H, S, D) with tile config ``v`` on tensor cores: compiled,
     run once, checked against ``ref`` (float64), timed. Returns (compiled kernel, seconds, relative error)."""
@@ -36,7 +51,6 @@ def bench_tensor_cores(quick):
     kernel would poison the process's CUDA context)."""
     import torch
 
-    from kernels import gemm as G
 
     M = N = K = 4096
     a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
@@ -58,12 +72,7 @@ def bench_tensor_cores(quick):
         v = dict(v)
         ac = v.pop("async_copy")
         try:
-            k = G.matmul(M, N, K, dtype="bfloat16", out_dtype="float32", **v)
-            kc, run, c = R.prepared(k, a, b, tensor_cores=True, async_copy=ac)
-            run()
-            torch.cuda.synchronize()
-            err = R.relnorm(c, ref)
-            t, _ = R.gpu_time(run, reps=5)
+            kc, t, err = _gemm_timed(torch, a, b, ref, v, async_copy=ac)
             R.bench_entry(f"gemm_bf16_4096_tc {v['block_M']}x{v['block_N']}x{v['block_K']}/{v['threads']}"
                         f"/s{v['num_stages']}{'' if ac else '/sync'}",
                         [M, N, K], t, t_ref, "torch.matmul bf16", err,
@@ -136,12 +145,9 @@ def _int_forms_ab(a, b, ref, t_ref, flops):
     import torch.nn.functional as F
 
     from kernels import attention as A
-    from kernels import gemm as G
     from tilesim.backends.cuda import emitter as E
     from tilesim.backends.cuda import mma_layout as ML
 
-    M, K = a.shape
-    N = b.shape[1]
     cases = []
     for pol in ("FullRow", "Square"):
         cases.append((f"gemm_bf16_4096_tc 128x128x32/128/s4 {pol}", pol, "gemm", None))
@@ -156,14 +162,9 @@ def _int_forms_ab(a, b, ref, t_ref, flops):
                 ML.FORCE_POLICY = pol
                 try:
                     if kind == "gemm":
-                        kc, run, c = R.prepared(G.matmul(M, N, K, dtype="bfloat16", out_dtype="float32",
-                                                       block_M=128, block_N=128, block_K=32, num_stages=4,
-                                                       threads=128), a, b, tensor_cores=True, async_copy=True)
+                        kc, t, err = _gemm_timed(torch, a, b, ref, dict(block_M=128, block_N=128, block_K=32,
+                                                                       num_stages=4, threads=128))
                         tr, fl = t_ref, flops
-                        run()
-                        torch.cuda.synchronize()
-                        err = R.relnorm(c, ref)
-                        t, _ = R.gpu_time(run, reps=5)
                     else:
                         B_, H, S, D = shape
                         if shape not in fa_refs:
@@ -206,11 +207,10 @@ def bench_tc_sweep():
     import torch.nn.functional as F
 
     from kernels import attention as A
-    from kernels import gemm as G
 
     fa_only = os.environ.get("TILESIM_SWEEP", "") == "fa4096"
     if not fa_only:
-        _sweep_gemm(torch, G)
+        _sweep_gemm(torch)
     for B, H, S, D in ((1, 32, 4096, 128),) if fa_only else ((2, 16, 2048, 128), (1, 32, 4096, 128)):
         q, k_, v_ = (torch.randn(B, S, H, D, device="cuda").to(torch.bfloat16) for _ in range(3))
         qt, kt, vt = (x.transpose(1, 2) for x in (q, k_, v_))
@@ -231,7 +231,7 @@ def bench_tc_sweep():
                 R.log("sweep attention failed", v, repr(ex)[:500])
 
 
-def _sweep_gemm(torch, G):
+def _sweep_gemm(torch):
     """The GEMM half of :func:`bench_tc_sweep`: bf16 4096^3 at five tiles against torch.matmul."""
     M = N = K = 4096
     a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
@@ -245,12 +245,7 @@ def _sweep_gemm(torch, G):
               dict(block_M=128, block_N=256, block_K=32, num_stages=3, threads=256),
               dict(block_M=256, block_N=128, block_K=32, num_stages=3, threads=256)):
         try:
-            kc, run, c = R.prepared(G.matmul(M, N, K, dtype="bfloat16", out_dtype="float32", **v), a, b,
-                                  tensor_cores=True, async_copy=True)
-            run()
-            torch.cuda.synchronize()
-            err = R.relnorm(c, ref)
-            t, _ = R.gpu_time(run, reps=5)
+            kc, t, err = _gemm_timed(torch, a, b, ref, v)
             R.bench_entry(f"sweep gemm_bf16_4096_tc {v['block_M']}x{v['block_N']}x{v['block_K']}/{v['threads']}"
                         f"/s{v['num_stages']}", [M, N, K], t, t_ref, "torch.matmul bf16", err,
                         {"tflops_ours": flops / t / 1e12, "config": v}, kc=kc)
@@ -265,11 +260,8 @@ def _warp_grid_ab(a, b, ref, t_ref, flops, quick):
     ``mma_layout.FORCE_POLICY``), timed by turns in one process (issue 14, the warp grid)."""
     import torch
 
-    from kernels import gemm as G
     from tilesim.backends.cuda import mma_layout as ML
 
-    M, K = a.shape
-    N = b.shape[1]
     cfgs = [dict(block_M=128, block_N=128, block_K=32, num_stages=4, threads=128)]
     if not quick:
         cfgs.append(dict(block_M=128, block_N=256, block_K=32, num_stages=3, threads=256))
@@ -279,12 +271,7 @@ def _warp_grid_ab(a, b, ref, t_ref, flops, quick):
             for pol in ("FullRow", "Square", "FullRow", "Square"):
                 ML.FORCE_POLICY = pol
                 try:
-                    kc, run, c = R.prepared(G.matmul(M, N, K, dtype="bfloat16", out_dtype="float32", **v), a, b,
-                                          tensor_cores=True, async_copy=True)
-                    run()
-                    torch.cuda.synchronize()
-                    err = R.relnorm(c, ref)
-                    t, _ = R.gpu_time(run, reps=5)
+                    kc, t, err = _gemm_timed(torch, a, b, ref, v)
                     grid = ML.warp_grid(v["block_M"], v["block_N"], v["threads"], pol)
                     R.RESULTS.setdefault("warp_grid_ab", []).append(
                         {"policy": pol, "grid": list(grid), "config": v, "median_s": t, "rel_err": err,

@@ -75,3 +75,25 @@ def guarded_copy(a) -> bool:
     compiles to thread loads at ``__launch_bounds__(128, 1)``; at one query block the condition always holds
     and the same copy is a TMA load with a producer warpgroup)."""
     return bool(a.profile.guarded_copies_sync and a.pipelined_depth and a.guarded_depth)
+
+
+def _partition(policy: str, units: int, m_units: int, n_units: int) -> tuple[int, int]:
+    """(units along M, units along N) of a warp/warpgroup partition (TileLang's policies)."""
+    units = max(1, units)
+    if policy == "FullRow":
+        wm = max(1, min(units, m_units))
+        return wm, max(1, units // wm)
+    if policy == "FullCol":
+        wn = max(1, min(units, n_units))
+        return max(1, units // wn), wn
+    best = (1, units)
+    for wm in range(1, units + 1):
+        if units % wm or wm > max(1, m_units):
+            continue
+        wn = units // wm
+        if wn > max(1, n_units):
+            continue
+        if abs(m_units / wm - n_units / wn) < abs(m_units / best[0] - n_units / best[1]) or \
+                (best[1] > max(1, n_units)):
+            best = (wm, wn)
+    return best

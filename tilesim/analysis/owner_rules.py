@@ -9,7 +9,7 @@ Contract
   layout is taken from a ``T.Parallel`` of the launch that reads it at the column variable of a ``T.gemm``
   accumulator (``acc_s[h, i] = ... idx[i] ...``): the MMA layout spreads an accumulator's columns over 4 lanes of a
   warp and the warps along N, so ``4 × n_warps`` threads own distinct columns (the gemm's warp policy decides
-  ``n_warps``; ``tile_rules._partition``). Read from the generated source of the DSA sparse prefill (fifth sealed set):
+  ``n_warps``; ``node_helpers._partition``). Read from the generated source of the DSA sparse prefill (fifth sealed set):
   the KV gather runs under ``if (((tid & 31) >> 2) * 2 + ((tid & 63) >> 5) == 0)``, 16 of its 256 threads.
 * None when no such fragment is found (every thread runs the loop, the analysis's default). Profile option
   ``replicated_owner_loops``; pure questions about the launch's IR, no analysis state written.
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..ir import nodes as N
 from ..ir.traverse import loads_in, walk_stmts
-from .node_helpers import _root, _scope, _static
+from .node_helpers import _partition, _root, _scope, _static
 
 
 def _indexed_fragments(stmt, var_uids) -> dict:
@@ -38,7 +38,6 @@ def _indexed_fragments(stmt, var_uids) -> dict:
 
 def _column_owners(a, frag_uid: int) -> int | None:
     """Threads owning distinct columns of the gemm accumulator a ``T.Parallel`` pairs fragment ``frag_uid`` with."""
-    from .tile_rules import _partition
     gemms = {_root(g.c.buffer).uid: g for g in walk_stmts(list(a.launch.body)) if isinstance(g, N.Gemm)}
     for st in walk_stmts(list(a.launch.body)):
         if not isinstance(st, N.Parallel):

@@ -22,7 +22,18 @@ from ..ir.traverse import walk_stmts
 from ..warp_partition import mma_sync_grid
 from .analyzer import Analyzer
 from .mma_stream import matrix_key, tensor_turns, wgmma_lowered, wgmma_stream
-from .node_helpers import _core, _elems, _root, _scope, _size, _static, _vec_dtype, guarded_copy, single_stage
+from .node_helpers import (
+    _core,
+    _elems,
+    _partition,
+    _root,
+    _scope,
+    _size,
+    _static,
+    _vec_dtype,
+    guarded_copy,
+    single_stage,
+)
 from .owner_rules import column_vector_paired
 from .rule_tables import COST_RULES
 
@@ -175,28 +186,6 @@ def mma_sync_counts(M: int, N: int, K: int, warps: int, policy, in_dtype: str, a
     hmma = m16 * n8 * ksteps * (2 if fp8 else 1)
     ldsm = ksteps * ((m16 if a_shared else 0) + (math.ceil(n8 / 2) if b_shared else 0))
     return hmma, ldsm, (wm, wn)
-
-
-def _partition(policy: str, units: int, m_units: int, n_units: int) -> tuple[int, int]:
-    """(units along M, units along N) of a warp/warpgroup partition (TileLang's policies)."""
-    units = max(1, units)
-    if policy == "FullRow":
-        wm = max(1, min(units, m_units))
-        return wm, max(1, units // wm)
-    if policy == "FullCol":
-        wn = max(1, min(units, n_units))
-        return max(1, units // wn), wn
-    best = (1, units)
-    for wm in range(1, units + 1):
-        if units % wm or wm > max(1, m_units):
-            continue
-        wn = units // wm
-        if wn > max(1, n_units):
-            continue
-        if abs(m_units / wm - n_units / wn) < abs(m_units / best[0] - n_units / best[1]) or \
-                (best[1] > max(1, n_units)):
-            best = (wm, wn)
-    return best
 
 
 @COST_RULES.register(N.Gemm)
