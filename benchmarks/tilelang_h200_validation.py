@@ -63,6 +63,7 @@ def _module(path: Path, name: str):
 # the sealed sets of 2026-12-02 live in their own module, which also holds the config constructors
 _SETS = _module(ROOT / "benchmarks" / "tilelang_h200_fresh_configs.py", "bench_tilelang_h200_fresh")
 _reg, _extra = _SETS._reg, _SETS._extra
+_EIGHTH = _module(ROOT / "benchmarks" / "tilelang_h200_eighth_configs.py", "bench_tilelang_h200_eighth")
 
 
 CONFIGS = [
@@ -202,13 +203,17 @@ def _check(spec, params, rt, torch, rng):
     return bad[0][:300] if bad else None
 
 
+SET_NAMES = ("main", "fresh", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+
+
 def config_set(name: str) -> list:
     """``main``: the 2026-12-01 set above; ``fresh``/``third``/``fourth``/``fifth``/``sixth``/``seventh``: the sealed 2026-12-02
-    sets (tilelang_h200_fresh_configs.py ``FRESH``/``THIRD``/``FOURTH``/``FIFTH``/``SIXTH``/``SEVENTH``)."""
+    sets (tilelang_h200_fresh_configs.py ``FRESH``/``THIRD``/``FOURTH``/``FIFTH``/``SIXTH``/``SEVENTH``); ``eighth``:
+    tilelang_h200_eighth_configs.py ``EIGHTH``."""
     if name == "main":
         return CONFIGS
     return {"fresh": _SETS.FRESH, "third": _SETS.THIRD, "fourth": _SETS.FOURTH, "fifth": _SETS.FIFTH,
-            "sixth": _SETS.SIXTH, "seventh": _SETS.SEVENTH}[name]
+            "sixth": _SETS.SIXTH, "seventh": _SETS.SEVENTH, "eighth": _EIGHTH.EIGHTH}[name]
 
 
 def shard(cfgs: list, spec: str | None) -> list:
@@ -386,7 +391,7 @@ def main(argv=None):
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--compile-only", action="store_true", help="build and check, no timing (fills TileLang's cache)")
-    ap.add_argument("--set", default="main", choices=("main", "fresh", "third", "fourth", "fifth", "sixth", "seventh"),
+    ap.add_argument("--set", default="main", choices=SET_NAMES,
                     help="which configuration set")
     ap.add_argument("--shard", metavar="K/N", help="only every N-th configuration from the K-th (parallel passes)")
     ap.add_argument("--compare", nargs="+", metavar="MEAS.json", help="measurement files (no GPU)")

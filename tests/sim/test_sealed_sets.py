@@ -80,6 +80,47 @@ def test_seventh_set_is_large_mixed_and_new():
             "dsa_attention"} <= kinds
 
 
+def test_eighth_set_is_large_mixed_new_and_weighted_like_the_seventh():
+    """Issue 15, brief AT: >= 50 configurations over the seventh's 14 kinds (16 labels), none reusing an earlier set's
+    (kernel, full parameters) or id, none twice."""
+    eighth = V.config_set("eighth")
+    assert len(eighth) >= 50
+    assert len({c["id"] for c in eighth}) == len(eighth)
+    earlier_sets = [n for n in V.SET_NAMES if n != "eighth"]
+    earlier = {_key(c) for name in earlier_sets for c in V.config_set(name)}
+    assert not [c["id"] for c in eighth if _key(c) in earlier]
+    ids = {c["id"] for name in earlier_sets for c in V.config_set(name)}
+    assert not ids & {c["id"] for c in eighth}
+    assert len({_key(c) for c in eighth}) == len(eighth)
+    count = {}
+    for c in eighth:
+        count[c["kind"]] = count.get(c["kind"], 0) + 1
+    dsa = sum(count.pop(k, 0) for k in ("dsa_indexer", "dsa_topk", "dsa_attention"))
+    assert dsa == 4 and count == {"row_norm": 5, "softmax": 3, "elementwise": 4, "cast": 5, "transpose": 4,
+                                  "gemm_256t": 3, "gemm": 2, "fp8_gemm": 2, "skinny_gemm": 4, "split_k": 3,
+                                  "flash_attention": 4, "decode_attention": 5, "moe_routing": 3}
+
+
+def test_eighth_set_builds_with_tilesim_and_lints_clean():
+    """Every EIGHTH configuration builds with tilesim at full size (registry ones also at their small test shape with
+    the same tunables, as the device's --compile-only check runs them) with no error-level lint finding."""
+    import tilesim
+    from tilesim.lint import lint
+    sys.modules.setdefault("tilelang", tilesim)
+    sys.modules.setdefault("tilelang.language", tilesim.language)
+    th, _ = V._helpers()
+    bad = []
+    for cfg in V.config_set("eighth"):
+        kern, _, params = V.build(cfg, "tilesim", th)
+        pfs = [kern.prim_func]
+        if cfg["source"] == "registry":
+            spec, _ = V.registry_params(cfg)
+            tp = spec.params(spec.test_shapes[0], **{k: v for k, v in params.items() if k in spec.tunables})
+            pfs.append(spec.build(**tp).prim_func)
+        bad += [(cfg["id"], str(f)) for pf in pfs for f in lint(pf) if f.level == "error"]
+    assert not bad
+
+
 @settings(max_examples=30, deadline=None)
 @given(n=st.integers(1, 12), total=st.integers(0, 60))
 def test_shards_partition_the_configurations(n, total):
