@@ -121,6 +121,26 @@ def test_eighth_set_builds_with_tilesim_and_lints_clean():
     assert not bad
 
 
+def test_quiet_lines_carry_no_number_of_the_measurement():
+    """--quiet (the eighth set's timing run): id, timed or not, the check's outcome, an error's type; no time,
+    prediction, ratio or register count, and a final count line."""
+    recs = [
+        {"id": "e8_a", "median_ms": 0.123456, "q20_ms": 0.12, "q80_ms": 0.13, "registers": 168, "mismatch": None,
+         "predicted_s": 9.87e-05},
+        {"id": "e8_b", "median_ms": 2.5, "registers": 90},
+        {"id": "e8_c", "median_ms": 0.75, "mismatch": "max abs diff 0.5 at (3, 4)"},
+        {"id": "e8_d", "error": "RuntimeError: Layout infer conflict 77 vs 64", "registers": None},
+        {"id": "e8_e", "median_ms": 0.3, "check_error": "ValueError: M=16 < 64"},
+    ]
+    lines = [V.progress_line(r, quiet=True) for r in recs]
+    assert lines == ["e8_a timed correct", "e8_b timed not checked", "e8_c timed wrong",
+                     "e8_d not timed not checked error RuntimeError", "e8_e timed check failed"]
+    assert not any(ch.isdigit() for line in lines for ch in line.split(" ", 1)[1])
+    assert V.quiet_summary(recs) == ("4 of 5 timed; 1 correct, 1 wrong, 1 check failed, 2 not checked; 1 errors")
+    loud = V.progress_line(recs[0])  # without --quiet the numbers are printed, as before
+    assert "0.123456" in loud and "168" in loud
+
+
 @settings(max_examples=30, deadline=None)
 @given(n=st.integers(1, 12), total=st.integers(0, 60))
 def test_shards_partition_the_configurations(n, total):
