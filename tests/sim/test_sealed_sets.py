@@ -208,3 +208,15 @@ def test_seventh_final_predictions_are_committed_and_tensorcore_reproduces_them(
     assert max(r["sim_wall_s"] for r in pred.values()) < 0.5
     for cfg in cfgs[::5] + [c for c in cfgs if "x4096x14336" in c["id"]]:
         assert V.predict(cfg, th)["predicted_s"] == pytest.approx(pred[cfg["id"]]["predicted_s"], rel=1e-9), cfg["id"]
+
+
+def test_eighth_baseline_predictions_are_committed_for_every_configuration():
+    """Brief AT: tensorcore as at 86c7be9 (before the twelfth session's model work) predicted the eighth set before it
+    was timed; no configuration refused, simulation <= 0.5 s each."""
+    meas = ROOT / "reports" / "measurements"
+    doc = json.loads((meas / "tilelang_h200_eighth_predictions_2026-12-02.json").read_text())
+    assert doc["dry_run"] is True and not doc.get("profile_overrides")
+    pred = {r["id"]: r for r in doc["results"]}
+    assert set(pred) == {c["id"] for c in V.config_set("eighth")}
+    assert all(r.get("predicted_s") and not r.get("error") for r in pred.values())
+    assert max(r["sim_wall_s"] for r in pred.values()) < 0.5
