@@ -109,6 +109,20 @@ def _bench(quick, prepared, gpu_time, relnorm, bench_entry, fail, log, torch, fp
                     fail(f"{name}: wrong result, rel. error {err:.3g}")
             except Exception as ex:  # noqa: BLE001
                 fail(f"wgmma bench {name}: {type(ex).__name__}: {ex}")
+        # fp16 (issue 14: "fp16 the same"): the best bf16 configuration, its own torch reference in this process
+        a16, b16 = a.to(torch.float16), b.to(torch.float16)
+        ref16 = a16.double() @ b16.double()
+        t16, _ = gpu_time(lambda: torch.matmul(a16, b16), reps=10)
+        bm, bn, bk, st, th, _tb = BF16[1]
+        name = f"gemm_fp16_4096_wgmma {bm}x{bn}x{bk}/{th}/s{st}/inflight"
+        try:
+            err = row(name, G.matmul(M, N, K, dtype="float16", out_dtype="float32", block_M=bm, block_N=bn,
+                                     block_K=bk, num_stages=st, threads=th), (a16, b16), ref16, t16,
+                      "torch.matmul fp16", True, {"ref_err": relnorm(torch.matmul(a16, b16), ref16)}, True)
+            if err > 1e-2:
+                fail(f"{name}: wrong result, rel. error {err:.3g}")
+        except Exception as ex:  # noqa: BLE001
+            fail(f"wgmma bench {name}: {type(ex).__name__}: {ex}")
         if not short:  # the proxy-fence diagnostic
             name = "gemm_bf16_4096_wgmma 128x128x32/128/s5/inflight/nofence (diagnostic)"
             try:
