@@ -209,6 +209,11 @@ class LoweringProfile:
             dimension's variable (a router's ``b[i, e] = s[i, e] + bias[e]``) is laid out one column per thread, so
             its row reductions are shared by ``min(threads, row)`` threads (``owner_rules.column_vector_paired``; the
             sigmoid routers' generated sources). Off: the flat rule's ``row / vector``.
+        fragment_layout_inference: in a launch without a gemm, register fragments take the layouts of TileLang's
+            free-mode layout inference (``analysis/layout_infer.py``: each tile op tried as the root, conflicts
+            skipped, fewest register slots per thread wins): a fragment's registers are its slots per thread
+            (replication included), a reduction runs ``tl::AllReduce<P·scale, scale>`` once per destination slot, and
+            a loop point runs on every thread of its loop layout (replicated work). Off: the flat rule.
         owner_load_bytes_in_flight: bytes one such owner thread keeps outstanding (16 loads of 16 bytes: the
             registers an unrolled 256-load loop can hold beside the fragments; not measured).
         cp_async: asynchronous copies are ``cp.async`` issued by the block's threads (the Numba backend,
@@ -322,6 +327,7 @@ class LoweringProfile:
     tma_full_box: bool = False
     tma_l2_scale: float = 1.0
     column_vector_rows: bool = False
+    fragment_layout_inference: bool = False
     cp_async: bool = False
     cp_async_chunk_instr: float = 0.0
     cp_async_inside_chunk_instr: float = 0.0
