@@ -264,11 +264,27 @@ def _ops(launch) -> tuple[list, dict]:
 
 # ---------------------------------------------------------------------------------------------- layouts
 def _pop_rows(bits: np.ndarray) -> np.ndarray:
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(bits).sum(axis=1, dtype=np.int64)
     return _POP[bits].sum(axis=1)
 
 
+def _full_row(threads: int) -> np.ndarray:
+    return np.packbits(np.ones(threads, dtype=np.uint8))
+
+
 def _replicated(own: np.ndarray, threads: int) -> bool:
-    return bool(np.all(_pop_rows(own) == threads))
+    return bool(np.all(own == _full_row(threads)))
+
+
+def _group_or(idx: np.ndarray, rows: np.ndarray, n: int, nb: int) -> np.ndarray:
+    """(n, nb) bits: for each element x the OR of ``rows[p]`` over the points p with ``idx[p] == x``."""
+    out = np.zeros((n, nb), dtype=np.uint8)
+    order = np.argsort(idx, kind="stable")
+    si = idx[order]
+    starts = np.flatnonzero(np.r_[True, si[1:] != si[:-1]])
+    out[si[starts]] = np.bitwise_or.reduceat(rows[order], starts, axis=0)
+    return out
 
 
 def _rep(own: np.ndarray) -> int:
@@ -286,15 +302,13 @@ class _Attempt:
         self.ops, self.sizes, self.T = ops, sizes, threads
         self.nb = (threads + 7) // 8
         self.layout: dict = {}       # uid -> packed owner bits (elements, nb)
+        self.slot_of: dict = {}      # uid -> its slots per thread
+        self.bound = math.inf        # the best complete attempt's cost (an attempt past it is abandoned)
         self.loop: dict = {}         # op index -> packed loop bits (points, nb)
         self.use: dict = {}
         for i, op in enumerate(ops):
             for u in op.frags:
                 self.use.setdefault(u, []).append(i)
-
-    def full(self, n):
-        row = np.packbits(np.ones(self.T, dtype=np.uint8))
-        return np.tile(row, (n, 1))
 
     # ---- a T.Parallel
     def _from_buffer(self, op, acc):
@@ -385,11 +399,9 @@ class _Attempt:
         for acc in op.accesses:
             if acc.uid in self.layout:
                 continue
-            n = self.sizes[acc.uid]
-            own = np.zeros((n, self.nb), dtype=np.uint8)
             # an element is held by every thread that runs a point naming it; a thread that would hold it for
             # several points holds it once (TileLang condenses a replica that does not move the thread)
-            np.bitwise_or.at(own, acc.idx, L)
+            own = _group_or(acc.idx, L, self.sizes[acc.uid], self.nb)
             out[acc.uid] = own
         return out
 
@@ -415,17 +427,20 @@ class _Attempt:
             upd = {}
         for u, own in upd.items():
             self.layout[u] = own
+            self.slot_of[u] = _slots(own)
             if queue is not None:
                 for j in self.use.get(u, ()):
                     if j != i and j not in queue:
                         queue.insert(0, j)
+        if upd and sum(self.slot_of.values()) > self.bound:  # layouts only accumulate: this attempt cannot win
+            raise _Conflict("costlier than the best attempt so far")
 
     def drain(self, queue, free=True):
         while queue:
             self.step(queue.pop(0), free, queue)
 
     def cost(self) -> int:
-        return sum(_slots(own) for own in self.layout.values())
+        return sum(self.slot_of.values())
 
 
 def _components(ops) -> list:
@@ -450,7 +465,11 @@ def _components(ops) -> list:
 
 
 def _snapshot(att):
-    return dict(att.layout), dict(att.loop)
+    return dict(att.layout), dict(att.loop), dict(att.slot_of)
+
+
+def _restore(att, snap):
+    att.layout, att.loop, att.slot_of = dict(snap[0]), dict(snap[1]), dict(snap[2])
 
 
 def infer_layouts(launch, threads: int) -> Layouts | None:
@@ -470,7 +489,8 @@ def infer_layouts(launch, threads: int) -> Layouts | None:
         base = _snapshot(att)
         best = None
         for root in members:
-            att.layout, att.loop = dict(base[0]), dict(base[1])
+            _restore(att, base)
+            att.bound = best[0] if best is not None else math.inf
             try:
                 q = [root]
                 att.drain(q)
@@ -481,11 +501,12 @@ def infer_layouts(launch, threads: int) -> Layouts | None:
             except _Conflict:
                 continue
             c = att.cost()
-            if best is None or c < best[0]:
+            if best is None or c < best[0]:  # ties: the earlier root (an equal cost is abandoned only when larger)
                 best = (c, root, _snapshot(att))
         if best is None:
             return None
-        att.layout, att.loop = dict(best[2][0]), dict(best[2][1])
+        _restore(att, best[2])
+        att.bound = math.inf
         best_root = best[1] if best_root < 0 else best_root
     out = Layouts(root=best_root, cost=att.cost())
     for u, own in att.layout.items():
@@ -499,16 +520,19 @@ def infer_layouts(launch, threads: int) -> Layouts | None:
 
 
 def _allreduce(src: np.ndarray, rows: np.ndarray, calls: int, threads: int) -> tuple[int, int, int]:
-    """(P, scale, calls) of a reduction: the threads of one row's replica that combine, their stride."""
-    bits = np.unpackbits(src[rows[0]], axis=1)[:, :threads]
+    """(P, scale, calls) of a reduction: the threads of one replica of a row that combine (the row's threads over the
+    source's replication) and their stride (the nearest thread of the row that does not hold the row's first
+    element)."""
+    bits = np.unpackbits(src[rows[0]], axis=1)[:, :threads].astype(bool)
     union = np.flatnonzero(bits.any(axis=0))
     rep = max(1, int(bits.sum(axis=1).max()))
     P = max(1, len(union) // rep)
     if P <= 1:
         return 1, 1, calls
     P = 1 << int(math.log2(P))
-    diffs = np.diff(union)
-    scale = int(diffs.min()) if diffs.size else 1
+    first = np.flatnonzero(bits[0])
+    others = np.setdiff1d(union, first)
+    scale = int(np.abs(others - first[0]).min()) if others.size else 1
     return P, max(1, scale), calls
 
 

@@ -68,7 +68,8 @@ def _parallel(a: Analyzer, s: N.Parallel):
             a.space.pop()
     names = sorted({_root(b).name for b in acc.loads}) if acc.loads else []
     label = "T.Parallel" + (f" ({', '.join(names)})" if names else "")
-    rep = float(a.layouts.loop_rep.get(id(s), 1)) if a.layouts is not None else 1.0
+    rep = float(a.layouts.loop_rep.get(id(s), 1)) if a.layouts is not None and a.profile.fragment_layout_loop_work \
+        else 1.0
     op = _element_op(a, s, acc, E, label, rep)
     if rep > 1:
         op.label += f" [x{rep:g} replicated]"

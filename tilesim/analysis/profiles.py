@@ -328,6 +328,7 @@ class LoweringProfile:
     tma_l2_scale: float = 1.0
     column_vector_rows: bool = False
     fragment_layout_inference: bool = False
+    fragment_layout_loop_work: bool = False
     cp_async: bool = False
     cp_async_chunk_instr: float = 0.0
     cp_async_inside_chunk_instr: float = 0.0

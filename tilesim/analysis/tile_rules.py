@@ -443,7 +443,7 @@ def _reduce(a: Analyzer, s: N.Reduce):
 def replication(a: Analyzer, buf: N.Buffer) -> float:
     """How many threads hold each element of register fragment ``buf`` under TileLang's inferred layouts (1 without
     them): the thread-local work on it is done by every holder."""
-    if a.layouts is None or _root(buf).uid not in a.layouts.slots:
+    if a.layouts is None or _root(buf).uid not in a.layouts.slots or not a.profile.fragment_layout_loop_work:
         return 1.0
     shp = _root(buf).static_shape() or (1,)
     n = 1
