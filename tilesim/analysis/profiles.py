@@ -424,6 +424,11 @@ _PROFILES = {
         # (the generated skinny GEMM's expect_transaction is the full box); nothing fitted; on by the criterion
         # written before the comparison (mean p90 over the six development sets 35.4 -> 35.0 %, no median worse)
         tma_full_box=True,
+        # 2026-12-02 (AV, docs/simulator.md §3n): register fragments of gemm-free launches take the layouts of
+        # TileLang's free-mode layout inference (analysis/layout_infer.py; registers, AllReduce shapes, replicated
+        # work); nothing fitted; on by the criterion written before the comparison (db44cda: mean p90 over the
+        # development sets 37.6 -> 35.9 %, no median worse)
+        fragment_layout_inference=True, fragment_layout_loop_work=True,
         notes=("TileLang on Hopper: TMA copies + warp-specialised producer, wgmma for 16/8-bit operands",)),
     "numba": LoweringProfile(
         name="numba", gemm_unit="vector", gemm_operands="fma", async_copy=False, overlap=False,
