@@ -212,8 +212,15 @@ class LoweringProfile:
         fragment_layout_inference: in a launch without a gemm, register fragments take the layouts of TileLang's
             free-mode layout inference (``analysis/layout_infer.py``: each tile op tried as the root, conflicts
             skipped, fewest register slots per thread wins): a fragment's registers are its slots per thread
-            (replication included), a reduction runs ``tl::AllReduce<P·scale, scale>`` once per destination slot, and
-            a loop point runs on every thread of its loop layout (replicated work). Off: the flat rule.
+            (replication included) and a reduction runs ``tl::AllReduce<P·scale, scale>`` once per destination
+            slot. Off: the flat rule.
+        fragment_layout_loop_work: with ``fragment_layout_inference``, a ``T.Parallel`` point (and a reduction's
+            thread-local step) runs on every thread that holds it under the inferred layouts (replicated work).
+        serial_gathers: with ``gather_index_latency``, a gathered ``T.Parallel`` load (paged decode's
+            ``K_cache[BlockTable[b, (base + i) // bs], ...]``) costs one index latency and one data latency per 16-byte
+            chunk of a thread, in sequence: TileLang wraps each chunk's block-table and data loads in bounds guards
+            (its generated paged decode re-reads the entry four times per chunk, in 64-bit arithmetic), and nvcc issues
+            the next chunk's loads only after the branch that stores this one. Off: one index latency for the op.
         owner_load_bytes_in_flight: bytes one such owner thread keeps outstanding (16 loads of 16 bytes: the
             registers an unrolled 256-load loop can hold beside the fragments; not measured).
         cp_async: asynchronous copies are ``cp.async`` issued by the block's threads (the Numba backend,
@@ -329,6 +336,7 @@ class LoweringProfile:
     column_vector_rows: bool = False
     fragment_layout_inference: bool = False
     fragment_layout_loop_work: bool = False
+    serial_gathers: bool = False
     cp_async: bool = False
     cp_async_chunk_instr: float = 0.0
     cp_async_inside_chunk_instr: float = 0.0
