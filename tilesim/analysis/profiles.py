@@ -437,6 +437,10 @@ _PROFILES = {
         # work); nothing fitted; on by the criterion written before the comparison (db44cda: mean p90 over the
         # development sets 37.6 -> 35.9 %, no median worse)
         fragment_layout_inference=True, fragment_layout_loop_work=True,
+        # 2026-12-02 (AV, §3n): a gathered T.Parallel load waits index + data per 16-byte chunk, one chunk after another
+        # (TileLang's bounds guards around paged decode's block-table loads); nothing fitted; on by the criterion of
+        # 93d7f55 (mean p90 35.9 -> 30.3 %, no median worse)
+        serial_gathers=True,
         notes=("TileLang on Hopper: TMA copies + warp-specialised producer, wgmma for 16/8-bit operands",)),
     "numba": LoweringProfile(
         name="numba", gemm_unit="vector", gemm_operands="fma", async_copy=False, overlap=False,
