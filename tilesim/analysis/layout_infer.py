@@ -354,6 +354,12 @@ class _Attempt:
 
     def _choose(self, op, cb, cp):
         bok, pok = self._valid(op, cb), self._valid(op, cp)
+        if bok and op.memory and any(acc.read and acc.uid in self.layout and _replicated(self.layout[acc.uid], self.T)
+                                     for acc in op.accesses):
+            # TileLang 0.1.15 (not the mirror's HEAD, which keeps the plan): a loop that touches memory and reads a
+            # fragment every thread holds runs on every thread (the routers' w[i, k] = w_shared[i, k] / row_sum[i]:
+            # w[64] / w[32] / w[16] in all three sigmoid routers' sources)
+            return cb
         if bok != pok:
             return cb if bok else cp
         if not bok:
