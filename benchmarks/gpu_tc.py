@@ -17,14 +17,16 @@ def bind(runner) -> None:
     R = runner
 
 
-def _gemm_timed(torch, a, b, ref, v, async_copy=True):
+def _gemm_timed(torch, a, b, ref, v, async_copy=True, wgmma=False):
     """The bf16 tensor-core GEMM ``a @ b`` (fp32 out) with tile config ``v``: compiled, run once, checked against
-    ``ref`` (float64), timed. Returns (compiled kernel, seconds, relative error)."""
+    ``ref`` (float64), timed. Returns (compiled kernel, seconds, relative error). ``wgmma``: False keeps the
+    ``mma.sync`` lowering these rows measure (``wgmma`` is the backend's default on the H200 since the twelfth
+    session; its rows are in ``gpu_tc_wgmma.py``)."""
     from kernels import gemm as G
 
     M, K = a.shape
     kc, run, c = R.prepared(G.matmul(M, b.shape[1], K, dtype="bfloat16", out_dtype="float32", **v), a, b,
-                            tensor_cores=True, async_copy=async_copy)
+                            tensor_cores=True, async_copy=async_copy, wgmma=wgmma)
     run()
     torch.cuda.synchronize()
     err = R.relnorm(c, ref)

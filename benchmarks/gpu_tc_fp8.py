@@ -31,7 +31,8 @@ def bench_fp8_tensor_cores(quick, prepared, gpu_time, relnorm, bench_entry, fail
     for bm, bn, bk, st, th in VARIANTS[:2] if quick else VARIANTS:
         v = dict(block_M=bm, block_N=bn, block_K=bk, num_stages=st, threads=th)
         try:
-            kc, run, c = prepared(fp8_matmul(M, N, K, **v), a, b, tensor_cores=True, async_copy=True)
+            kc, run, c = prepared(fp8_matmul(M, N, K, **v), a, b, tensor_cores=True, async_copy=True,
+                                   wgmma=False)  # the mma.sync rows
             if "_mma_e4m3_e4m3(" not in kc.get_kernel_source():
                 raise RuntimeError("the fp8 gemm did not lower to tensor cores")
             run()

@@ -24,6 +24,8 @@ Contract
   layout with ``"dry_run": true``, the simulated time and the model's registers per thread
   (``predicted_s``, ``predicted_registers``) and no measurements. Writing the predictions before the
   measurements makes the next GPU session's comparison a clean held-out check.
+* ``--quiet``: per configuration only its id, ``timed``/``not timed``, the small-shape check's outcome and an error's
+  exception type, then one count line — for timing a sealed set whose numbers must stay unseen (the JSON holds them).
 * ``--list`` prints the configs and the kind count. ``--shard K/N`` keeps every N-th configuration from the
   K-th (after ``--only``): N ``--compile-only`` processes side by side, one shard each, fill TileLang's cache.
 * ``--compare MEAS.json --predictions PRED.json [--registers REGS.json ...]`` (no GPU): the pre-registered
@@ -63,6 +65,7 @@ def _module(path: Path, name: str):
 # the sealed sets of 2026-12-02 live in their own module, which also holds the config constructors
 _SETS = _module(ROOT / "benchmarks" / "tilelang_h200_fresh_configs.py", "bench_tilelang_h200_fresh")
 _reg, _extra = _SETS._reg, _SETS._extra
+_EIGHTH = _module(ROOT / "benchmarks" / "tilelang_h200_eighth_configs.py", "bench_tilelang_h200_eighth")
 
 
 CONFIGS = [
@@ -202,13 +205,17 @@ def _check(spec, params, rt, torch, rng):
     return bad[0][:300] if bad else None
 
 
+SET_NAMES = ("main", "fresh", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+
+
 def config_set(name: str) -> list:
     """``main``: the 2026-12-01 set above; ``fresh``/``third``/``fourth``/``fifth``/``sixth``/``seventh``: the sealed 2026-12-02
-    sets (tilelang_h200_fresh_configs.py ``FRESH``/``THIRD``/``FOURTH``/``FIFTH``/``SIXTH``/``SEVENTH``)."""
+    sets (tilelang_h200_fresh_configs.py ``FRESH``/``THIRD``/``FOURTH``/``FIFTH``/``SIXTH``/``SEVENTH``); ``eighth``:
+    tilelang_h200_eighth_configs.py ``EIGHTH``."""
     if name == "main":
         return CONFIGS
     return {"fresh": _SETS.FRESH, "third": _SETS.THIRD, "fourth": _SETS.FOURTH, "fifth": _SETS.FIFTH,
-            "sixth": _SETS.SIXTH, "seventh": _SETS.SEVENTH}[name]
+            "sixth": _SETS.SIXTH, "seventh": _SETS.SEVENTH, "eighth": _EIGHTH.EIGHTH}[name]
 
 
 def shard(cfgs: list, spec: str | None) -> list:
@@ -222,10 +229,11 @@ def shard(cfgs: list, spec: str | None) -> list:
 
 
 def run(out_path: str, dry: bool, only=None, cset: str = "main", compile_only: bool = False,
-        part: str | None = None, profile_set=()) -> dict:
+        part: str | None = None, profile_set=(), quiet: bool = False) -> dict:
     """Build (and unless ``dry`` time) the configurations of set ``cset`` (or the ``only`` ids). ``compile_only``:
     build each kernel and run its small-shape check, no timing — several such processes side by side fill
-    TileLang's disk cache of compiled kernels so that one timing process afterwards compiles almost nothing."""
+    TileLang's disk cache of compiled kernels so that one timing process afterwards compiles almost nothing.
+    ``quiet``: the per-configuration lines carry no number (:func:`progress_line`)."""
     th, rt = _helpers()
     cfgs = shard([c for c in config_set(cset) if not only or c["id"] in only], part)
     doc = {"kind": "tilelang_h200_validation", "dry_run": dry,
@@ -302,10 +310,37 @@ def run(out_path: str, dry: bool, only=None, cset: str = "main", compile_only: b
             rec["traceback"] = traceback.format_exc(limit=3)[-800:]
         rec["wall_s"] = time.time() - t0
         doc["results"].append(rec)
-        print(json.dumps({k: rec.get(k) for k in ("id", "median_ms", "predicted_s", "registers",
-                                                  "predicted_registers", "error")}), flush=True)
+        print(progress_line(rec, quiet), flush=True)
         Path(out_path).write_text(json.dumps(doc, indent=1, default=str) + "\n")
     return doc
+
+
+def _check_word(rec: dict) -> str:
+    if "mismatch" not in rec and "check_error" not in rec:
+        return "not checked"
+    if rec.get("check_error"):
+        return "check failed"
+    return "wrong" if rec.get("mismatch") else "correct"
+
+
+def progress_line(rec: dict, quiet: bool = False) -> str:
+    """The line printed after each configuration. ``quiet`` (a sealed set's timing run, whose numbers must stay unseen
+    until the final model's predictions are committed): only the id, whether it was timed, whether its small-shape
+    check passed, and an error's exception type; no time, prediction, ratio or register count."""
+    if not quiet:
+        return json.dumps({k: rec.get(k) for k in ("id", "median_ms", "predicted_s", "registers",
+                                                   "predicted_registers", "error")})
+    timed = "timed" if rec.get("median_ms") is not None else "not timed"
+    err = f" error {rec['error'].split(':', 1)[0]}" if rec.get("error") else ""
+    return f"{rec['id']} {timed} {_check_word(rec)}{err}"
+
+
+def quiet_summary(results: list) -> str:
+    """The final count line of a ``--quiet`` run (counts only)."""
+    words = [_check_word(r) for r in results]
+    return (f"{sum(r.get('median_ms') is not None for r in results)} of {len(results)} timed; "
+            f"{words.count('correct')} correct, {words.count('wrong')} wrong, {words.count('check failed')} check failed, "
+            f"{words.count('not checked')} not checked; {sum(bool(r.get('error')) for r in results)} errors")
 
 
 class _Compiled(Exception):
@@ -386,7 +421,7 @@ def main(argv=None):
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--compile-only", action="store_true", help="build and check, no timing (fills TileLang's cache)")
-    ap.add_argument("--set", default="main", choices=("main", "fresh", "third", "fourth", "fifth", "sixth", "seventh"),
+    ap.add_argument("--set", default="main", choices=SET_NAMES,
                     help="which configuration set")
     ap.add_argument("--shard", metavar="K/N", help="only every N-th configuration from the K-th (parallel passes)")
     ap.add_argument("--compare", nargs="+", metavar="MEAS.json", help="measurement files (no GPU)")
@@ -394,6 +429,9 @@ def main(argv=None):
     ap.add_argument("--json", help="with --compare: write rows and summaries here")
     ap.add_argument("--profile-set", nargs="*", default=[], metavar="FIELD=VALUE",
                     help="with --dry-run: predict with the tensorcore profile's fields overridden (a variant)")
+    ap.add_argument("--quiet", action="store_true",
+                    help="per configuration only the id and whether it was timed / correct, then a count line "
+                         "(a sealed set's timing run: no times, predictions or ratios in the output)")
     a = ap.parse_args(argv)
     if a.compare:
         if not a.predictions:
@@ -415,8 +453,10 @@ def main(argv=None):
         sys.modules.setdefault("tilelang.language", tilesim.language)
     if a.profile_set and not a.dry_run:
         ap.error("--profile-set is for --dry-run predictions")
-    doc = run(a.out, a.dry_run, a.only, a.set, a.compile_only, a.shard, a.profile_set)
+    doc = run(a.out, a.dry_run, a.only, a.set, a.compile_only, a.shard, a.profile_set, a.quiet)
     bad = [r["id"] for r in doc["results"] if r.get("error")]
+    if a.quiet:
+        print(quiet_summary(doc["results"]))
     print(f"wrote {a.out}: {len(doc['results'])} configs, {len(doc['kinds'])} kinds, errors: {bad}")
     return 1 if bad else 0
 

@@ -54,7 +54,8 @@ HONOURED = {
                                "backend (the default, True where tensor cores are on, issues cp.async with "
                                "num_stages shared copies)",
     "tilesim.cuda_wgmma": "True lowers eligible tensor-core T.gemm to Hopper's wgmma.mma_async (sm_90a) in the CUDA "
-                          "backend (default False until measured on the H200; env TILESIM_CUDA_WGMMA=1)",
+                          "backend (default True where the code is for compute capability 9.x — the H200 run of the twelfth session; "
+                          "False or env TILESIM_CUDA_WGMMA=0 keeps mma.sync)",
     "tl.disable_safe_memory_legalize": "the interpreter reports out-of-range global accesses as errors",
 }
 

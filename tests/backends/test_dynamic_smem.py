@@ -12,7 +12,7 @@ import pytest
 
 from ._util import ROOT, can_compile_ptx, needs_numba_cuda, sass_of
 
-pytestmark = [needs_numba_cuda]
+pytestmark = [needs_numba_cuda, pytest.mark.usefixtures("mma_sync_lowering")]  # the mma.sync lowering (conftest)
 
 
 def _copy_kernel(M, W, rows=128, threads=128):

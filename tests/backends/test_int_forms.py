@@ -20,6 +20,8 @@ import tilesim.language as T
 
 from ._util import ROOT, can_compile_ptx, needs_numba_cuda, sass_of
 
+pytestmark = pytest.mark.usefixtures("mma_sync_lowering")  # the mma.sync lowering's integer forms (conftest)
+
 
 def _src(k, **kw):
     from tilesim.backends.cuda.runtime import CudaProgram

@@ -21,7 +21,7 @@ import tilesim.language as T
 
 from ._util import ROOT, can_compile_ptx, needs_numba_cuda
 
-pytestmark = [needs_numba_cuda]
+pytestmark = [needs_numba_cuda, pytest.mark.usefixtures("mma_sync_lowering")]  # the mma.sync lowering (conftest)
 
 
 @tilelang.jit(out_idx=[-1])

@@ -12,7 +12,7 @@ import pytest
 
 from ._util import ROOT, can_compile_ptx, core_module, needs_numba_cuda, sass_of
 
-pytestmark = [needs_numba_cuda]
+pytestmark = [needs_numba_cuda, pytest.mark.usefixtures("mma_sync_lowering")]  # the mma.sync lowering (conftest)
 
 
 def _mm(ta=False, tb=False, dtype="bfloat16", bm=128, bn=128, bk=32, threads=128):

@@ -21,7 +21,7 @@ import tilesim.language as T
 
 from ._util import ROOT, can_compile_ptx, needs_numba_cuda, sass_of
 
-pytestmark = [needs_numba_cuda]
+pytestmark = [needs_numba_cuda, pytest.mark.usefixtures("mma_sync_lowering")]  # the mma.sync lowering (conftest)
 
 E4M3, E5M2 = "float8_e4m3fn", "float8_e5m2"
 

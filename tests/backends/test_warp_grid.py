@@ -22,7 +22,7 @@ from tilesim.backends.cuda.layout import Layout
 
 from ._util import ROOT, needs_numba_cuda
 
-pytestmark = [needs_numba_cuda]
+pytestmark = [needs_numba_cuda, pytest.mark.usefixtures("mma_sync_lowering")]  # the mma.sync lowering (conftest)
 
 _POL = {"Square": T.GemmWarpPolicy.Square, "FullRow": T.GemmWarpPolicy.FullRow,
         "FullCol": T.GemmWarpPolicy.FullCol}

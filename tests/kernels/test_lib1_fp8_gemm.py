@@ -66,3 +66,49 @@ def test_serial_equals_batched():
     a = k(*ops)
     b = k.run(*ops, options=tilesim.InterpOptions(mode="serial"))
     assert np.array_equal(a.view(np.uint16), b.view(np.uint16))
+
+
+def _emulated_fp8_tensor_core(qa, qb, sa, sb, keep_bits=14, drop_step=None):
+    """C as an fp8 tensor core computes it: per 128-wide K block, four k32 partial sums (exact) added into an
+    accumulator that keeps ``keep_bits`` significant bits (truncated: the worse rounding), then scaled in fp32 and
+    rounded to bf16. ``drop_step``: (block, step) whose partial sum is lost (a broken pipeline)."""
+    import ml_dtypes
+
+    A, B = np.asarray(qa).astype(np.float64), np.asarray(qb).astype(np.float64)
+    M, K = A.shape
+    C = np.zeros((M, B.shape[0]))
+    for kb in range(-(-K // 128)):
+        acc = np.zeros_like(C)
+        for st_ in range(4):
+            lo, hi = kb * 128 + 32 * st_, min(K, kb * 128 + 32 * st_ + 32)
+            if lo >= K or (kb, st_) == drop_step:
+                continue
+            acc = acc + A[:, lo:hi] @ B[:, lo:hi].T
+            m, e = np.frexp(acc)
+            acc = np.ldexp(np.trunc(m * 2.0 ** keep_bits) / 2.0 ** keep_bits, e)
+        sbn = np.repeat(np.asarray(sb, np.float64)[:, kb], 128)[: B.shape[0]]
+        C += acc * np.asarray(sa, np.float64)[:, kb][:, None] * sbn[None, :]
+    return C.astype(np.float32).astype(ml_dtypes.bfloat16)
+
+
+def test_registry_compare_takes_the_tensor_cores_accumulation_and_rejects_a_lost_step():
+    """``compare_fp8_gemm`` (the registry's check, on the GPU against the interpreter too) accepts Hopper's ~14-bit
+    fp8 accumulation and still fails a lost k32 step and permuted rows."""
+    import pytest
+
+    from kernels.fp8_gemm import _inputs, compare_fp8_gemm
+
+    for M, N, K in ((70, 150, 100), (33, 200, 300), (64, 256, 1024)):
+        qa, qb, sa, sb = _inputs(np.random.default_rng(M), M, N, K)
+        exact = ref_fp8_gemm(qa, qb, sa, sb)
+        interp = fp8_gemm(M, N, K, num_stages=2)(qa, qb, sa, sb)
+        compare_fp8_gemm([interp], [exact])
+        gpu_like = _emulated_fp8_tensor_core(qa, qb, sa, sb)
+        compare_fp8_gemm([gpu_like], [interp])
+        compare_fp8_gemm([gpu_like], [exact])
+        with pytest.raises(AssertionError):
+            compare_fp8_gemm([_emulated_fp8_tensor_core(qa, qb, sa, sb, drop_step=(0, 1))], [interp])
+        with pytest.raises(AssertionError):
+            compare_fp8_gemm([np.roll(np.asarray(interp), 1, axis=0)], [interp])
+    with pytest.raises(AssertionError):
+        compare_fp8_gemm([interp[:, :-1]], [interp])

@@ -33,7 +33,7 @@ def _sim(pf, prof):
 
 def test_switch_selects_the_wgmma_mode(monkeypatch):
     monkeypatch.delenv("TILESIM_CUDA_WGMMA", raising=False)
-    assert get_profile("numba_tc").name == "numba_tc"
+    assert get_profile("numba_tc").name == "numba_tc_wgmma"  # the backend's default for the H200 (twelfth session)
     monkeypatch.setenv("TILESIM_CUDA_WGMMA", "0")
     assert get_profile("numba_tc").name == "numba_tc"
     monkeypatch.setenv("TILESIM_CUDA_WGMMA", "1")

@@ -80,6 +80,67 @@ def test_seventh_set_is_large_mixed_and_new():
             "dsa_attention"} <= kinds
 
 
+def test_eighth_set_is_large_mixed_new_and_weighted_like_the_seventh():
+    """Issue 15, brief AT: >= 50 configurations over the seventh's 14 kinds (16 labels), none reusing an earlier set's
+    (kernel, full parameters) or id, none twice."""
+    eighth = V.config_set("eighth")
+    assert len(eighth) >= 50
+    assert len({c["id"] for c in eighth}) == len(eighth)
+    earlier_sets = [n for n in V.SET_NAMES if n != "eighth"]
+    earlier = {_key(c) for name in earlier_sets for c in V.config_set(name)}
+    assert not [c["id"] for c in eighth if _key(c) in earlier]
+    ids = {c["id"] for name in earlier_sets for c in V.config_set(name)}
+    assert not ids & {c["id"] for c in eighth}
+    assert len({_key(c) for c in eighth}) == len(eighth)
+    count = {}
+    for c in eighth:
+        count[c["kind"]] = count.get(c["kind"], 0) + 1
+    dsa = sum(count.pop(k, 0) for k in ("dsa_indexer", "dsa_topk", "dsa_attention"))
+    assert dsa == 4 and count == {"row_norm": 5, "softmax": 3, "elementwise": 4, "cast": 5, "transpose": 4,
+                                  "gemm_256t": 3, "gemm": 2, "fp8_gemm": 2, "skinny_gemm": 4, "split_k": 3,
+                                  "flash_attention": 4, "decode_attention": 5, "moe_routing": 3}
+
+
+def test_eighth_set_builds_with_tilesim_and_lints_clean():
+    """Every EIGHTH configuration builds with tilesim at full size (registry ones also at their small test shape with
+    the same tunables, as the device's --compile-only check runs them) with no error-level lint finding."""
+    import tilesim
+    from tilesim.lint import lint
+    sys.modules.setdefault("tilelang", tilesim)
+    sys.modules.setdefault("tilelang.language", tilesim.language)
+    th, _ = V._helpers()
+    bad = []
+    for cfg in V.config_set("eighth"):
+        kern, _, params = V.build(cfg, "tilesim", th)
+        pfs = [kern.prim_func]
+        if cfg["source"] == "registry":
+            spec, _ = V.registry_params(cfg)
+            tp = spec.params(spec.test_shapes[0], **{k: v for k, v in params.items() if k in spec.tunables})
+            pfs.append(spec.build(**tp).prim_func)
+        bad += [(cfg["id"], str(f)) for pf in pfs for f in lint(pf) if f.level == "error"]
+    assert not bad
+
+
+def test_quiet_lines_carry_no_number_of_the_measurement():
+    """--quiet (the eighth set's timing run): id, timed or not, the check's outcome, an error's type; no time,
+    prediction, ratio or register count, and a final count line."""
+    recs = [
+        {"id": "e8_a", "median_ms": 0.123456, "q20_ms": 0.12, "q80_ms": 0.13, "registers": 168, "mismatch": None,
+         "predicted_s": 9.87e-05},
+        {"id": "e8_b", "median_ms": 2.5, "registers": 90},
+        {"id": "e8_c", "median_ms": 0.75, "mismatch": "max abs diff 0.5 at (3, 4)"},
+        {"id": "e8_d", "error": "RuntimeError: Layout infer conflict 77 vs 64", "registers": None},
+        {"id": "e8_e", "median_ms": 0.3, "check_error": "ValueError: M=16 < 64"},
+    ]
+    lines = [V.progress_line(r, quiet=True) for r in recs]
+    assert lines == ["e8_a timed correct", "e8_b timed not checked", "e8_c timed wrong",
+                     "e8_d not timed not checked error RuntimeError", "e8_e timed check failed"]
+    assert not any(ch.isdigit() for line in lines for ch in line.split(" ", 1)[1])
+    assert V.quiet_summary(recs) == ("4 of 5 timed; 1 correct, 1 wrong, 1 check failed, 2 not checked; 1 errors")
+    loud = V.progress_line(recs[0])  # without --quiet the numbers are printed, as before
+    assert "0.123456" in loud and "168" in loud
+
+
 @settings(max_examples=30, deadline=None)
 @given(n=st.integers(1, 12), total=st.integers(0, 60))
 def test_shards_partition_the_configurations(n, total):
@@ -147,3 +208,15 @@ def test_seventh_final_predictions_are_committed_and_tensorcore_reproduces_them(
     assert max(r["sim_wall_s"] for r in pred.values()) < 0.5
     for cfg in cfgs[::5] + [c for c in cfgs if "x4096x14336" in c["id"]]:
         assert V.predict(cfg, th)["predicted_s"] == pytest.approx(pred[cfg["id"]]["predicted_s"], rel=1e-9), cfg["id"]
+
+
+def test_eighth_baseline_predictions_are_committed_for_every_configuration():
+    """Brief AT: tensorcore as at 86c7be9 (before the twelfth session's model work) predicted the eighth set before it
+    was timed; no configuration refused, simulation <= 0.5 s each."""
+    meas = ROOT / "reports" / "measurements"
+    doc = json.loads((meas / "tilelang_h200_eighth_predictions_2026-12-02.json").read_text())
+    assert doc["dry_run"] is True and not doc.get("profile_overrides")
+    pred = {r["id"]: r for r in doc["results"]}
+    assert set(pred) == {c["id"] for c in V.config_set("eighth")}
+    assert all(r.get("predicted_s") and not r.get("error") for r in pred.values())
+    assert max(r["sim_wall_s"] for r in pred.values()) < 0.5

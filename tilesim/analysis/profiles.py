@@ -17,11 +17,13 @@ Profiles
                 asynchronous copies and no overlap; shared memory past 48 KiB through one dynamic allocation, up to
                 sm_90's 227 KiB opt-in limit (the backend's ``caps.DYNAMIC_SMEM_LIMIT``). Models the CUDA-core
                 gemm (``tensor_cores=False``); the backend's default tensor-core gemm is not profiled yet.
-``numba_tc``    the Numba backend as it lowers by default (mma.sync path, ``TILESIM_CUDA_WGMMA=0``): as ``numba``, but
-                fp16/bf16/fp8 ``T.gemm`` as ``mma.sync`` + ``ldmatrix`` warp instruction streams on TileLang's warp
-                grid, pipelined ``T.copy`` as ``cp.async`` issued by the threads (docs/simulator.md §6c).
-``numba_tc_wgmma`` the same with ``tilesim.cuda_wgmma`` on (``TILESIM_CUDA_WGMMA=1``, which also makes ``numba_tc`` this
-                profile): eligible gemms of a ``cp.async`` pipeline on the backend's ``wgmma`` K loop (§6d).
+``numba_tc``    the Numba backend's tensor-core lowering; by name it follows the backend's ``wgmma`` switch (on by default
+                for the H200 since the twelfth session: then it is ``numba_tc_wgmma``). As a profile object: the
+                ``mma.sync`` path (``TILESIM_CUDA_WGMMA=0``): as ``numba``, but fp16/bf16/fp8 ``T.gemm`` as
+                ``mma.sync`` + ``ldmatrix`` warp instruction streams on TileLang's warp grid, pipelined ``T.copy`` as
+                ``cp.async`` issued by the threads (docs/simulator.md §6c).
+``numba_tc_wgmma`` the same with ``tilesim.cuda_wgmma`` on (the default; ``TILESIM_CUDA_WGMMA=0`` makes ``numba_tc``
+                the ``mma.sync`` profile): eligible gemms of a ``cp.async`` pipeline on the backend's ``wgmma`` K loop (§6d).
 ``ascend``      Ascend 910B (AIC + 2 AIV): ``T.gemm`` on the cube core (operands L1 → L0A/L0B through
                 MTE1), every other op on the vector cores; a tile produced on one side and consumed on
                 the other makes a round trip through global memory (L2), as the hardware requires.
@@ -497,9 +499,9 @@ PROFILES = MappingProxyType(_PROFILES)
 
 
 def wgmma_switch_on() -> bool:
-    """The Numba backend's ``tilesim.cuda_wgmma`` default as its ``caps.wgmma_default`` reads it
-    (``TILESIM_CUDA_WGMMA``: unset or ``0`` off)."""
-    return os.environ.get("TILESIM_CUDA_WGMMA", "") not in ("", "0")
+    """The Numba backend's ``tilesim.cuda_wgmma`` default as its ``caps.wgmma_default`` reads it for the H200 the
+    ``numba`` profiles model (compute capability 9.0): on unless ``TILESIM_CUDA_WGMMA=0``."""
+    return os.environ.get("TILESIM_CUDA_WGMMA", "") != "0"
 
 
 def get_profile(profile) -> LoweringProfile:

@@ -37,7 +37,7 @@ def compile_cuda(pf, fastmath: bool = False, sim: bool | None = None, tensor_cor
                  async_copy: bool | None = None, wgmma: bool | None = None) -> CudaProgram:
     """``tensor_cores=None`` reads :func:`caps.tensor_cores_default` (on; off under the CUDA simulator);
     ``async_copy=None`` reads :func:`caps.async_copy_default` (on where tensor cores are); ``wgmma=None`` reads
-    :func:`caps.wgmma_default` (off; ``TILESIM_CUDA_WGMMA=1``), used only where tensor cores are on."""
+    :func:`caps.wgmma_default` (on for compute capability 9.x; ``TILESIM_CUDA_WGMMA=0`` turns it off), used only where tensor cores are on."""
     reject_unsupported(pf)
     tc = tensor_cores_default(sim) if tensor_cores is None else bool(tensor_cores)
     ac = async_copy_default(tc) if async_copy is None else bool(async_copy)

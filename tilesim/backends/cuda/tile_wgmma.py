@@ -3,7 +3,8 @@
 Contract
 --------
 :func:`wgmma_planner` returns the placement's accumulator callback when the switch is on (pass config
-``tilesim.cuda_wgmma``, env ``TILESIM_CUDA_WGMMA``; default **off**): a gemm is put on ``wgmma`` when
+``tilesim.cuda_wgmma``, env ``TILESIM_CUDA_WGMMA``; default **on** for compute capability 9.x,
+:func:`~.caps.wgmma_default`): a gemm is put on ``wgmma`` when
 
 * A, B are fp16 x fp16 or bf16 x bf16 (any majorness), or fp8 x fp8 (e4m3/e5m2, any pair) with A stored
   ``(M, K)`` and B stored ``(N, K)`` (``transpose_B=True``: the PTX ISA has no transpose for 8-bit wgmma);
