@@ -258,7 +258,7 @@ def _element_op(a: Analyzer, s, acc: _Acc, E: float, label: str, rep: float = 1.
         op.work["global"] = gtotal
         op.latency = "global" if has_load else ""
         op.gather = bool(has_load and acc.gather and p.gather_index_latency)
-        if op.gather and p.serial_gathers:  # one 16-byte chunk (index load, then data) at a time per thread
+        if op.gather and p.serial_gathers and acc.gather_offset:  # one 16-byte chunk (index, data) at a time
             op.gather_rounds = max(1.0, math.ceil(float(np.max(gload)) / max(1, a.threads) / a.vec_bytes - 1e-9))
     if has_load:  # the loop's loads per thread are issued together (unrolled), as in a tile copy
         a.sync_load_bytes = max(a.sync_load_bytes, float(np.max(gload)) / max(1, a.threads))

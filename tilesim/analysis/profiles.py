@@ -222,7 +222,10 @@ class LoweringProfile:
             ``K_cache[BlockTable[b, (base + i) // bs], ...]``) costs one index latency and one data latency per 16-byte
             chunk of a thread, in sequence: TileLang wraps each chunk's block-table and data loads in bounds guards
             (its generated paged decode re-reads the entry four times per chunk, in 64-bit arithmetic), and nvcc issues
-            the next chunk's loads only after the branch that stores this one. Off: one index latency for the op.
+            the next chunk's loads only after the branch that stores this one. Only when the index load's own address
+            keeps a data-dependent offset once block indices of extent 1 are 0 (``lo = bs * ceildiv(seq_len, splits)``
+            with more than one split): with one split the entry is the same for a chunk's threads and nvcc hoists it
+            (the generated split-1 kernels test ``it < 32`` only). Off: one index latency for the op.
         owner_load_bytes_in_flight: bytes one such owner thread keeps outstanding (16 loads of 16 bytes: the
             registers an unrolled 256-load loop can hold beside the fragments; not measured).
         cp_async: asynchronous copies are ``cp.async`` issued by the block's threads (the Numba backend,
