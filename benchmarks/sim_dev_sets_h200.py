@@ -2,7 +2,7 @@
 
 Contract
 --------
-* For each of ``fresh``, ``third``, ``fourth``, ``fifth``, ``sixth`` (``benchmarks/tilelang_h200_fresh_configs.py``): builds
+* For each of ``fresh``, ``third``, ``fourth``, ``fifth``, ``sixth``, ``seventh`` (``benchmarks/tilelang_h200_fresh_configs.py``): builds
   every configuration with tilesim, simulates it on ``h200_sxm_141gb`` with the ``tensorcore`` profile (fields
   overridden with ``--set FIELD=VALUE``, a what-if) and compares with that set's committed H200 measurements
   (``MEASURED`` below; the first file with a timed record of an id wins, as ``--compare`` does).
@@ -32,6 +32,7 @@ MEASURED = {
     "fourth": ["tilelang_h200_fourth_20261202T0545Z.json"],
     "fifth": ["tilelang_h200_fifth_20261202T0830Z.json"],
     "sixth": ["tilelang_h200_sixth_20261202T1506Z.json"],
+    "seventh": ["tilelang_h200_seventh_20261202T1805Z.json"],
 }
 
 

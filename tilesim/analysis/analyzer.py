@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import KernelError, KernelTypeError
 from ..ir import nodes as N
 from ..ir.traverse import walk_stmts
+from .layout_infer import layouts_of
 from .node_helpers import _label, _root, _scope, _size, _static
 from .profiles import LoweringProfile
 from .program import GAccess, Op
@@ -73,6 +74,8 @@ class Analyzer:
         self.loop_stack: list[tuple] = []  # (For, stages)
         self.deferred_reduces: set = set()
         self.gemm_outputs: set | None = None  # uids of gemm accumulators (tile_rules._gemm_outputs)
+        #: TileLang's fragment layouts of the launch (profile ``fragment_layout_inference``; None: not modelled)
+        self.layouts = layouts_of(launch) if profile.fragment_layout_inference else None
         self.sync_load_bytes = 0.0  # largest per-thread bytes of one synchronous global -> on-chip copy  # ids of Reduce nodes whose cross-thread part follows their loop
         self.pipelined_depth = 0
         self.pipe_stages = 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from .. import dtypes as dt
 from ..ir import nodes as N
+from ..ir.traverse import expr_children
 from .node_helpers import _root, _scope, _size
 from .profiles import MATH_COST, PRECISE_MATH_COST
 from .rule_tables import EXPR_RULES
@@ -23,7 +24,7 @@ from .symbolic import free_vars
 class _Acc:
     """Per-element cost of element-level code (``T.Parallel`` bodies)."""
 
-    __slots__ = ("alu", "flops", "sfu", "smem", "gload", "gstore", "loads", "gather")
+    __slots__ = ("alu", "flops", "sfu", "smem", "gload", "gstore", "loads", "gather", "gather_offset")
 
     def __init__(self):
         self.alu: dict[str, float] = {}
@@ -35,6 +36,10 @@ class _Acc:
         self.loads = set()
         #: a global load's index reads global memory (a gather through a block table or an index list)
         self.gather = False
+        #: that index load's own address has a data-dependent offset left after folding the block indices of
+        #: extent 1 (paged decode's ``(lo + it * block_N + i) // block_size`` with ``lo = bs * ceildiv(seq_len, splits)``
+        #: and more than one split): it differs per thread and cannot be hoisted (profile ``serial_gathers``)
+        self.gather_offset = False
 
     def add_alu(self, dtype, n, flops=0.0):
         key = "float32" if not dt.is_float(dtype) or dtype in dt.FP8 else dtype
@@ -52,6 +57,7 @@ class _Acc:
         out.gstore = {k: [v[0], v[1] * f, v[2], v[3]] for k, v in self.gstore.items()}
         out.loads = set(self.loads)
         out.gather = self.gather
+        out.gather_offset = self.gather_offset
         return out
 
     def merge(self, o: _Acc):
@@ -72,6 +78,7 @@ class _Acc:
                     dst[k] = list(v)
         self.loads |= o.loads
         self.gather = self.gather or o.gather
+        self.gather_offset = self.gather_offset or o.gather_offset
 
 
 @EXPR_RULES.register(N.Const, N.Var)
@@ -173,6 +180,10 @@ def _e_load(a, e, acc: _Acc):
             for ix in e.indices:
                 free_vars(ix, a.lets, set(), idx_loads)
             acc.gather = any(_scope(b) == "global" for b in idx_loads)
+            if acc.gather:
+                unit = {u for u, ax in a.block_axis.items() if a.grid[ax] == 1}
+                acc.gather_offset = any(_live_load(x, a.lets, unit)[1] for ld in _global_loads(e.indices, a.lets)
+                                        for x in ld.indices)
         r = _root(e.buffer)
         cur = acc.gload.get(r.uid)
         if cur:
@@ -183,3 +194,48 @@ def _e_load(a, e, acc: _Acc):
         acc.loads.add(e.buffer)
     elif sc == "shared":
         acc.smem += size
+
+
+def _global_loads(exprs, lets) -> list:
+    """The global ``Load`` nodes in ``exprs`` (through ``Let`` definitions)."""
+    out, stack, seen = [], list(exprs), set()
+    while stack:
+        x = stack.pop()
+        if isinstance(x, N.Var):
+            if x.uid in lets and x.uid not in seen:
+                seen.add(x.uid)
+                stack.append(lets[x.uid])
+            continue
+        if isinstance(x, N.Load) and _scope(x.buffer) == "global":
+            out.append(x)
+            continue
+        if isinstance(x, N.Expr):
+            stack.extend(c for c in expr_children(x) if c is not None)
+    return out
+
+
+def _live_load(e, lets, zero: set, depth: int = 0) -> tuple[bool, bool]:
+    """(``e`` is 0, ``e`` reads a loaded value that a product with 0 does not cancel), block indices in ``zero``
+    being 0 (extent 1) — TileLang's simplifier folds them the same way."""
+    if depth > 64 or isinstance(e, int | float | bool) or e is None:
+        return (e == 0) if isinstance(e, int | float) else False, False
+    if isinstance(e, N.Const):
+        return e.value == 0, False
+    if isinstance(e, N.Var):
+        if e.uid in zero:
+            return True, False
+        if e.uid in lets:
+            return _live_load(lets[e.uid], lets, zero, depth + 1)
+        return False, False
+    if isinstance(e, N.Load):
+        return False, True
+    if isinstance(e, N.Binary):
+        za, la = _live_load(e.a, lets, zero, depth + 1)
+        zb, lb = _live_load(e.b, lets, zero, depth + 1)
+        if e.op in ("mul", "bitand"):
+            return (za or zb), (not (za or zb)) and (la or lb)
+        if e.op in ("floordiv", "div", "floormod", "truncmod", "shr", "shl"):
+            return za, (not za) and (la or lb)
+        return (za and zb), (la or lb)
+    kids = [c for c in expr_children(e) if c is not None]
+    return False, any(_live_load(c, lets, zero, depth + 1)[1] for c in kids)

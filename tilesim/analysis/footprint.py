@@ -148,6 +148,8 @@ def peak_live_bytes(a: Analyzer, launch: N.Launch) -> float:
                 n = max(2, math.ceil(4 * shape[0] / max(1, a.threads))) * a.threads
             else:
                 n = math.ceil(shape[0] / min(shape[0], rows)) * a.threads
+        if a.layouts is not None and b.uid in a.layouts.slots:  # TileLang's inferred layout (layout_infer)
+            n = float(a.layouts.slots[b.uid]) * a.threads
         sizes[b.uid] = n * _size(b.dtype)
     streamed = a.profile.register_streaming
     pinned = set()  # gemm operands and accumulators: the instruction needs the whole fragment at once

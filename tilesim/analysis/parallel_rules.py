@@ -16,6 +16,8 @@ Contract
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import KernelTypeError
@@ -68,7 +70,11 @@ def _parallel(a: Analyzer, s: N.Parallel):
             a.space.pop()
     names = sorted({_root(b).name for b in acc.loads}) if acc.loads else []
     label = "T.Parallel" + (f" ({', '.join(names)})" if names else "")
-    op = _element_op(a, s, acc, E, label)
+    rep = float(a.layouts.loop_rep.get(id(s), 1)) if a.layouts is not None and a.profile.fragment_layout_loop_work \
+        else 1.0
+    op = _element_op(a, s, acc, E, label, rep)
+    if rep > 1:
+        op.label += f" [x{rep:g} replicated]"
     owners = owner_threads(a, s)
     if owners and op.kind == "load":
         # the loop runs on `owners` threads (TileLang's replicated index layout): each issues its share of the
@@ -193,7 +199,10 @@ def _element_store(a: Analyzer, st: N.Store, acc: _Acc):
         acc.loads.add(st.buffer)
 
 
-def _element_op(a: Analyzer, s, acc: _Acc, E: float, label: str) -> Op:
+def _element_op(a: Analyzer, s, acc: _Acc, E: float, label: str, rep: float = 1.0) -> Op:
+    """The op of an element-wise statement over ``E`` points; ``rep``: threads that compute each point (a loop laid
+    out after a replicated fragment: its ALU, SFU and shared-memory work is done ``rep`` times, its global traffic
+    once)."""
     p = a.profile
     has_load = bool(acc.gload)
     has_store = bool(acc.gstore)
@@ -217,7 +226,7 @@ def _element_op(a: Analyzer, s, acc: _Acc, E: float, label: str) -> Op:
             reads=frozenset(_root(b).uid for b in reads), writes=frozenset(_root(b).uid for b in writes))
     a.round_trip(op, [b for b in reads if b.scope != "global"])
     for d, n in acc.alu.items():
-        op.work[f"vector:{d}"] = op.work.get(f"vector:{d}", 0.0) + n * E
+        op.work[f"vector:{d}"] = op.work.get(f"vector:{d}", 0.0) + n * E * rep
     core = _core(a.hw, p.vector_core or p.matrix_core)
     vunit = next((u for u in core.units if u.kind == "vector"), None)
     for d, n in acc.flops.items():
@@ -225,12 +234,12 @@ def _element_op(a: Analyzer, s, acc: _Acc, E: float, label: str) -> Op:
         op.flops[key] = op.flops.get(key, 0.0) + n * E
     sfu_n = sum(acc.sfu.values())
     if sfu_n:
-        op.work["sfu"] = sfu_n * E
+        op.work["sfu"] = sfu_n * E * rep
         sunit = next((u for u in core.units if u.kind == "sfu"), None)
         op.flops[(sunit.name if sunit else "sfu", "float32")] = sfu_n * E
         op.sfu_funcs = {k: v * E for k, v in acc.sfu.items()}
     if acc.smem:
-        op.work["smem"] = acc.smem * E
+        op.work["smem"] = acc.smem * E * rep
     gtotal = 0.0
     gload = 0.0
     for buf, per, deps, data in acc.gload.values():
@@ -249,6 +258,8 @@ def _element_op(a: Analyzer, s, acc: _Acc, E: float, label: str) -> Op:
         op.work["global"] = gtotal
         op.latency = "global" if has_load else ""
         op.gather = bool(has_load and acc.gather and p.gather_index_latency)
+        if op.gather and p.serial_gathers and acc.gather_offset:  # one 16-byte chunk (index, data) at a time
+            op.gather_rounds = max(1.0, math.ceil(float(np.max(gload)) / max(1, a.threads) / a.vec_bytes - 1e-9))
     if has_load:  # the loop's loads per thread are issued together (unrolled), as in a tile copy
         a.sync_load_bytes = max(a.sync_load_bytes, float(np.max(gload)) / max(1, a.threads))
     if writes_shared and p.sync_per_shared_write:

@@ -211,6 +211,21 @@ class LoweringProfile:
             dimension's variable (a router's ``b[i, e] = s[i, e] + bias[e]``) is laid out one column per thread, so
             its row reductions are shared by ``min(threads, row)`` threads (``owner_rules.column_vector_paired``; the
             sigmoid routers' generated sources). Off: the flat rule's ``row / vector``.
+        fragment_layout_inference: in a launch without a gemm, register fragments take the layouts of TileLang's
+            free-mode layout inference (``analysis/layout_infer.py``: each tile op tried as the root, conflicts
+            skipped, fewest register slots per thread wins): a fragment's registers are its slots per thread
+            (replication included) and a reduction runs ``tl::AllReduce<P·scale, scale>`` once per destination
+            slot. Off: the flat rule.
+        fragment_layout_loop_work: with ``fragment_layout_inference``, a ``T.Parallel`` point (and a reduction's
+            thread-local step) runs on every thread that holds it under the inferred layouts (replicated work).
+        serial_gathers: with ``gather_index_latency``, a gathered ``T.Parallel`` load (paged decode's
+            ``K_cache[BlockTable[b, (base + i) // bs], ...]``) costs one index latency and one data latency per 16-byte
+            chunk of a thread, in sequence: TileLang wraps each chunk's block-table and data loads in bounds guards
+            (its generated paged decode re-reads the entry four times per chunk, in 64-bit arithmetic), and nvcc issues
+            the next chunk's loads only after the branch that stores this one. Only when the index load's own address
+            keeps a data-dependent offset once block indices of extent 1 are 0 (``lo = bs * ceildiv(seq_len, splits)``
+            with more than one split): with one split the entry is the same for a chunk's threads and nvcc hoists it
+            (the generated split-1 kernels test ``it < 32`` only). Off: one index latency for the op.
         owner_load_bytes_in_flight: bytes one such owner thread keeps outstanding (16 loads of 16 bytes: the
             registers an unrolled 256-load loop can hold beside the fragments; not measured).
         cp_async: asynchronous copies are ``cp.async`` issued by the block's threads (the Numba backend,
@@ -324,6 +339,9 @@ class LoweringProfile:
     tma_full_box: bool = False
     tma_l2_scale: float = 1.0
     column_vector_rows: bool = False
+    fragment_layout_inference: bool = False
+    fragment_layout_loop_work: bool = False
+    serial_gathers: bool = False
     cp_async: bool = False
     cp_async_chunk_instr: float = 0.0
     cp_async_inside_chunk_instr: float = 0.0
@@ -419,6 +437,15 @@ _PROFILES = {
         # (the generated skinny GEMM's expect_transaction is the full box); nothing fitted; on by the criterion
         # written before the comparison (mean p90 over the six development sets 35.4 -> 35.0 %, no median worse)
         tma_full_box=True,
+        # 2026-12-02 (AV, docs/simulator.md §3n): register fragments of gemm-free launches take the layouts of
+        # TileLang's free-mode layout inference (analysis/layout_infer.py; registers, AllReduce shapes, replicated
+        # work); nothing fitted; on by the criterion written before the comparison (db44cda: mean p90 over the
+        # development sets 37.6 -> 35.9 %, no median worse)
+        fragment_layout_inference=True, fragment_layout_loop_work=True,
+        # 2026-12-02 (AV, §3n): a gathered T.Parallel load waits index + data per 16-byte chunk, one chunk after another
+        # (TileLang's bounds guards around paged decode's block-table loads); nothing fitted; on by the criterion of
+        # 93d7f55 (mean p90 35.9 -> 30.3 %, no median worse)
+        serial_gathers=True,
         notes=("TileLang on Hopper: TMA copies + warp-specialised producer, wgmma for 16/8-bit operands",)),
     "numba": LoweringProfile(
         name="numba", gemm_unit="vector", gemm_operands="fma", async_copy=False, overlap=False,

@@ -68,6 +68,9 @@ class Op:
     #: dependent latency rounds of a synchronous load issued by few threads (profile ``replicated_owner_loops``:
     #: each owner thread keeps ``owner_load_bytes_in_flight`` bytes outstanding; 1 = one latency)
     load_rounds: float = 1.0
+    #: a gather whose vector chunks wait their index load and their data one chunk after another (profile
+    #: ``serial_gathers``: TileLang's bounds guards around each chunk's index and data loads); 1 = all together
+    gather_rounds: float = 1.0
     weight: object = 1.0
     #: filled by the simulator's reuse model: DRAM bytes per execution
     dram: object = 0.0

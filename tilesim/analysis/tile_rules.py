@@ -394,6 +394,15 @@ def reduce_cross(a: Analyzer, s: N.Reduce) -> tuple[float, float, float, float |
         steps = math.log2(P) if P > 1 else 0.0
         return (_butterfly_slots(a, Ed, P, steps, smem_steps), seq * 2.0 * smem_steps,
                 seq * steps * a.profile.reduce_step_cycles, _chain(a, seq, steps, smem_steps))
+    lay = a.layouts.reduce.get(id(s)) if a.layouts is not None else None
+    if lay is not None:  # TileLang's inferred layouts (analysis/layout_infer): AllReduce<P·scale, scale> per slot
+        P, scale, calls = (float(x) for x in lay)
+        seq = max(1.0, calls)
+        steps = math.log2(P) if P > 1 else 0.0
+        smem_steps = float(sum(1 for j in range(int(steps)) if scale * (1 << j) >= ws))
+        outputs = seq * a.threads / max(1.0, P)
+        return (_butterfly_slots(a, outputs, P, steps, smem_steps), seq * 2.0 * smem_steps,
+                seq * steps * a.profile.reduce_step_cycles, _chain(a, seq, steps, smem_steps))
     if a.profile.reduce_layout == "flat" and row and s.src.buffer.uid not in _gemm_outputs(a):
         v = max(1.0, a.vec_bytes / _size(s.src.dtype))
         if a.profile.column_vector_rows and column_vector_paired(a, _root(s.src.buffer).uid, s.dim):
@@ -419,7 +428,7 @@ def _reduce(a: Analyzer, s: N.Reduce):
     a.round_trip(op, (s.src.buffer,))
     E = float(_elems(s.src))
     vd = _vec_dtype(s.src.dtype)
-    slots = E * (2.0 if s.kind in ("absmax", "abssum") else 1.0)
+    slots = E * (2.0 if s.kind in ("absmax", "abssum") else 1.0) * replication(a, s.src.buffer)
     if id(s) not in a.deferred_reduces:  # deferred: the cross-thread part runs after the loop
         cs, op.syncs, op.latency_cycles, op.chain_cycles = reduce_cross(a, s)
         slots += cs
@@ -429,6 +438,18 @@ def _reduce(a: Analyzer, s: N.Reduce):
     op.flops[(_vec_unit(a), vd)] = E
     a.mark_written(op, (s.dst.buffer,))
     return [op]
+
+
+def replication(a: Analyzer, buf: N.Buffer) -> float:
+    """How many threads hold each element of register fragment ``buf`` under TileLang's inferred layouts (1 without
+    them): the thread-local work on it is done by every holder."""
+    if a.layouts is None or _root(buf).uid not in a.layouts.slots or not a.profile.fragment_layout_loop_work:
+        return 1.0
+    shp = _root(buf).static_shape() or (1,)
+    n = 1
+    for d in shp:
+        n *= int(d)
+    return max(1.0, a.layouts.slots[_root(buf).uid] * a.threads / max(1, n))
 
 
 def reduce_finish(a: Analyzer, s: N.Reduce):

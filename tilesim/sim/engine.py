@@ -134,8 +134,9 @@ class BlockModel:
                 if op.kind != "async" and op.load_rounds > 1.0:
                     lat = lat * op.load_rounds  # few threads load: their outstanding bytes return round by round
                 if op.gather and op.kind != "async":
-                    # the addresses come from an index load (a small, reused table: an L2 hit) issued first
-                    lat = lat + m.l2_lat_s
+                    # the addresses come from an index load (a small, reused table: an L2 hit) issued first;
+                    # with serial gathers each thread's chunks wait index and data one chunk after another
+                    lat = (lat + m.l2_lat_s) * op.gather_rounds
         rt = op.work.get("roundtrip")
         rtt = 0.0
         if rt is not None:
