@@ -36,16 +36,18 @@ WRF = dict(wgmma=True, reg_a=True, fast=True)
 #: (name, tile config, switches, predicted ms) in order of priority (the budget may cut the tail)
 VARIANTS = [
     ("mma 128x64/t256/s2 (today's best)", T128, {}, (0.66, 0.70)),
-    ("wgmma+regA+fast 64x64/t128/s2", T64, WRF, (0.42, 0.58)),
-    ("mma+fast 128x64/t256/s2", T128, dict(fast=True), (0.60, 0.66)),
-    ("wgmma+regA 64x64/t128/s2", T64, dict(wgmma=True, reg_a=True), (0.46, 0.64)),
-    ("wgmma+regA+fast 128x64/t256/s2", T128, WRF, (0.42, 0.60)),
-    ("wgmma(S only) 64x64/t128/s2", T64, dict(wgmma=True), (0.60, 0.80)),
-    ("mma+fast 64x64/t128/s2", T64, dict(fast=True), (0.62, 0.72)),
-    ("wgmma+regA+fast 128x128/t256/s2", dict(T128, block_N=128), WRF, (0.40, 0.65)),
-    ("wgmma+regA+fast 64x128/t128/s2", dict(T64, block_N=128), WRF, (0.42, 0.65)),
+    ("wgmma+regA+fast 64x64/t128/s2", T64, WRF, (0.36, 0.55)),
+    ("mma+fast 128x64/t256/s2", T128, dict(fast=True), (0.58, 0.66)),
+    ("wgmma+regA+fast 64x32/t128/s2", dict(T64, block_N=32), WRF, (0.36, 0.55)),
+    ("wgmma+regA 64x64/t128/s2", T64, dict(wgmma=True, reg_a=True), (0.40, 0.60)),
+    ("wgmma+regA+fast 128x64/t256/s2", T128, WRF, (0.38, 0.58)),
+    ("wgmma+regA+fast 64x32/t128/s3", dict(T64, block_N=32, num_stages=3), WRF, (0.36, 0.55)),
+    ("wgmma(S only) 64x64/t128/s2", T64, dict(wgmma=True), (0.55, 0.75)),
+    ("mma+fast 64x64/t128/s2", T64, dict(fast=True), (0.60, 0.70)),
+    ("wgmma+regA+fast 128x128/t256/s2", dict(T128, block_N=128), WRF, (0.38, 0.62)),
+    ("wgmma+regA+fast 64x128/t128/s2", dict(T64, block_N=128), WRF, (0.40, 0.65)),
+    ("wgmma+regA+fast 64x64/t128/s3", dict(T64, num_stages=3), WRF, (0.40, 0.60)),
     ("mma+fast 128x64/t256/s2 minblocks2", T128, dict(fast=True, minblocks=2), (0.55, 0.75)),
-    ("wgmma+regA+fast 64x64/t128/s3", dict(T64, num_stages=3), WRF, (0.42, 0.60)),
 ]
 SHAPE = (1, 32, 4096, 128)
 RES: dict = {"rows": [], "errors": [], "shape": list(SHAPE)}
