@@ -69,6 +69,9 @@ def test_register_a_source_packs_fences_then_issues():
     assert len(packs) == 16 and first_pack < fence < first_mma and max(packs) < fence
     tail = lines[first_mma:first_mma + 6]
     assert tail[-2].strip() == "_wg_commit()" and tail[-1].strip() == "_wg_wait0()"
+    # K and V tiles of a static 4-D tensor: whole-tile chunks as one 32-bit shared address + literals (4 per tile
+    # and thread: 64 rows x 128 bytes / 128 threads / 16 bytes), in the prologue and in the loop
+    assert len(re.findall(r"_cp_async16u\(_sa\d+ \+ uint32\(\d+\), [KV]_\d+,", src)) == 16
     # the A registers of k16 step 0: C-fragment slots of n8 tiles 0 and 1 (row g, row g + 8 for each)
     assert re.search(r"= _pack_f16x2\(acc_s_cast_\d+\[0\], acc_s_cast_\d+\[1\]\)", src)
 
