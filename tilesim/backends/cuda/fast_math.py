@@ -9,9 +9,9 @@ Contract
   is ``ex2.approx.f32`` **without** ``.ftz``: ptxas assembles that as a range test and two multiplications around
   the ``MUFU.EX2`` (``FSETP.GEU`` + ``@p FMUL`` x 2) so that subnormal results come out right. What ``.ftz``
   changes (PTX ISA, ``ex2``): a subnormal input is read as zero (``2^0 = 1``; the exact value differs from 1 by
-  less than 2^-125 relative) and a result below ``2^-126`` is flushed to +0. The approximation error itself is
-  the same instruction's (the PTX ISA gives a maximum relative error of 2^-22 for ``ex2.approx.f32`` across the
-  range; both forms use it). In flash attention's softmax every ``exp2`` argument is ``<= 0`` (the row maximum
+  less than 2^-125 relative) and a result below ``2^-126`` is flushed to +0. The approximation itself is the same
+  ``MUFU.EX2`` in both forms (the PTX ISA's ``ex2`` section bounds its error; about 2^-22 relative — quoted from
+  memory, not re-read for this note), so away from the subnormal range the two give identical bits. In flash attention's softmax every ``exp2`` argument is ``<= 0`` (the row maximum
   is subtracted), so a flushed value is below 2^-126 of the row's largest term (1): its share of the row sum and
   of the output is below 2^-126 — zero at float32 precision. GPU flash-attention kernels use this form (CUDA's
   ``--use_fast_math`` maps ``exp2f`` to it); TileLang lowers ``T.exp2`` to ``exp2f`` and gets it with its

@@ -17,6 +17,8 @@ Contract
   another gemm, and the launch is not per-thread code;
 
 otherwise the ``mma.sync`` plan (:func:`~.mma_layout.tensor_core_accumulator`) decides, as without the switch.
+A gemm whose operand A the placement keeps in registers (flash attention's ``P``) is planned by
+:mod:`.wgmma_reg_a` (its own switch, off by default: ``WgmmaPlan.reg_a``; lowered there, race-freedom argued there).
 fp8 gemms only while :func:`fp8_enabled` (``TILESIM_CUDA_WGMMA_FP8``, default on).
 The accumulator is :func:`~.mma_layout.mma_layout` on the all-along-M grid (``WM`` = warps), which every
 consumer already reads; A's rows are stored permuted (:func:`~.wgmma_layout.a_row_phys`) so that the
