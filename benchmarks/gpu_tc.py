@@ -43,7 +43,7 @@ def _fa_timed(A, torch, shape, v, qkv, ref, sw=None):
     sw = sw or {}
     with switches(sw):
         kern = A.flash_attention_fwd(B, H, S, D, is_causal=True, dtype="bfloat16", **v)
-        kc, run, (o, _lse) = R.prepared(kern, *qkv, tensor_cores=True, wgmma=bool(sw.get("wgmma")))
+        kc, run, (o, _lse) = R.prepared(kern, *qkv, tensor_cores=True, wgmma=True if sw.get("wgmma") else None)
         run()
         torch.cuda.synchronize()
     err = R.relnorm(o, ref)
