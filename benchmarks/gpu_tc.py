@@ -5,6 +5,7 @@ and the tile sweep. Split from ``gpu_run.py`` (module size); the helpers (timing
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 #: the running ``gpu_run`` module (``__main__`` when run as a script), set by :func:`bind`
@@ -34,14 +35,20 @@ def _gemm_timed(torch, a, b, ref, v, async_copy=True, wgmma=False):
     return kc, t, err
 
 
-def _fa_timed(A, torch, shape, v, qkv, ref):
+def _fa_timed(A, torch, shape, v, qkv, ref, sw=None):
     """A causal bf16 flash attention of ``shape`` (B, H, S, D) with tile config ``v`` on tensor cores: compiled,
-    run once, checked against ``ref`` (float64), timed. Returns (compiled kernel, seconds, relative error)."""
+    run once, checked against ``ref`` (float64), timed. ``sw``: lowering switches of
+    :class:`benchmarks.gpu_tc_fa_ab.switches` (``wgmma``, ``reg_a``, ``fast``, ``minblocks``) set while it compiles.
+    Returns (compiled kernel, seconds, relative error)."""
+    from benchmarks.gpu_tc_fa_ab import switches
+
     B, H, S, D = shape
-    kern = A.flash_attention_fwd(B, H, S, D, is_causal=True, dtype="bfloat16", **v)
-    kc, run, (o, _lse) = R.prepared(kern, *qkv, tensor_cores=True)
-    run()
-    torch.cuda.synchronize()
+    sw = sw or {}
+    with switches(sw) if sw else contextlib.nullcontext():  # no switches: the environment's defaults, as before
+        kern = A.flash_attention_fwd(B, H, S, D, is_causal=True, dtype="bfloat16", **v)
+        kc, run, (o, _lse) = R.prepared(kern, *qkv, tensor_cores=True, wgmma=True if sw.get("wgmma") else None)
+        run()
+        torch.cuda.synchronize()
     err = R.relnorm(o, ref)
     t, _ = R.gpu_time(run, reps=3, rounds=5)
     return kc, t, err
@@ -218,16 +225,21 @@ def bench_tc_sweep():
         qt, kt, vt = (x.transpose(1, 2) for x in (q, k_, v_))
         t_sdpa, _ = R.gpu_time(lambda x=qt, y=kt, z=vt: F.scaled_dot_product_attention(x, y, z, is_causal=True), reps=10)
         r64 = F.scaled_dot_product_attention(qt.double(), kt.double(), vt.double(), is_causal=True).transpose(1, 2)
-        for v in (dict(block_M=64, block_N=64, threads=128, num_stages=2),
-                  dict(block_M=64, block_N=32, threads=128, num_stages=2),
-                  dict(block_M=64, block_N=32, threads=128, num_stages=3),
-                  dict(block_M=128, block_N=64, threads=256, num_stages=2)):
+        wrf = dict(wgmma=True, reg_a=True, fast=True)  # brief AU's switches (all off by default)
+        for v, sw in ((dict(block_M=64, block_N=64, threads=128, num_stages=2), {}),
+                      (dict(block_M=64, block_N=32, threads=128, num_stages=2), {}),
+                      (dict(block_M=64, block_N=32, threads=128, num_stages=3), {}),
+                      (dict(block_M=128, block_N=64, threads=256, num_stages=2), {}),
+                      (dict(block_M=128, block_N=64, threads=256, num_stages=2), dict(fast=True)),
+                      (dict(block_M=64, block_N=64, threads=128, num_stages=2), wrf),
+                      (dict(block_M=64, block_N=32, threads=128, num_stages=2), wrf)):
+            tag = "".join(f"/{k}" for k in ("wgmma", "reg_a", "fast") if sw.get(k))
             try:
-                kc, t, err = _fa_timed(A, torch, (B, H, S, D), v, (q, k_, v_), r64)
+                kc, t, err = _fa_timed(A, torch, (B, H, S, D), v, (q, k_, v_), r64, sw)
                 R.bench_entry(f"sweep flash_attn_fwd_bf16_causal_tc {v['block_M']}x{v['block_N']}/t{v['threads']}"
-                            f"/s{v['num_stages']} S{S}H{H}B{B}", [B, S, H, D], t, t_sdpa,
+                            f"/s{v['num_stages']}{tag} S{S}H{H}B{B}", [B, S, H, D], t, t_sdpa,
                             "F.scaled_dot_product_attention", err,
-                            {"tflops_ours": 2.0 * B * H * S * S * D / t / 1e12, "config": v}, kc=kc)
+                            {"tflops_ours": 2.0 * B * H * S * S * D / t / 1e12, "config": v, "switches": sw}, kc=kc)
             except Exception as ex:  # noqa: BLE001
                 R.RESULTS["errors"].append(f"sweep attention {v}: {type(ex).__name__}: {ex}"[:2000])
                 R.log("sweep attention failed", v, repr(ex)[:500])

@@ -23,6 +23,7 @@ from .codestr import _IDENT, _add, _c, _mul, _prod, _san
 from .layout import Layout, Placement, copy_layout, default_layout, place_buffers
 from .mma_layout import tensor_core_accumulator
 from .tile_wgmma import wgmma_planner
+from .wgmma_reg_a import reg_a_planner
 
 #: the cheaper integer forms of the ``mma.sync`` path (issue 14, brief AQ): 32-bit shared addresses for ``ldmatrix``
 #: and ``cp.async`` (:mod:`.smem_addr`), per-thread chunk bases of the whole-tile ``cp.async`` copies
@@ -68,7 +69,8 @@ class Emitter:
         # tensor cores (mma.sync): in simulator builds the warp-level instructions are modelled (mma_sim.py)
         # wgmma (tile_wgmma.py, sm_90a): plans recorded per gemm by the accumulator callback
         wg_records: dict = {}
-        acc = (wgmma_planner(launch, wg_records) if wgmma else tensor_core_accumulator) if tensor_cores else None
+        acc = ((reg_a_planner(wgmma_planner(launch, wg_records), launch, wg_records) if wgmma
+                else tensor_core_accumulator) if tensor_cores else None)
         self.placement: Placement = place_buffers(launch, accumulator=acc)
         self.sstride: dict[int, tuple] = {}
         self.smem_bytes = 0

@@ -20,6 +20,7 @@ import numpy as np
 from ...optional import require
 from .caps import cuda_module, numba_types
 from .cp_async import cp_async_namespace, sim_cp_async_namespace
+from .fast_math import fast_math_namespace, sim_fast_math_namespace
 from .mma_intrinsics import mma_namespace
 from .mma_sim import sim_mma_namespace
 from .smem_addr import sim_smem_addr_namespace, smem_addr_namespace
@@ -159,6 +160,7 @@ def sim_namespace() -> dict:
     ns["_tdiv"] = lambda a, b: (abs(a) // abs(b)) * (1 if (a >= 0) == (b >= 0) else -1) if b != 0 else 0
     ns["_tmod"] = lambda a, b: a - ns["_tdiv"](a, b) * b if b != 0 else 0
     ns.update(sim_mma_namespace())
+    ns.update(sim_fast_math_namespace())
     ns.update(sim_cp_async_namespace())
     ns.update(sim_smem_addr_namespace(ns))
     return ns
@@ -494,6 +496,7 @@ def gpu_namespace() -> dict:
         ns[f"_m_{name}_f64"] = getattr(libdevice, fn)
     ns.update(_vec)
     ns.update(mma_namespace())
+    ns.update(fast_math_namespace())
     ns.update(cp_async_namespace())
     ns.update(smem_addr_namespace())
     ns["_aligned"] = _aligned

@@ -49,6 +49,7 @@ from .tile_gemm import GemmLowering
 from .tile_mma import MmaLowering
 from .tile_reduce import ReduceLowering
 from .tile_wgmma import WgmmaLowering
+from .wgmma_reg_a import RegALowering
 
 __all__ = ["KernelGen", "KernelSource", "ParCtx", "Program", "generate_launch", "lower_program"]
 
@@ -66,8 +67,8 @@ class KernelSource:
     dyn_smem: int = 0
 
 
-class KernelGen(CopyLowering, GemmLowering, MmaLowering, WgmmaLowering, ReduceLowering, PipelineLowering, BarrierPlanner,
-                MemoryAccess, Emitter):
+class KernelGen(CopyLowering, GemmLowering, MmaLowering, WgmmaLowering, RegALowering, ReduceLowering, PipelineLowering,
+                BarrierPlanner, MemoryAccess, Emitter):
     """Generates the source of one launch (see the module docstring)."""
 
     # ----------------------------------------------------------------------------------- driver

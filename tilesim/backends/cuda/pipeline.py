@@ -405,14 +405,19 @@ class PipelineLowering:
         nt = self.nt
         pairing = self.pair(dst, src, True)
         dims, gstr = self.gdims(src.buffer)
-        if len(ext) != 2 or not all(str(g).lstrip("-").isdigit() for g in gstr):
+        if len(ext) != 2:
             return False
+        gnum = _static_strides(src.buffer)  # a static tensor's strides are named in the source, known here
+        if gnum is None:
+            if not all(str(g).lstrip("-").isdigit() for g in gstr):
+                return False
+            gnum = [int(g) for g in gstr]
 
         def rel(q):
             return [q // cpr, (q % cpr) * ce]
 
         def goff(r):
-            return sum(int(g) * (r[pd] if pd is not None else 0) for g, pd in zip(gstr, pairing))
+            return sum(g * (r[pd] if pd is not None else 0) for g, pd in zip(gnum, pairing))
 
         nj = -(-total // nt)
         deltas = []
@@ -434,3 +439,14 @@ class PipelineLowering:
             if nthr != nt:
                 self.emit(f"    {line}")
         return True
+
+
+def _static_strides(buf: N.Buffer) -> list | None:
+    """Row-major element strides of a global buffer whose shape is all literal ints, else None."""
+    if not all(isinstance(x, int) for x in buf.shape):
+        return None
+    out, acc = [], 1
+    for x in reversed(buf.shape):
+        out.append(acc)
+        acc *= int(x)
+    return out[::-1]

@@ -38,6 +38,7 @@ from ...ir import groups as G
 from ...ir import nodes as N
 from ...ir.rules import RuleTable
 from ...ir.traverse import expr_children, loads_in, walk_stmts
+from . import fast_math as FM
 from .layout import Layout, default_layout, full_replicated
 
 EXPR_RULES = RuleTable("CUDA lowering expressions", groups=G.EXPRS)
@@ -185,7 +186,10 @@ def _binary(g, e):
     if c in ("f32", "f64"):
         a, b = _as(g, e.a, d), _as(g, e.b, d)
         sfx = "f32" if c == "f32" else "f64"
-        if e.op in _FOPS:
+        fused = _contracted(g, e) if c == "f32" and e.op in ("add", "sub") else None
+        if fused is not None:
+            r = fused
+        elif e.op in _FOPS:
             r = f"({a} {_FOPS[e.op]} {b})"
         elif e.op == "min":
             r = f"min({a}, {b})"
@@ -229,6 +233,25 @@ def _binary(g, e):
     if e.op == "pow":
         return f"({a} ** {b})"
     raise KernelTypeError(f"operator {e.op} is not defined for {d}", e.loc)
+
+
+def _contracted(g, e):
+    """``_ffma(x, y, ±z)`` for a float32 ``x * y ± z`` / ``z + x * y`` while :func:`.fast_math.fma_contract` is on
+    (the product float32 itself, no narrower rounding between), else None."""
+    if not FM.fma_contract() or e.dtype != "float32":
+        return None
+
+    def prod(x):
+        return isinstance(x, N.Binary) and x.op == "mul" and x.dtype == "float32"
+
+    if prod(e.a):
+        x, y, z, neg = e.a.a, e.a.b, e.b, e.op == "sub"
+    elif prod(e.b) and e.op == "add":
+        x, y, z, neg = e.b.a, e.b.b, e.a, False
+    else:
+        return None
+    zc = _as(g, z, "float32")
+    return f"_ffma({_as(g, x, 'float32')}, {_as(g, y, 'float32')}, {'-' if neg else ''}{zc})"
 
 
 def _common(a: str, b: str) -> str:
@@ -301,6 +324,8 @@ def _call(g, e):
     if f == "sigmoid":
         one = float_lit(1.0, c)
         r = f"({one} / ({one} + _m_exp_{sfx}(-{args[0]})))"
+    elif f == "exp2" and sfx == "f32" and FM.fast_exp2():
+        r = f"_ex2ftz({args[0]})"  # ex2.approx.ftz.f32 (fast_math.py)
     else:
         r = f"_m_{f}_{sfx}({', '.join(args)})"
     if d in _ROUND:

@@ -74,6 +74,18 @@ def _nb_array(dtype: str):
 _np_storage = P.storage_dtype
 
 
+#: ``launch_bounds = (threads, MIN_BLOCKS_PER_SM)`` for every kernel (ptxas then caps the registers so that this
+#: many blocks fit an SM; it may spill). None reads ``TILESIM_CUDA_MIN_BLOCKS`` (unset or 0: no launch bounds, the
+#: default). A tuning switch of issue 14's flash-attention A/B (brief AU), not a correctness matter.
+MIN_BLOCKS_PER_SM: int | None = None
+
+
+def launch_bounds(threads: int):
+    """``(threads, min blocks per SM)`` while :data:`MIN_BLOCKS_PER_SM` (or its env) asks for it, else None."""
+    mb = MIN_BLOCKS_PER_SM if MIN_BLOCKS_PER_SM is not None else int(os.environ.get("TILESIM_CUDA_MIN_BLOCKS", "0") or 0)
+    return (int(threads), int(mb)) if mb and mb > 0 else None
+
+
 class CudaProgram(_TargetProgram):
     """A lowered tilesim program for ``target="cuda"`` (see the module docstring)."""
 
@@ -127,17 +139,19 @@ class CudaProgram(_TargetProgram):
         out = []
         for k in self.kernels:
             check_fp8_mma(k, cc)
-            key = (k.source, self.fastmath, tuple(cc))
+            lb = launch_bounds(k.threads)
+            key = (k.source, self.fastmath, tuple(cc), lb)
             ptx = _PTX_CACHE.get(key)
             if ptx is None:
                 fn = self.python_function(k)
-                ptx, _ = cuda.compile_ptx(fn, self.signature(k), cc=tuple(cc), fastmath=self.fastmath)
+                ptx, _ = cuda.compile_ptx(fn, self.signature(k), cc=tuple(cc), fastmath=self.fastmath, launch_bounds=lb)
                 _PTX_CACHE[key] = ptx
             out.append((k.name, ptx))
         return out
 
     def dispatcher(self, k):
-        key = (k.source, self.fastmath, self.sim)
+        lb = None if self.sim else launch_bounds(k.threads)
+        key = (k.source, self.fastmath, self.sim, lb)
         d = _DISPATCH_CACHE.get(key)
         if d is None:
             cuda = cuda_module()
@@ -146,7 +160,7 @@ class CudaProgram(_TargetProgram):
                 d = cuda.jit(fn)
             else:
                 check_fp8_mma(k, tuple(cuda.get_current_device().compute_capability))
-                d = cuda.jit(self.signature(k), fastmath=self.fastmath)(fn)
+                d = cuda.jit(self.signature(k), fastmath=self.fastmath, launch_bounds=lb)(fn)
                 if k.dyn_smem > STATIC_SMEM_LIMIT:
                     opt_in_dynamic_smem(d, k.dyn_smem, f"kernel {k.name}")
             _DISPATCH_CACHE[key] = d

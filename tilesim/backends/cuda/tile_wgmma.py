@@ -18,6 +18,8 @@ Contract
   another gemm, and the launch is not per-thread code;
 
 otherwise the ``mma.sync`` plan (:func:`~.mma_layout.tensor_core_accumulator`) decides, as without the switch.
+A gemm whose operand A the placement keeps in registers (flash attention's ``P``) is planned by
+:mod:`.wgmma_reg_a` (its own switch, off by default: ``WgmmaPlan.reg_a``; lowered there, race-freedom argued there).
 fp8 gemms only while :func:`fp8_enabled` (``TILESIM_CUDA_WGMMA_FP8``, default on).
 The accumulator is :func:`~.mma_layout.mma_layout` on the all-along-M grid (``WM`` = warps), which every
 consumer already reads; A's rows are stored permuted (:func:`~.wgmma_layout.a_row_phys`) so that the
@@ -165,6 +167,7 @@ class WgmmaPlan:
     N: int
     K: int
     nwg: int
+    reg_a: bool = False  # A from registers (:mod:`.wgmma_reg_a`); ``a`` then describes no buffer
 
 
 def _usable_buffers(launch: N.Launch) -> tuple[set, dict]:
@@ -269,8 +272,11 @@ class WgmmaLowering:
             if isinstance(s, N.Gemm) and id(s) in records and id(s) in self.placement.mma \
                     and self.where(s.c.buffer) == "reg":
                 p = records[id(s)]
+                if p.reg_a and not self.reg_a_layout_ok(s):
+                    continue  # A demoted to shared memory after all: mma.sync (wgmma_reg_a.py)
                 self.wgmma[id(s)] = p
-                self.smap[s.a.buffer.uid] = p.a
+                if not p.reg_a:
+                    self.smap[s.a.buffer.uid] = p.a
                 self.smap[s.b.buffer.uid] = p.b
                 self.wgmma_accs.add((s.c.buffer.alias_of or s.c.buffer).uid)
         if self.wgmma:
@@ -318,6 +324,9 @@ class WgmmaLowering:
 
     def gemm_wgmma(self, s: N.Gemm, lay, C: str):
         p: WgmmaPlan = self.wgmma[id(s)]
+        if p.reg_a:
+            self.gemm_wgmma_reg_a(s, lay, C)  # A from registers (wgmma_reg_a.py)
+            return
         ins = instructions(p, lay.slots[1])
         name = wgmma_name(p.a_kind, p.b_kind, p.N, p.trans_a, not p.kmajor_b)
         wg = self.coord(p.nwg, 128)

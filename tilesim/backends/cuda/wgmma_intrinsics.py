@@ -17,6 +17,13 @@ Names (the generated source and ``benchmarks/gpu_wgmma_probe.py`` use them):
   (k32, K-major only: the PTX ISA has no transpose for 8-bit types). Named in the namespace
   ``_wgmma_<a>_<b>_n<N>_<ta><tb>`` (:func:`wgmma_name`), built on first use (:func:`wgmma_namespace`).
 
+* ``_wgmma_ra_<t>_n<N>_<tb>`` (:func:`wgmma_ra_name`; ``t`` ``f16``/``bf16``): the register-A form
+  ``wgmma.mma_async.sync.aligned.m64n<N>k16.f32.<t>.<t> d, {a0, a1, a2, a3}, desc_b, scale-d, 1, 1, tb`` — A's
+  fragment from four ``uint32`` registers (two 16-bit values each, :mod:`.wgmma_reg_a`), no transpose of A;
+  called as ``f(a0, a1, a2, a3, desc_b, acc, o0)``.
+* ``_wg_fence_regs(t)``: ``wgmma.fence.sync.aligned`` whose asm takes and returns every ``uint32`` of the tuple
+  ``t`` (tied operands): writes of those registers stay before it, their readers after it.
+
 Descriptors are built by the caller (:func:`.wgmma_layout.descriptor`); this module only issues instructions.
 The accumulator slots are loaded, bound to the instruction's registers with tied constraints (``+f``) and stored
 back; with constant slot indices NVVM keeps the local array in registers (checked with ``ptxas -v``).
@@ -43,6 +50,18 @@ def wgmma_name(a: str, b: str, n: int, trans_a: bool = False, trans_b: bool = Fa
     """Namespace name of the ``wgmma`` intrinsic for PTX operand types ``a``, ``b`` (``bf16``, ``f16``, ``e4m3``,
     ``e5m2``), width ``n`` and operand majorness (``trans_a``: A M-major; ``trans_b``: B N-major)."""
     return f"_wgmma_{a}_{b}_n{n}_{int(trans_a)}{int(trans_b)}"
+
+
+def wgmma_ra_name(a: str, n: int, trans_b: bool = False) -> str:
+    """Namespace name of the register-A ``wgmma`` for 16-bit type ``a`` (``bf16``, ``f16``), width ``n``, B N-major
+    when ``trans_b``."""
+    return f"_wgmma_ra_{a}_n{n}_{int(trans_b)}"
+
+
+def parse_ra(name: str):
+    """(a, n, trans_b) of a ``_wgmma_ra_*`` name."""
+    _, _, _, a, n, tb = name.split("_")
+    return a, int(n[1:]), tb == "1"
 
 
 def reg_slot(i: int, n: int) -> int:
@@ -114,6 +133,77 @@ def _make_wgmma(a: str, b: str, n: int, ta: bool, tb: bool, imm: bool = False):
     return wgmma
 
 
+def _make_wgmma_ra(a: str, n: int, tb: bool):
+    ir = require("llvmlite.ir", "the CUDA backend")
+    types = numba_types()
+    intrinsic = require("numba.cuda.extending", "the CUDA backend").intrinsic
+    if a not in ("f16", "bf16"):
+        raise ValueError(f"register-A wgmma of {a} (16-bit types only)")
+    if n % 8 or not 8 <= n <= 256:
+        raise ValueError(f"wgmma N = {n} (a multiple of 8 up to 256)")
+    nr = n // 2
+    regs = ", ".join(f"${i}" for i in range(nr))
+    text = ("{ .reg .pred p; setp.ne.b32 p, $" + str(nr + 5) + ", 0; "
+            f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{a}.{a} {{{regs}}}, "
+            f"{{${nr}, ${nr + 1}, ${nr + 2}, ${nr + 3}}}, ${nr + 4}, p, 1, 1, {int(tb)}; }}")
+    cons = ",".join(["=f"] * nr + ["r"] * 4 + ["l", "r"] + [str(i) for i in range(nr)])
+    f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
+    offsets = [reg_slot(i, n) for i in range(nr)]
+
+    @intrinsic
+    def wgmma_ra(typingctx, a0, a1, a2, a3, db, acc, o0):
+        if not all(isinstance(x, types.Integer) for x in (a0, a1, a2, a3, db, o0)):
+            return None
+        if not (isinstance(acc, types.Array) and acc.dtype == types.float32):
+            return None
+        sig = types.void(a0, a1, a2, a3, db, acc, o0)
+
+        def codegen(context, builder, sig, args):
+            ar = [context.cast(builder, args[k], sig.args[k], types.uint32) for k in range(4)]
+            d_b = context.cast(builder, args[4], sig.args[4], types.uint64)
+            ary = context.make_array(sig.args[5])(context, builder, args[5])
+            base = context.cast(builder, args[6], sig.args[6], types.intp)
+            ptrs = [builder.gep(ary.data, [builder.add(base, ir.Constant(base.type, off))], inbounds=True)
+                    for off in offsets]
+            accs = [builder.load(p) for p in ptrs]
+            fty = ir.FunctionType(ir.LiteralStructType([f32] * nr), [i32] * 4 + [i64, i32] + [f32] * nr)
+            asm = ir.InlineAsm(fty, text, cons + ",~{memory}", side_effect=True)
+            res = builder.call(asm, ar + [d_b, ir.Constant(i32, 1)] + accs)
+            for i, p in enumerate(ptrs):
+                builder.store(builder.extract_value(res, i), p)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return wgmma_ra
+
+
+def _fence_regs():
+    ir = require("llvmlite.ir", "the CUDA backend")
+    types = numba_types()
+    intrinsic = require("numba.cuda.extending", "the CUDA backend").intrinsic
+    i32 = ir.IntType(32)
+
+    @intrinsic
+    def fence_regs(typingctx, t):
+        if not (isinstance(t, types.UniTuple) and t.dtype == types.uint32):
+            return None
+        n = t.count
+        sig = t(t)
+
+        def codegen(context, builder, sig, args):
+            vals = [builder.extract_value(args[0], k) for k in range(n)]
+            cons = ",".join(["=r"] * n + [str(k) for k in range(n)]) + ",~{memory}"
+            fty = ir.FunctionType(ir.LiteralStructType([i32] * n), [i32] * n)
+            res = builder.call(ir.InlineAsm(fty, "wgmma.fence.sync.aligned;", cons, side_effect=True), vals)
+            out = [builder.extract_value(res, k) for k in range(n)]
+            return context.make_tuple(builder, sig.return_type, out)
+
+        return sig, codegen
+
+    return fence_regs
+
+
 def _smem_u32():
     ir = require("llvmlite.ir", "the CUDA backend")
     types = numba_types()
@@ -143,6 +233,10 @@ class _LazyNS(dict):
     """A dict that builds ``_wgmma_*`` intrinsics the first time a name is looked up (exec'd source's globals)."""
 
     def __missing__(self, key):
+        if isinstance(key, str) and key.startswith("_wgmma_ra_"):
+            fn = _make_wgmma_ra(*parse_ra(key))
+            self[key] = fn
+            return fn
         if isinstance(key, str) and key.startswith("_wgmma_"):
             fn = _make_wgmma(*_parse(key))
             self[key] = fn
@@ -162,6 +256,7 @@ def wgmma_namespace(names=()) -> dict:
             ns[f"_wg_wait{n}"] = bare_asm(f"wgmma.wait_group.sync.aligned {n};")
         ns["_fence_async_smem"] = bare_asm("fence.proxy.async.shared::cta;")
         ns["_smem_u32"] = _smem_u32()
+        ns["_wg_fence_regs"] = _fence_regs()
         _NS = ns
     for n in names:
         _NS[n]  # noqa: B018 - builds it

@@ -44,7 +44,7 @@ import ml_dtypes
 import numpy as np
 
 from . import wgmma_layout as WL
-from .wgmma_intrinsics import MAX_WAIT, _parse, reg_slot
+from .wgmma_intrinsics import MAX_WAIT, _parse, parse_ra, reg_slot
 
 _DT = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "e4m3": ml_dtypes.float8_e4m3fn,
        "e5m2": ml_dtypes.float8_e5m2}
@@ -101,6 +101,23 @@ def wgmma_model(mem: np.ndarray, desc_a: int, desc_b: int, n: int, a: str, b: st
     A = operand(mem, desc_a, 64, K, a, ta)
     Bt = operand(mem, desc_b, n, K, b, tb)
     return A @ Bt.T
+
+
+def register_a(regs: dict, kind: str) -> np.ndarray:
+    """The 64 x 16 operand A (float64) of a register-A ``wgmma .m64nNk16`` from every thread's four ``.b32``
+    registers (``regs``: thread of the warpgroup -> (a0, a1, a2, a3), two 16-bit values each, the lower half first):
+    warp ``w``, lane ``4g + t``: register 0 row ``16w + g``, columns ``2t, 2t + 1``; register 1 row ``16w + g + 8``;
+    register 2 row ``16w + g``, columns ``2t + 8, 2t + 9``; register 3 row ``16w + g + 8``, those columns (PTX ISA,
+    the A fragment of ``wgmma .m64nNk16``: :mod:`.wgmma_reg_a`)."""
+    t = np.dtype(_DT[kind])
+    A = np.zeros((64, 16))
+    for tid, r4 in regs.items():
+        w, lane = tid // 32, tid % 32
+        g, q = lane // 4, lane % 4
+        for k, (dr, dc) in enumerate(((0, 0), (8, 0), (0, 8), (8, 8))):
+            bits = np.array([r4[k] & 0xFFFF, r4[k] >> 16], np.uint16)
+            A[16 * w + g + dr, 2 * q + dc: 2 * q + dc + 2] = bits.view(t).astype(np.float64)
+    return A
 
 
 def sim_wgmma_namespace(cp_async16=None) -> dict:
@@ -199,6 +216,54 @@ def sim_wgmma_namespace(cp_async16=None) -> dict:
 
         return fn
 
+    posted: dict = {}  # (block, warpgroup, call number) -> {tid: (a0, a1, a2, a3)} of register-A wgmma
+    cond = threading.Condition(lock)
+
+    def block_wg():
+        me = threading.current_thread()
+        blk = tuple(int(x) for x in (me.blockIdx.x, me.blockIdx.y, me.blockIdx.z)) if hasattr(me, "blockIdx") else ()
+        return blk, int(me.threadIdx.x) // 128
+
+    def make_ra(name):
+        a, n, tb = parse_ra(name)
+        ib = np.dtype(_DT[a]).itemsize
+
+        def run(key, db, acc, o0, tid, snap):
+            with cond:
+                if not cond.wait_for(lambda: len(posted.get(key, ())) == 128, timeout=120):
+                    raise RuntimeError(f"wgmma simulator: {name}: not every thread of the warpgroup issued it")
+                regs = posted[key]
+                mem = image()
+            if snap is not None and not np.array_equal(mem[snap[0]], snap[1]):
+                raise RuntimeError(f"wgmma simulator: shared memory read by a pending {name} was written before "
+                                   "the wait_group that retires it")
+            A = register_a(regs, a)
+            Bt = operand(mem, int(db), n, 16, a, tb)
+            d = A @ Bt.T
+            for i in range(n // 2):
+                r, c = WL.acc_coord(tid, i)
+                s = int(o0) + reg_slot(i, n)
+                acc[s] = np.float32(np.float64(acc[s]) + d[r, c])
+
+        def fn(a0, a1, a2, a3, db, acc, o0):
+            tid = tid128()
+            blk, wg = block_wg()
+            counts = state.__dict__.setdefault("ra_count", {})
+            cnt = counts.get((blk, wg), 0)
+            counts[(blk, wg)] = cnt + 1
+            key = (blk, wg, cnt)
+            addr = operand_addresses(int(db), n, 16, ib, tb).ravel()
+            my_reads()[-1].update(np.unique(addr >> 4).tolist())
+            snap = None
+            with cond:
+                posted.setdefault(key, {})[tid] = tuple(int(x) for x in (a0, a1, a2, a3))
+                cond.notify_all()
+                if tid == 0:
+                    snap = (addr, image()[addr].copy())
+            pending()[-1].append((run, key, int(db), acc, int(o0), tid, snap))
+
+        return fn
+
     def commit():
         pending().append([])
         my_reads().append(set())
@@ -228,6 +293,9 @@ def sim_wgmma_namespace(cp_async16=None) -> dict:
 
     class NS(dict):
         def __missing__(self, key):
+            if isinstance(key, str) and key.startswith("_wgmma_ra_"):
+                self[key] = make_ra(key)
+                return self[key]
             if isinstance(key, str) and key.startswith("_wgmma_"):
                 self[key] = make(key)
                 return self[key]
@@ -246,7 +314,7 @@ def sim_wgmma_namespace(cp_async16=None) -> dict:
             raise ValueError(f"cp.async: shared address {addr} not aligned to {item} bytes")
         cp16(w[3].reshape(-1).view(src.dtype), off // item, src, si, nbytes)
 
-    ns = NS(_wg_fence=lambda: None, _wg_commit=commit, _fence_async_smem=lambda: None, _smem_u32=smem_u32)
+    ns = NS(_wg_fence=lambda: None, _wg_fence_regs=lambda t: t, _wg_commit=commit, _fence_async_smem=lambda: None, _smem_u32=smem_u32)
     if cp_async16 is not None:
         ns["_cp_async16"] = cp16
         ns["_cp_async16u"] = cp16u
