@@ -196,9 +196,9 @@ def test_seventh_predictions_are_committed_for_every_configuration():
     assert max(r["sim_wall_s"] for r in pred.values()) < 0.5
 
 
-def test_seventh_final_predictions_are_committed_and_tensorcore_reproduces_them():
-    """Brief AR's final model (tensorcore with tma_full_box, docs/simulator.md §3l), committed before any timing."""
-    th, _ = V._helpers()
+def test_seventh_final_predictions_are_committed_for_every_configuration():
+    """Brief AR's final model (tensorcore with tma_full_box, docs/simulator.md §3l), committed before any timing. The
+    set is timed (§3n) and development data since; tensorcore moved on (§3o), so only the file is checked."""
     meas = ROOT / "reports" / "measurements"
     doc = json.loads((meas / "tilelang_h200_seventh_predictions_variant_tma_full_box_2026-12-02.json").read_text())
     assert doc["dry_run"] is True and not doc.get("profile_overrides")  # tensorcore's defaults when it was written
@@ -206,8 +206,7 @@ def test_seventh_final_predictions_are_committed_and_tensorcore_reproduces_them(
     cfgs = V.config_set("seventh")
     assert set(pred) == {c["id"] for c in cfgs}
     assert max(r["sim_wall_s"] for r in pred.values()) < 0.5
-    for cfg in cfgs[::5] + [c for c in cfgs if "x4096x14336" in c["id"]]:
-        assert V.predict(cfg, th)["predicted_s"] == pytest.approx(pred[cfg["id"]]["predicted_s"], rel=1e-9), cfg["id"]
+    assert all(r.get("predicted_s") and not r.get("error") for r in pred.values())
 
 
 def test_eighth_baseline_predictions_are_committed_for_every_configuration():
