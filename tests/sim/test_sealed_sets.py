@@ -219,3 +219,21 @@ def test_eighth_baseline_predictions_are_committed_for_every_configuration():
     assert set(pred) == {c["id"] for c in V.config_set("eighth")}
     assert all(r.get("predicted_s") and not r.get("error") for r in pred.values())
     assert max(r["sim_wall_s"] for r in pred.values()) < 0.5
+
+
+def test_eighth_final_predictions_are_committed_and_tensorcore_reproduces_them():
+    """The final model's predictions for the eighth set (docs/simulator.md §3o), committed before its timings were
+    opened: a dry run of ``tensorcore``'s defaults over every configuration, which ``tensorcore`` reproduces (a change
+    of the model after the freeze makes this fail)."""
+    doc = json.loads((ROOT / "reports" / "measurements" /
+                      "tilelang_h200_eighth_predictions_final_2026-12-02.json").read_text())
+    assert doc["dry_run"] is True and not doc.get("profile_overrides")
+    pred = {r["id"]: r for r in doc["results"]}
+    cfgs = V.config_set("eighth")
+    assert set(pred) == {c["id"] for c in cfgs} and len(cfgs) == 51
+    assert all(r.get("error") is None for r in pred.values())
+    assert max(r["sim_wall_s"] for r in pred.values()) < 0.5
+    th, _ = V._helpers()
+    picked = cfgs[::6] + [c for c in cfgs if c["kind"] in ("moe_routing", "decode_attention")]
+    for cfg in picked:
+        assert V.predict(cfg, th)["predicted_s"] == pytest.approx(pred[cfg["id"]]["predicted_s"], rel=1e-9), cfg["id"]

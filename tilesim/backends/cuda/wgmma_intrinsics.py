@@ -81,6 +81,24 @@ def _parse(name: str):
     return a, b, int(n[1:]), t[0] == "1", t[1] == "1", parts[6:] == ["imm"]
 
 
+
+def _asm_on_accumulator(context, builder, sig, args, acc_arg, operands, operand_types, text, cons, offsets):
+    """The codegen both ``wgmma`` intrinsics share: load the accumulator's registers (``acc_arg``: the float32 array,
+    then its base offset) at ``offsets``, run the inline asm ``text`` on ``operands`` + them (tied in and out), and
+    store the results back."""
+    ir = require("llvmlite.ir", "the CUDA backend")
+    types = numba_types()
+    f32 = ir.FloatType()
+    ary = context.make_array(sig.args[acc_arg])(context, builder, args[acc_arg])
+    base = context.cast(builder, args[acc_arg + 1], sig.args[acc_arg + 1], types.intp)
+    ptrs = [builder.gep(ary.data, [builder.add(base, ir.Constant(base.type, off))], inbounds=True) for off in offsets]
+    accs = [builder.load(p) for p in ptrs]
+    fty = ir.FunctionType(ir.LiteralStructType([f32] * len(ptrs)), list(operand_types) + [f32] * len(ptrs))
+    res = builder.call(ir.InlineAsm(fty, text, cons + ",~{memory}", side_effect=True), list(operands) + accs)
+    for i, p in enumerate(ptrs):
+        builder.store(builder.extract_value(res, i), p)
+    return context.get_dummy_value()
+
 def _make_wgmma(a: str, b: str, n: int, ta: bool, tb: bool, imm: bool = False):
     ir = require("llvmlite.ir", "the CUDA backend")
     types = numba_types()
@@ -102,7 +120,7 @@ def _make_wgmma(a: str, b: str, n: int, ta: bool, tb: bool, imm: bool = False):
     text = ("{ .reg .pred p; setp.ne.b32 p, $" + str(nr + 2) + ", 0; "
             f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{a}.{b} {{{regs}}}, ${nr}, ${nr + 1}, {tail} }}")
     cons = ",".join(["=f"] * nr + ["l", "l", "r"] + [str(i) for i in range(nr)])
-    f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
+    i32, i64 = ir.IntType(32), ir.IntType(64)
     offsets = [reg_slot(i, n) for i in range(nr)]
 
     @intrinsic
@@ -114,19 +132,9 @@ def _make_wgmma(a: str, b: str, n: int, ta: bool, tb: bool, imm: bool = False):
         sig = types.void(da, db, acc, o0)
 
         def codegen(context, builder, sig, args):
-            d_a = context.cast(builder, args[0], sig.args[0], types.uint64)
-            d_b = context.cast(builder, args[1], sig.args[1], types.uint64)
-            ary = context.make_array(sig.args[2])(context, builder, args[2])
-            base = context.cast(builder, args[3], sig.args[3], types.intp)
-            ptrs = [builder.gep(ary.data, [builder.add(base, ir.Constant(base.type, off))], inbounds=True)
-                    for off in offsets]
-            accs = [builder.load(p) for p in ptrs]
-            fty = ir.FunctionType(ir.LiteralStructType([f32] * nr), [i64, i64, i32] + [f32] * nr)
-            asm = ir.InlineAsm(fty, text, cons + ",~{memory}", side_effect=True)
-            res = builder.call(asm, [d_a, d_b, ir.Constant(i32, 1)] + accs)
-            for i, p in enumerate(ptrs):
-                builder.store(builder.extract_value(res, i), p)
-            return context.get_dummy_value()
+            ops = [context.cast(builder, args[k], sig.args[k], types.uint64) for k in range(2)]
+            return _asm_on_accumulator(context, builder, sig, args, 2, ops + [ir.Constant(i32, 1)],
+                                       [i64, i64, i32], text, cons, offsets)
 
         return sig, codegen
 
@@ -147,7 +155,7 @@ def _make_wgmma_ra(a: str, n: int, tb: bool):
             f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{a}.{a} {{{regs}}}, "
             f"{{${nr}, ${nr + 1}, ${nr + 2}, ${nr + 3}}}, ${nr + 4}, p, 1, 1, {int(tb)}; }}")
     cons = ",".join(["=f"] * nr + ["r"] * 4 + ["l", "r"] + [str(i) for i in range(nr)])
-    f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
+    i32, i64 = ir.IntType(32), ir.IntType(64)
     offsets = [reg_slot(i, n) for i in range(nr)]
 
     @intrinsic
@@ -161,17 +169,8 @@ def _make_wgmma_ra(a: str, n: int, tb: bool):
         def codegen(context, builder, sig, args):
             ar = [context.cast(builder, args[k], sig.args[k], types.uint32) for k in range(4)]
             d_b = context.cast(builder, args[4], sig.args[4], types.uint64)
-            ary = context.make_array(sig.args[5])(context, builder, args[5])
-            base = context.cast(builder, args[6], sig.args[6], types.intp)
-            ptrs = [builder.gep(ary.data, [builder.add(base, ir.Constant(base.type, off))], inbounds=True)
-                    for off in offsets]
-            accs = [builder.load(p) for p in ptrs]
-            fty = ir.FunctionType(ir.LiteralStructType([f32] * nr), [i32] * 4 + [i64, i32] + [f32] * nr)
-            asm = ir.InlineAsm(fty, text, cons + ",~{memory}", side_effect=True)
-            res = builder.call(asm, ar + [d_b, ir.Constant(i32, 1)] + accs)
-            for i, p in enumerate(ptrs):
-                builder.store(builder.extract_value(res, i), p)
-            return context.get_dummy_value()
+            return _asm_on_accumulator(context, builder, sig, args, 5, ar + [d_b, ir.Constant(i32, 1)],
+                                       [i32] * 4 + [i64, i32], text, cons, offsets)
 
         return sig, codegen
 
